@@ -1,0 +1,119 @@
+// Copyright 2026 The Ember Authors.
+//
+// EmbeddingTable: one table's rows on one shard: the memory tier over the backend,
+// the optimizer, initializer and admission sketch. EmbeddingStore owns the tables and
+// validates arguments; see embedding_store.h for the semantics callers rely on.
+//
+// Implementation is split by concern: embedding_table.cc (pull, push, load, write-back)
+// and embedding_table_evict.cc (eviction policy, flush).
+//
+// Thread-safe.
+
+#ifndef EMBER_SERVER_EMBEDDING_TABLE_H_
+#define EMBER_SERVER_EMBEDDING_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ember/v1/table.pb.h"
+#include "server/change_log.h"
+#include "server/count_min_sketch.h"
+#include "server/embedding_store.h"
+#include "server/memory_tier.h"
+#include "server/optimizer.h"
+#include "server/row_backend.h"
+
+namespace ember {
+
+// Counters shared by every table of a store.
+struct StoreCounters {
+  std::atomic<uint64_t> pulled_keys{0};
+  std::atomic<uint64_t> pushed_keys{0};
+  std::atomic<uint64_t> memory_hits{0};
+  std::atomic<uint64_t> memory_misses{0};
+  std::atomic<uint64_t> admitted{0};
+  std::atomic<uint64_t> rejected_unadmitted{0};
+  std::atomic<uint64_t> evicted_to_backend{0};
+  std::atomic<uint64_t> evicted_by_policy{0};
+  std::atomic<uint64_t> writeback_errors{0};
+};
+
+struct TableContext {
+  uint32_t index = 0;  // position in the store's table list (ChangeLog::table)
+  BackendTable backend_table = 0;
+  RowBackend* backend = nullptr;
+  MemoryBudget* budget = nullptr;
+  ChangeLog* log = nullptr;
+  StoreCounters* counters = nullptr;
+  uint32_t num_stripes = 64;
+  double hard_limit_factor = 1.1;
+};
+
+class EmbeddingTable {
+ public:
+  // REQUIRES: `config` normalized.
+  EmbeddingTable(const v1::TableConfig& config, const TableContext& context);
+
+  const v1::TableConfig& config() const { return config_; }
+  uint32_t dim() const { return dim_; }
+  uint32_t state_floats() const { return optimizer_->state_floats(); }
+  uint32_t index() const { return ctx_.index; }
+
+  // REQUIRES: out.size() == ids.size() * dim(), ids non-empty (checked by the store).
+  absl::Status Pull(absl::Span<const uint64_t> ids, absl::Span<float> out);
+  // REQUIRES: grads.size() == ids.size() * dim(). Checks finiteness itself.
+  absl::Status Push(absl::Span<const uint64_t> ids, absl::Span<const float> grads, int64_t step);
+  absl::StatusOr<RowSnapshot> ReadRow(uint64_t id);
+
+  // Evicts rows from memory (writing dirty ones back) until the store's budget is
+  // met or `max_rounds` stripes were visited.
+  absl::Status ShrinkToBudget(int max_rounds);
+  // Writes every dirty row back; they stay resident.
+  absl::Status FlushDirty();
+  // Runs the eviction policy against `step`; see EvictionConfig.
+  absl::StatusOr<EvictionReport> EvictByPolicy(int64_t step);
+
+  // Admission sketch persistence (empty string when admission is off).
+  std::string SerializeSketch() const;
+  absl::Status RestoreSketch(absl::string_view data);
+
+  int64_t ResidentRows() { return tier_.ResidentRows(); }
+  int64_t HeldBytes() { return tier_.HeldBytes(); }
+
+ private:
+  struct Group;   // keys of one stripe in a batch
+  struct Loaded;  // result of reading misses from the backend
+
+  // Sorts batch positions by stripe: order[] holds positions, starts[s]..starts[s+1].
+  void GroupByStripe(absl::Span<const uint64_t> ids, std::vector<uint32_t>* order,
+                     std::vector<uint32_t>* starts) const;
+  std::string Key(uint64_t id) const;
+  // Writes a fresh row for `id` (init vector, optimizer state, zero meta) into `row`.
+  void InitRow(uint64_t id, char* row) const;
+  // Writes back the dirty rows among `victims` of stripe `s` and drops them from memory.
+  absl::Status EvictFromStripe(uint32_t s, size_t max_victims);
+  absl::Status WriteBackRows(MemoryTier::Stripe& stripe, const std::vector<uint64_t>& ids,
+                             const std::vector<std::string>& bytes, bool remove_after);
+  void ApplyToRow(char* row, const float* grad, uint32_t occurrences, int64_t step,
+                  uint64_t version);
+
+  const v1::TableConfig config_;
+  const TableContext ctx_;
+  const uint32_t dim_;
+  const uint32_t row_floats_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<CountMinSketch> sketch_;  // null when admission.min_count == 0
+  MemoryTier tier_;
+  std::atomic<uint32_t> evict_cursor_{0};
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_EMBEDDING_TABLE_H_

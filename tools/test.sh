@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs dependencies if missing, configures (CMake + Ninja, Release with assertions),
+# builds everything and runs every test. The README's test command; .ci/run calls it.
+#
+#   tools/test.sh              # all tests
+#   tools/test.sh -R Store     # extra arguments go to ctest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tools/install-deps.sh
+BUILD_DIR="${EMBER_BUILD_DIR:-build}"
+JOBS="${EMBER_JOBS:-$(nproc)}"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build "$BUILD_DIR" -j "$JOBS"
+cd "$BUILD_DIR"
+ctest --output-on-failure -j "$JOBS" "$@"
