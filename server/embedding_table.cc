@@ -471,8 +471,11 @@ absl::Status EmbeddingTable::EvictFromStripe(uint32_t s, size_t max_victims) {
     std::vector<uint64_t> victims;
     tier_.PickVictims(st, max_victims, &victims);
     for (uint64_t id : victims) {
+      // A sweep that wraps around can name a row twice: skip rows already handled.
       char* row = tier_.Find(st, id);
+      if (row == nullptr) continue;
       RowMeta* meta = MemoryTier::Meta(row);
+      if (meta->flags & kRowWriteBack) continue;
       if (meta->flags & kRowDirty) {
         std::string copy(row, tier_.row_bytes());
         reinterpret_cast<RowMeta*>(copy.data())->flags = 0;

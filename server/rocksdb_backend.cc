@@ -303,7 +303,14 @@ absl::Status RocksDbBackend::Flush() {
   EMBER_RETURN_IF_ERROR(MaybeResume());
   rocksdb::Status s;
   if (options_.enable_wal) {
-    s = db_->FlushWAL(/*sync=*/true);
+    // An empty synced write syncs every live WAL. Unlike DB::SyncWAL() it goes through the
+    // write path, which refuses to run while a background error stops the database;
+    // SyncWAL() on a WAL writer that has seen an IO error trips an assertion (abort) in
+    // Debian's librocksdb, which is built with assertions on.
+    rocksdb::WriteOptions sync_options;
+    sync_options.sync = true;
+    rocksdb::WriteBatch empty;
+    s = db_->Write(sync_options, &empty);
   } else {
     rocksdb::FlushOptions flush_options;
     flush_options.wait = true;

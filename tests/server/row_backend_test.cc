@@ -706,6 +706,37 @@ TEST_F(RocksDbBackendTest, WriteFaultsFailCleanlyAndRecover) {
   EXPECT_EQ(Get(*backend, b2, "after-b"), "y");
 }
 
+// With the WAL off, a fault hits the memtable flush instead of the write.
+TEST_F(RocksDbBackendTest, WalDisabledFlushFaultRecovers) {
+  auto fs = std::make_shared<FaultInjectionFileSystem>(rocksdb::FileSystem::Default());
+  RocksDbOptions options = Options();
+  options.file_system = fs;
+  options.enable_wal = false;
+  std::unique_ptr<RocksDbBackend> backend = MustOpen(options);
+  ASSERT_NE(backend, nullptr);
+  const BackendTable t = backend->OpenTable("t").value();
+  EMBER_ASSERT_OK(WriteRows(*backend, t, "acked", 40));
+
+  fs->SetWriteFailure(true);
+  EXPECT_FALSE(backend->Flush().ok());
+  // The failed flush stopped the database; writes are refused until it resumes.
+  EXPECT_FALSE(WriteRows(*backend, t, "refused", 40).ok());
+  EXPECT_EQ(CountRows(*backend, t, "acked", 40), 40);
+
+  fs->SetWriteFailure(false);
+  EMBER_ASSERT_OK(backend->Flush());
+  EMBER_ASSERT_OK(WriteRows(*backend, t, "after", 40));
+  EMBER_ASSERT_OK(backend->Flush());
+
+  backend.reset();
+  backend = MustOpen(options);
+  ASSERT_NE(backend, nullptr);
+  const BackendTable t2 = backend->OpenTable("t").value();
+  EXPECT_EQ(CountRows(*backend, t2, "acked", 40), 40);
+  EXPECT_EQ(CountRows(*backend, t2, "refused", 40), 0);
+  EXPECT_EQ(CountRows(*backend, t2, "after", 40), 40);
+}
+
 // A non-retryable error on the WAL is fatal for RocksDB: no Resume() clears it. Writes
 // keep failing (without crashing) until a reopen, which recovers every acked write.
 TEST_F(RocksDbBackendTest, FatalWriteFaultNeedsReopen) {
