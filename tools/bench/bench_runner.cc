@@ -22,6 +22,17 @@ class CapturingReporter : public benchmark::ConsoleReporter {
     SetErrorStream(&std::cerr);
   }
 
+  // The machine context (CPU, caches, load) once per process, not once per group.
+  bool ReportContext(const Context& context) override {
+    static bool printed = false;
+    if (printed) {
+      name_field_width_ = context.name_field_width;
+      return true;
+    }
+    printed = true;
+    return ConsoleReporter::ReportContext(context);
+  }
+
   void ReportRuns(const std::vector<Run>& runs) override {
     runs_.insert(runs_.end(), runs.begin(), runs.end());
     ConsoleReporter::ReportRuns(runs);
