@@ -15,10 +15,10 @@
 #define EMBER_STATUS_CONCAT_(a, b) EMBER_STATUS_CONCAT_INNER_(a, b)
 
 // Evaluates `expr` (an absl::Status); returns it from the enclosing function if not OK.
-#define EMBER_RETURN_IF_ERROR(expr)                            \
-  do {                                                         \
-    ::absl::Status ember_status_ = (expr);                     \
-    if (!ember_status_.ok()) return ember_status_;             \
+#define EMBER_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::absl::Status ember_status_ = (expr);         \
+    if (!ember_status_.ok()) return ember_status_; \
   } while (0)
 
 // Evaluates `rexpr` (an absl::StatusOr<T>); on error returns its status, otherwise

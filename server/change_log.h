@@ -70,11 +70,12 @@ class ChangeLog {
  private:
   const size_t capacity_;
   mutable absl::Mutex mu_;
-  std::vector<Change> ring_ ABSL_GUARDED_BY(mu_);          // version % capacity_
-  uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;                 // next version to reserve
-  uint64_t watermark_ ABSL_GUARDED_BY(mu_) = 0;            // committed prefix
-  uint64_t highest_written_ ABSL_GUARDED_BY(mu_) = 0;      // newest version in ring_
-  std::map<uint64_t, uint64_t> pending_ ABSL_GUARDED_BY(mu_);  // committed [first, end) above watermark
+  std::vector<Change> ring_ ABSL_GUARDED_BY(mu_);      // version % capacity_
+  uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;             // next version to reserve
+  uint64_t watermark_ ABSL_GUARDED_BY(mu_) = 0;        // committed prefix
+  uint64_t highest_written_ ABSL_GUARDED_BY(mu_) = 0;  // newest version in ring_
+  std::map<uint64_t, uint64_t> pending_
+      ABSL_GUARDED_BY(mu_);  // committed [first, end) above watermark
 };
 
 }  // namespace ember

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <limits>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/hash.h"
 
 namespace ember {
@@ -32,7 +32,7 @@ uint32_t CountMinSketch::Add(uint64_t id, uint32_t n) {
     uint32_t next;
     do {
       next = old > std::numeric_limits<uint32_t>::max() - n ? std::numeric_limits<uint32_t>::max()
-                                                             : old + n;
+                                                            : old + n;
     } while (!c.compare_exchange_weak(old, next, std::memory_order_relaxed));
     estimate = std::min(estimate, next);
   }
@@ -66,8 +66,8 @@ absl::Status CountMinSketch::Restore(absl::string_view data) {
   }
   if (data.size() != 8 + bytes() || width != width_ || depth != depth_) {
     return absl::InvalidArgumentError(absl::StrCat("sketch data of ", data.size(),
-                                                   " bytes does not match a ", width_, "x",
-                                                   depth_, " sketch"));
+                                                   " bytes does not match a ", width_, "x", depth_,
+                                                   " sketch"));
   }
   for (size_t i = 0; i < size_t{width_} * depth_; ++i) {
     uint32_t v;

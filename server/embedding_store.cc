@@ -5,8 +5,8 @@
 #include <bit>
 #include <cstring>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "server/embedding_table.h"
 #include "server/memory_tier.h"
@@ -56,9 +56,8 @@ absl::Status CheckBatch(size_t keys, size_t values, uint32_t dim, uint32_t limit
                                                    " (StoreOptions.max_batch_keys)"));
   }
   if (values != keys * dim) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", values, " values for ", keys,
-                                                   " keys of dim ", dim, "; expected ",
-                                                   keys * dim));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", values, " values for ", keys, " keys of dim ", dim, "; expected ", keys * dim));
   }
   return absl::OkStatus();
 }
@@ -124,10 +123,11 @@ absl::Status EmbeddingStore::CreateTable(const v1::TableConfig& config) {
           absl::StrCat("stored config of table '", normalized.name(), "' is corrupt"));
     }
     if (!SameStoredLayout(previous, normalized)) {
-      return absl::AlreadyExistsError(absl::StrCat(
-          "table '", normalized.name(), "' is stored with dim ", previous.dim(), ", seed ",
-          previous.seed(), " and optimizer ", v1::OptimizerConfig::Kind_Name(previous.optimizer().kind()),
-          "; refusing to reinterpret its rows"));
+      return absl::AlreadyExistsError(
+          absl::StrCat("table '", normalized.name(), "' is stored with dim ", previous.dim(),
+                       ", seed ", previous.seed(), " and optimizer ",
+                       v1::OptimizerConfig::Kind_Name(previous.optimizer().kind()),
+                       "; refusing to reinterpret its rows"));
     }
   } else if (!absl::IsNotFound(stored.status())) {
     return stored.status();

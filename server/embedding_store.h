@@ -38,10 +38,10 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "ember/v1/table.pb.h"
@@ -103,9 +103,9 @@ struct StoreStats {
   uint64_t version = 0;
   uint64_t pulled_keys = 0;
   uint64_t pushed_keys = 0;
-  uint64_t memory_hits = 0;       // keys found in the memory tier
-  uint64_t memory_misses = 0;     // keys looked up in the backend
-  uint64_t admitted = 0;          // rows created by admission
+  uint64_t memory_hits = 0;          // keys found in the memory tier
+  uint64_t memory_misses = 0;        // keys looked up in the backend
+  uint64_t admitted = 0;             // rows created by admission
   uint64_t rejected_unadmitted = 0;  // pushed keys dropped by admission
   uint64_t evicted_to_backend = 0;   // rows dropped from memory (written back if dirty)
   uint64_t evicted_by_policy = 0;    // rows removed by TTL/frequency (tombstones)
@@ -123,8 +123,8 @@ class EmbeddingStore {
   // Opens a store over `backend`. Restores the version counter and admission sketches
   // persisted by the last Flush. Tables must be (re)created with CreateTable before use.
   // Errors: INVALID_ARGUMENT for bad options; backend errors.
-  static absl::StatusOr<std::unique_ptr<EmbeddingStore>> Open(
-      const StoreOptions& options, std::unique_ptr<RowBackend> backend);
+  static absl::StatusOr<std::unique_ptr<EmbeddingStore>> Open(const StoreOptions& options,
+                                                              std::unique_ptr<RowBackend> backend);
 
   // Flushes (best effort) and closes. Call Close() to see the flush's status.
   ~EmbeddingStore();
@@ -144,8 +144,7 @@ class EmbeddingStore {
   // Writes the embedding of ids[i] to out[i * dim, (i + 1) * dim).
   // Errors: NOT_FOUND (table), INVALID_ARGUMENT (empty/oversized batch,
   // out.size() != ids.size() * dim), backend read errors. `out` is unspecified on error.
-  absl::Status Pull(absl::string_view table, absl::Span<const uint64_t> ids,
-                    absl::Span<float> out);
+  absl::Status Pull(absl::string_view table, absl::Span<const uint64_t> ids, absl::Span<float> out);
 
   // Applies grads[i * dim, (i + 1) * dim) to ids[i] with the table's optimizer at
   // training step `step`. Errors as for Pull, plus INVALID_ARGUMENT for a NaN/Inf

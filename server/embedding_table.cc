@@ -16,8 +16,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/slot.h"
 #include "server/initializer.h"
 #include "server/table_config.h"
@@ -73,7 +73,8 @@ void EmbeddingTable::GroupByStripe(absl::Span<const uint64_t> ids, std::vector<u
   for (uint32_t s = 0; s < num_stripes; ++s) (*starts)[s + 1] += (*starts)[s];
   order->resize(ids.size());
   std::vector<uint32_t> cursor(starts->begin(), starts->end() - 1);
-  for (size_t i = 0; i < ids.size(); ++i) (*order)[cursor[stripe_of[i]]++] = static_cast<uint32_t>(i);
+  for (size_t i = 0; i < ids.size(); ++i)
+    (*order)[cursor[stripe_of[i]]++] = static_cast<uint32_t>(i);
 }
 
 // ---------------------------------------------------------------------------------
@@ -87,9 +88,9 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<flo
   std::vector<uint32_t> order, starts;
   GroupByStripe(ids, &order, &starts);
 
-  std::vector<uint32_t> misses;                           // batch positions, by stripe
-  std::vector<std::pair<uint32_t, uint64_t>> loads;       // (stripe, snapshot)
-  std::vector<uint32_t> miss_starts;                      // per entry of `loads`
+  std::vector<uint32_t> misses;                      // batch positions, by stripe
+  std::vector<std::pair<uint32_t, uint64_t>> loads;  // (stripe, snapshot)
+  std::vector<uint32_t> miss_starts;                 // per entry of `loads`
   char* rows[64];
   for (uint32_t s = 0; s + 1 < starts.size(); ++s) {
     const uint32_t begin = starts[s], end = starts[s + 1];
@@ -196,8 +197,8 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!std::isfinite(grads[i])) {
       return absl::InvalidArgumentError(absl::StrCat("table '", config_.name(),
-                                                     "': gradient of id ", ids[i / dim_],
-                                                     " (key ", i / dim_, ") is not finite"));
+                                                     "': gradient of id ", ids[i / dim_], " (key ",
+                                                     i / dim_, ") is not finite"));
     }
   }
   MemoryBudget* budget = ctx_.budget;
@@ -231,9 +232,8 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
   for (uint32_t s = 0; s + 1 < starts.size(); ++s) {
     ustarts[s] = static_cast<uint32_t>(uniques.size());
     auto first = order.begin() + starts[s], last = order.begin() + starts[s + 1];
-    std::sort(first, last, [&](uint32_t a, uint32_t b) {
-      return ids[a] != ids[b] ? ids[a] < ids[b] : a < b;
-    });
+    std::sort(first, last,
+              [&](uint32_t a, uint32_t b) { return ids[a] != ids[b] ? ids[a] < ids[b] : a < b; });
     for (auto it = first; it != last;) {
       auto run = it;
       while (run != last && ids[*run] == ids[*it]) ++run;
@@ -283,10 +283,9 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
     absl::Status read = ctx_.backend->MultiGet(ctx_.backend_table, keys, &values, &found);
     for (size_t k = 0; read.ok() && k < miss_uniques.size(); ++k) {
       if (found[k] && values[k].size() != tier_.row_bytes()) {
-        read = absl::DataLossError(absl::StrCat("table '", config_.name(), "' id ",
-                                                uniques[miss_uniques[k]].id, ": stored row has ",
-                                                values[k].size(), " bytes; expected ",
-                                                tier_.row_bytes()));
+        read = absl::DataLossError(absl::StrCat(
+            "table '", config_.name(), "' id ", uniques[miss_uniques[k]].id, ": stored row has ",
+            values[k].size(), " bytes; expected ", tier_.row_bytes()));
       }
     }
     if (!read.ok()) {

@@ -10,8 +10,8 @@
 
 #include <cstring>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 #include "server/embedding_table.h"
 

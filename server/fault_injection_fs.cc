@@ -24,8 +24,8 @@ namespace {
 
 using rocksdb::DataVerificationInfo;
 using rocksdb::FSReadRequest;
-using rocksdb::IOHandleDeleter;
 using rocksdb::IODebugContext;
+using rocksdb::IOHandleDeleter;
 using rocksdb::IOOptions;
 using rocksdb::IOStatus;
 using rocksdb::Slice;
@@ -40,23 +40,21 @@ class FaultWritableFile : public rocksdb::FSWritableFileOwnerWrapper {
     IOStatus s = state_->MaybeFailWrite();
     return s.ok() ? FSWritableFileOwnerWrapper::Append(data, options, dbg) : s;
   }
-  IOStatus Append(const Slice& data, const IOOptions& options,
-                  const DataVerificationInfo& info, IODebugContext* dbg) override {
+  IOStatus Append(const Slice& data, const IOOptions& options, const DataVerificationInfo& info,
+                  IODebugContext* dbg) override {
     IOStatus s = state_->MaybeFailWrite();
     return s.ok() ? FSWritableFileOwnerWrapper::Append(data, options, info, dbg) : s;
   }
   IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& options,
                             IODebugContext* dbg) override {
     IOStatus s = state_->MaybeFailWrite();
-    return s.ok() ? FSWritableFileOwnerWrapper::PositionedAppend(data, offset, options, dbg)
-                  : s;
+    return s.ok() ? FSWritableFileOwnerWrapper::PositionedAppend(data, offset, options, dbg) : s;
   }
   IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& options,
                             const DataVerificationInfo& info, IODebugContext* dbg) override {
     IOStatus s = state_->MaybeFailWrite();
-    return s.ok()
-               ? FSWritableFileOwnerWrapper::PositionedAppend(data, offset, options, info, dbg)
-               : s;
+    return s.ok() ? FSWritableFileOwnerWrapper::PositionedAppend(data, offset, options, info, dbg)
+                  : s;
   }
   IOStatus Flush(const IOOptions& options, IODebugContext* dbg) override {
     IOStatus s = state_->MaybeFailWrite();
@@ -86,8 +84,8 @@ class FaultRandomAccessFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
                         std::shared_ptr<FaultState> state)
       : FSRandomAccessFileOwnerWrapper(std::move(file)), state_(std::move(state)) {}
 
-  IOStatus Read(uint64_t offset, size_t n, const IOOptions& options, Slice* result,
-                char* scratch, IODebugContext* dbg) const override {
+  IOStatus Read(uint64_t offset, size_t n, const IOOptions& options, Slice* result, char* scratch,
+                IODebugContext* dbg) const override {
     IOStatus s = state_->MaybeFailRead();
     if (!s.ok()) {
       *result = Slice();
@@ -113,8 +111,8 @@ class FaultRandomAccessFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
                      void** io_handle, IOHandleDeleter* del_fn, IODebugContext* dbg) override {
     IOStatus s = state_->MaybeFailRead();
     if (!s.ok()) return s;
-    return FSRandomAccessFileOwnerWrapper::ReadAsync(req, opts, std::move(cb), cb_arg,
-                                                     io_handle, del_fn, dbg);
+    return FSRandomAccessFileOwnerWrapper::ReadAsync(req, opts, std::move(cb), cb_arg, io_handle,
+                                                     del_fn, dbg);
   }
 
  private:
@@ -143,8 +141,7 @@ class FaultSequentialFile : public rocksdb::FSSequentialFileOwnerWrapper {
       *result = Slice();
       return s;
     }
-    return FSSequentialFileOwnerWrapper::PositionedRead(offset, n, options, result, scratch,
-                                                        dbg);
+    return FSSequentialFileOwnerWrapper::PositionedRead(offset, n, options, result, scratch, dbg);
   }
 
  private:
@@ -208,9 +205,10 @@ IOStatus FaultInjectionFileSystem::NewRandomAccessFile(
   return s;
 }
 
-IOStatus FaultInjectionFileSystem::NewWritableFile(
-    const std::string& fname, const rocksdb::FileOptions& file_opts,
-    std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+IOStatus FaultInjectionFileSystem::NewWritableFile(const std::string& fname,
+                                                   const rocksdb::FileOptions& file_opts,
+                                                   std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                                   IODebugContext* dbg) {
   IOStatus s = state_->MaybeFailWrite();
   if (!s.ok()) return s;
   return WrapWritable(target()->NewWritableFile(fname, file_opts, result, dbg), state_, result);
@@ -221,18 +219,16 @@ IOStatus FaultInjectionFileSystem::ReopenWritableFile(
     std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
   IOStatus s = state_->MaybeFailWrite();
   if (!s.ok()) return s;
-  return WrapWritable(target()->ReopenWritableFile(fname, file_opts, result, dbg), state_,
-                      result);
+  return WrapWritable(target()->ReopenWritableFile(fname, file_opts, result, dbg), state_, result);
 }
 
 IOStatus FaultInjectionFileSystem::ReuseWritableFile(
-    const std::string& fname, const std::string& old_fname,
-    const rocksdb::FileOptions& file_opts, std::unique_ptr<rocksdb::FSWritableFile>* result,
-    IODebugContext* dbg) {
+    const std::string& fname, const std::string& old_fname, const rocksdb::FileOptions& file_opts,
+    std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
   IOStatus s = state_->MaybeFailWrite();
   if (!s.ok()) return s;
-  return WrapWritable(target()->ReuseWritableFile(fname, old_fname, file_opts, result, dbg),
-                      state_, result);
+  return WrapWritable(target()->ReuseWritableFile(fname, old_fname, file_opts, result, dbg), state_,
+                      result);
 }
 
 }  // namespace ember

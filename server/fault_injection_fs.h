@@ -69,8 +69,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
                                         const rocksdb::FileOptions& file_opts,
                                         std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
                                         rocksdb::IODebugContext* dbg) override;
-  rocksdb::IOStatus NewWritableFile(const std::string& fname,
-                                    const rocksdb::FileOptions& file_opts,
+  rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& file_opts,
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
                                     rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus ReopenWritableFile(const std::string& fname,

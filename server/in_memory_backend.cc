@@ -35,8 +35,7 @@ std::vector<std::string> InMemoryBackend::ListTables() const {
 }
 
 absl::Status InMemoryBackend::MultiGet(BackendTable table, absl::Span<const std::string> keys,
-                                       std::vector<std::string>* values,
-                                       std::vector<bool>* found) {
+                                       std::vector<std::string>* values, std::vector<bool>* found) {
   if (fail_reads_.load()) return absl::UnavailableError("injected read fault");
   absl::MutexLock lock(&mu_);
   const Table* t = Find(table);

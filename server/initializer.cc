@@ -14,8 +14,8 @@ inline float UnitFloat(uint64_t bits) { return static_cast<float>(bits >> 40) * 
 
 }  // namespace
 
-void InitEmbedding(const v1::InitializerConfig& init, uint64_t table_seed, uint64_t id,
-                   float* out, uint32_t dim) {
+void InitEmbedding(const v1::InitializerConfig& init, uint64_t table_seed, uint64_t id, float* out,
+                   uint32_t dim) {
   // Decorrelated from the slot hash (which uses Mix64(id ^ seed)).
   const uint64_t base = Mix64Alt(id ^ Mix64(table_seed ^ 0x5eedULL));
   const float scale = init.scale();

@@ -16,8 +16,8 @@ namespace ember {
 
 // Writes the `dim` init values of `id` to out[0, dim). REQUIRES: `init` normalized
 // (NormalizeTableConfig). Thread-safe.
-void InitEmbedding(const v1::InitializerConfig& init, uint64_t table_seed, uint64_t id,
-                   float* out, uint32_t dim);
+void InitEmbedding(const v1::InitializerConfig& init, uint64_t table_seed, uint64_t id, float* out,
+                   uint32_t dim);
 
 }  // namespace ember
 

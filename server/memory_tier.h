@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "common/hash.h"
 #include "server/row_layout.h"
@@ -68,7 +68,7 @@ class MemoryTier {
     // removal made while loads are in flight keeps the removed row's bytes in
     // `recent` (empty bytes: deleted by policy); a loader consults them before
     // inserting (FindRemovedSince). Both are pruned as loads finish.
-    uint64_t removals ABSL_GUARDED_BY(mu) = 0;  // sequence number of the last removal
+    uint64_t removals ABSL_GUARDED_BY(mu) = 0;               // sequence number of the last removal
     std::vector<uint64_t> active_loads ABSL_GUARDED_BY(mu);  // snapshots of `removals`
     struct Removed {
       uint64_t seq;

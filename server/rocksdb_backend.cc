@@ -22,25 +22,30 @@ constexpr char kMetaColumnFamily[] = "__ember_meta";
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 
+// Returns the codec for `c`, or INVALID_ARGUMENT if the linked librocksdb lacks it.
 absl::StatusOr<rocksdb::CompressionType> ToCompressionType(RocksDbCompression c) {
   rocksdb::CompressionType type = rocksdb::kNoCompression;
+  const char* name = "none";
   switch (c) {
     case RocksDbCompression::kNone:
       return rocksdb::kNoCompression;
     case RocksDbCompression::kLz4:
       type = rocksdb::kLZ4Compression;
+      name = "lz4";
       break;
     case RocksDbCompression::kZstd:
       type = rocksdb::kZSTD;
+      name = "zstd";
       break;
     case RocksDbCompression::kSnappy:
       type = rocksdb::kSnappyCompression;
+      name = "snappy";
       break;
   }
   const std::vector<rocksdb::CompressionType> supported = rocksdb::GetSupportedCompressions();
   if (std::find(supported.begin(), supported.end(), type) == supported.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("compression ", static_cast<int>(c), " is not supported by librocksdb"));
+        absl::StrCat("compression ", name, " is not supported by the linked librocksdb"));
   }
   return type;
 }
@@ -70,8 +75,8 @@ absl::StatusOr<rocksdb::ColumnFamilyOptions> MakeCfOptions(const RocksDbOptions&
   }
   if (options.bloom_bits_per_key > 0) {
     // Full (not block-based) filter: required for MultiGet's batched filter probes.
-    table.filter_policy.reset(
-        rocksdb::NewBloomFilterPolicy(options.bloom_bits_per_key, /*use_block_based_builder=*/false));
+    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(options.bloom_bits_per_key,
+                                                            /*use_block_based_builder=*/false));
     table.whole_key_filtering = true;
   }
   rocksdb::ColumnFamilyOptions cf;
@@ -150,8 +155,7 @@ RocksDbBackend::~RocksDbBackend() {
   db_.reset();
 }
 
-BackendTable RocksDbBackend::Publish(const std::string& name,
-                                     rocksdb::ColumnFamilyHandle* handle) {
+BackendTable RocksDbBackend::Publish(const std::string& name, rocksdb::ColumnFamilyHandle* handle) {
   const int id = num_tables_.load(std::memory_order_relaxed);
   handles_[id].store(handle, std::memory_order_relaxed);
   num_tables_.store(id + 1, std::memory_order_release);
@@ -210,8 +214,7 @@ std::vector<std::string> RocksDbBackend::ListTables() const {
 }
 
 absl::Status RocksDbBackend::MultiGet(BackendTable table, absl::Span<const std::string> keys,
-                                      std::vector<std::string>* values,
-                                      std::vector<bool>* found) {
+                                      std::vector<std::string>* values, std::vector<bool>* found) {
   rocksdb::ColumnFamilyHandle* cf = Handle(table);
   if (cf == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown table ", table));
   const size_t n = keys.size();

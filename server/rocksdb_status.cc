@@ -22,8 +22,7 @@ absl::StatusCode CodeOf(const rocksdb::Status& s) {
     case rocksdb::Status::kIOError:
       // SpaceLimit is the SstFileManager's configured cap: the same condition as a
       // full disk from the caller's point of view.
-      if (s.subcode() == rocksdb::Status::kNoSpace ||
-          s.subcode() == rocksdb::Status::kSpaceLimit) {
+      if (s.subcode() == rocksdb::Status::kNoSpace || s.subcode() == rocksdb::Status::kSpaceLimit) {
         return absl::StatusCode::kResourceExhausted;
       }
       return absl::StatusCode::kUnavailable;

@@ -29,7 +29,7 @@ inline constexpr BackendTable kMetaTable = -1;
 struct BackendWrite {
   BackendTable table = kMetaTable;
   std::string key;
-  std::string value;     // ignored when erase
+  std::string value;  // ignored when erase
   bool erase = false;
 };
 
@@ -51,8 +51,7 @@ class RowBackend {
   // Looks up every key. On OK, found[i] says whether keys[i] exists and values[i]
   // holds its value. A failed lookup of any key fails the whole call.
   virtual absl::Status MultiGet(BackendTable table, absl::Span<const std::string> keys,
-                                std::vector<std::string>* values,
-                                std::vector<bool>* found) = 0;
+                                std::vector<std::string>* values, std::vector<bool>* found) = 0;
 
   // Applies `batch` atomically. On error nothing of the batch is visible.
   virtual absl::Status Write(const BackendWriteBatch& batch) = 0;

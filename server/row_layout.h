@@ -27,10 +27,10 @@ namespace ember {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "Ember's row format is little-endian");
 
 struct RowMeta {
-  uint64_t version = 0;         // shard version of the last update that changed this row
-  int64_t last_seen_step = 0;   // training step of the last push
-  float count = 0;              // (decayed) number of times the ID was pushed
-  uint32_t flags = 0;           // memory-tier bookkeeping (kRowDirty ...); 0 on disk
+  uint64_t version = 0;        // shard version of the last update that changed this row
+  int64_t last_seen_step = 0;  // training step of the last push
+  float count = 0;             // (decayed) number of times the ID was pushed
+  uint32_t flags = 0;          // memory-tier bookkeeping (kRowDirty ...); 0 on disk
 };
 static_assert(sizeof(RowMeta) == 24);
 

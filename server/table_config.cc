@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/hash.h"
 
 namespace ember {
@@ -56,9 +56,10 @@ uint32_t OptimizerStateFloats(const v1::OptimizerConfig& optimizer, uint32_t dim
 absl::StatusOr<v1::TableConfig> NormalizeTableConfig(const v1::TableConfig& in) {
   v1::TableConfig c = in;
   if (!ValidName(c.name())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "table name '", c.name(), "' must be 1-64 characters of [a-zA-Z0-9_.-], not starting "
-        "with '__'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("table name '", c.name(),
+                     "' must be 1-64 characters of [a-zA-Z0-9_.-], not starting "
+                     "with '__'"));
   }
   if (c.dim() < 1 || c.dim() > kMaxDim) {
     return absl::InvalidArgumentError(

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ember/v1/table.pb.h"
 
 namespace ember {

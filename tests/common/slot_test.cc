@@ -32,8 +32,7 @@ TEST(SlotTest, SequentialIdsSpreadEvenly) {
 
 TEST(SlotTest, RandomIdsSpreadEvenly) {
   std::mt19937_64 rng(7);
-  const double ratio =
-      MaxOverMean(99, kNumSlots * kIdsPerSlot, [&](size_t) { return rng(); });
+  const double ratio = MaxOverMean(99, kNumSlots * kIdsPerSlot, [&](size_t) { return rng(); });
   EXPECT_LT(ratio, 1.05);
 }
 

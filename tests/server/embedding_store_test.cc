@@ -27,9 +27,9 @@ enum class BackendKind { kMemory, kRocksDb };
 
 std::string UniqueDir(const std::string& tag) {
   static std::atomic<int> counter{0};
-  auto dir = std::filesystem::path(testing::TempDir()) /
-             ("ember_store_" + tag + "_" + std::to_string(getpid()) + "_" +
-              std::to_string(counter++));
+  auto dir =
+      std::filesystem::path(testing::TempDir()) /
+      ("ember_store_" + tag + "_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
   std::filesystem::remove_all(dir);
   return dir.string();
 }
@@ -151,8 +151,7 @@ TEST_P(StoreTest, BadInputIsRejectedAndChangesNothing) {
   EXPECT_EQ(store.Pull("t", {1, 2}, absl::MakeSpan(out)).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.Push("t", {1, 2}, {1, 1, 1, nan}, 1).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(store.Push("t", {3, 1}, {inf, 1, 1, 1}, 1).code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Push("t", {3, 1}, {inf, 1, 1, 1}, 1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.Push("t", {3}, {-inf, 0}, 1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.CreateTable(Table("t", 3)).code(), absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(store.CreateTable(Table("bad name", 3)).code(), absl::StatusCode::kInvalidArgument);
@@ -326,7 +325,8 @@ TEST_P(StoreTest, CountDecayLowersCountsEverywhere) {
   }
   // counts: 4 -> 2 (kept), 2 -> 1 (< 1.5: removed)
   EXPECT_EQ(store.Evict(1).value().rows_removed, 10u);
-  for (uint64_t id = 0; id < 10; ++id) EXPECT_EQ(store.ReadRow("item", id).value().meta.count, 2.0f);
+  for (uint64_t id = 0; id < 10; ++id)
+    EXPECT_EQ(store.ReadRow("item", id).value().meta.count, 2.0f);
 }
 
 // SGD is commutative: concurrent pushes must end where sequential ones do. Gradients
@@ -434,10 +434,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
 TEST(StoreFaultTest, FailedWriteBackKeepsRowsAndRecovers) {
   auto backend = std::make_unique<InMemoryBackend>();
   InMemoryBackend* mem = backend.get();
-  auto store =
-      EmbeddingStore::Open(StoreOptions{.memory_budget_bytes = 20 * 100, .num_stripes = 2},
-                           std::move(backend))
-          .value();
+  auto store = EmbeddingStore::Open(StoreOptions{.memory_budget_bytes = 20 * 100, .num_stripes = 2},
+                                    std::move(backend))
+                   .value();
   auto config = Table("t", 4);
   ASSERT_TRUE(store->CreateTable(config).ok());
   mem->FailWrites(true);

@@ -123,8 +123,8 @@ TEST(OptimizerTest, FtrlWithL1AndL2) {
   r = Step(*opt, r, {3.0f, 0.5f});
   EXPECT_NEAR(r.w[0], -0.2f, 1e-6);
   EXPECT_EQ(r.w[1], 0.0f);
-  EXPECT_FLOAT_EQ(r.state[0], 3.0f);   // z
-  EXPECT_FLOAT_EQ(r.state[2], 9.0f);   // n
+  EXPECT_FLOAT_EQ(r.state[0], 3.0f);  // z
+  EXPECT_FLOAT_EQ(r.state[2], 9.0f);  // n
   // step 2, g = 4: n' = 25, sigma = (5 - 3) / 0.5 = 4, z = 3 + 4 - 4 * (-0.2) = 7.8
   //   w = -(7.8 - 1) / ((1 + 5) / 0.5 + 2) = -6.8 / 14 = -0.485714
   r = Step(*opt, r, {4.0f, 0.0f});
@@ -141,11 +141,11 @@ TEST(OptimizerTest, FrequencyAwareScale) {
   c.set_freq_min_scale(0.5f);
   c.set_freq_max_scale(4.0f);
   auto opt = Optimizer::Create(Normalized(c), 2);
-  EXPECT_FLOAT_EQ(opt->LearningRateScale(100), 1.0f);   // sqrt(100/100)
-  EXPECT_FLOAT_EQ(opt->LearningRateScale(25), 2.0f);    // sqrt(100/25)
-  EXPECT_FLOAT_EQ(opt->LearningRateScale(1), 4.0f);     // sqrt(100) = 10, clamped to 4
-  EXPECT_FLOAT_EQ(opt->LearningRateScale(400), 0.5f);   // sqrt(1/4)
-  EXPECT_FLOAT_EQ(opt->LearningRateScale(10000), 0.5f); // 0.1 clamped to 0.5
+  EXPECT_FLOAT_EQ(opt->LearningRateScale(100), 1.0f);    // sqrt(100/100)
+  EXPECT_FLOAT_EQ(opt->LearningRateScale(25), 2.0f);     // sqrt(100/25)
+  EXPECT_FLOAT_EQ(opt->LearningRateScale(1), 4.0f);      // sqrt(100) = 10, clamped to 4
+  EXPECT_FLOAT_EQ(opt->LearningRateScale(400), 0.5f);    // sqrt(1/4)
+  EXPECT_FLOAT_EQ(opt->LearningRateScale(10000), 0.5f);  // 0.1 clamped to 0.5
   v1::OptimizerConfig off;
   auto plain = Optimizer::Create(Normalized(off), 2);
   EXPECT_FLOAT_EQ(plain->LearningRateScale(1), 1.0f);

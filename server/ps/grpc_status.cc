@@ -1,0 +1,69 @@
+// Copyright 2026 The Ember Authors.
+
+#include "server/ps/grpc_status.h"
+
+#include <string>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+
+namespace ember {
+namespace {
+
+// absl::StatusCode and grpc::StatusCode share the canonical numbering 0..16.
+constexpr int kMaxCanonicalCode = 16;
+
+}  // namespace
+
+absl::Status WrongShardError(uint32_t slot, uint32_t owner, uint64_t epoch, absl::string_view why) {
+  v1::WrongShard detail;
+  detail.set_slot(slot);
+  detail.set_owner(owner);
+  detail.set_epoch(epoch);
+  absl::Status status = absl::FailedPreconditionError(
+      absl::StrCat("wrong shard: ", why, " (slot ", slot, " owner ", owner, " epoch ", epoch, ")"));
+  status.SetPayload(kWrongShardTypeUrl, absl::Cord(detail.SerializeAsString()));
+  return status;
+}
+
+std::optional<v1::WrongShard> GetWrongShard(const absl::Status& status) {
+  auto payload = status.GetPayload(kWrongShardTypeUrl);
+  if (!payload.has_value()) return std::nullopt;
+  v1::WrongShard detail;
+  if (!detail.ParseFromString(std::string(*payload))) return std::nullopt;
+  return detail;
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* context) {
+  if (status.ok()) return grpc::Status::OK;
+  const int code = static_cast<int>(status.code());
+  const grpc::StatusCode grpc_code = code > 0 && code <= kMaxCanonicalCode
+                                         ? static_cast<grpc::StatusCode>(code)
+                                         : grpc::StatusCode::UNKNOWN;
+  if (context != nullptr) {
+    if (auto payload = status.GetPayload(kWrongShardTypeUrl)) {
+      context->AddTrailingMetadata(kWrongShardMetadataKey, std::string(*payload));
+    }
+  }
+  return grpc::Status(grpc_code, std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status, const grpc::ClientContext* context) {
+  if (status.ok()) return absl::OkStatus();
+  const int code = static_cast<int>(status.error_code());
+  const absl::StatusCode absl_code = code > 0 && code <= kMaxCanonicalCode
+                                         ? static_cast<absl::StatusCode>(code)
+                                         : absl::StatusCode::kUnknown;
+  absl::Status out(absl_code, status.error_message());
+  if (context != nullptr) {
+    const auto& trailers = context->GetServerTrailingMetadata();
+    auto it = trailers.find(kWrongShardMetadataKey);
+    if (it != trailers.end()) {
+      out.SetPayload(kWrongShardTypeUrl,
+                     absl::Cord(absl::string_view(it->second.data(), it->second.size())));
+    }
+  }
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,52 @@
+// Copyright 2026 The Ember Authors.
+//
+// The one place where absl::Status and grpc::Status are translated (STYLE.md habit 2),
+// and the WrongShard redirect detail that rides on FAILED_PRECONDITION.
+//
+// Inside the process a routing error is an absl::Status with code FAILED_PRECONDITION
+// and a payload (type URL kWrongShardTypeUrl) holding a serialized v1::WrongShard. On
+// the wire the payload travels as the binary trailing metadata entry
+// kWrongShardMetadataKey ("ember-wrong-shard-bin"); the status message is kept.
+//
+//   // server
+//   reactor->Finish(ToGrpcStatus(WrongShardError(slot, owner, epoch), context));
+//   // client
+//   absl::Status s = FromGrpcStatus(stub->Pull(&ctx, req, &resp), &ctx);
+//   if (std::optional<v1::WrongShard> w = GetWrongShard(s)) RefreshMap(w->epoch());
+
+#ifndef EMBER_SERVER_PS_GRPC_STATUS_H_
+#define EMBER_SERVER_PS_GRPC_STATUS_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "ember/v1/ps.pb.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/status.h"
+
+namespace ember {
+
+inline constexpr char kWrongShardMetadataKey[] = "ember-wrong-shard-bin";
+inline constexpr char kWrongShardTypeUrl[] = "type.googleapis.com/ember.v1.WrongShard";
+
+// FAILED_PRECONDITION naming `slot`, its `owner` and the shard's current `epoch`, with
+// the WrongShard payload attached.
+absl::Status WrongShardError(uint32_t slot, uint32_t owner, uint64_t epoch, absl::string_view why);
+
+// The WrongShard payload of `status`, or nullopt when it has none (or it is corrupt).
+std::optional<v1::WrongShard> GetWrongShard(const absl::Status& status);
+
+// Server side: the grpc::Status for `status` (same code and message). When `context`
+// is not null, a WrongShard payload is added to its trailing metadata.
+grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* context);
+
+// Client side: the absl::Status for `status` (same code and message). When `context`
+// is not null, a WrongShard trailing metadata entry becomes the payload again.
+// REQUIRES: the call on `context` has finished.
+absl::Status FromGrpcStatus(const grpc::Status& status, const grpc::ClientContext* context);
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_PS_GRPC_STATUS_H_

@@ -1,0 +1,208 @@
+// Copyright 2026 The Ember Authors.
+//
+// ember-ps: one PS shard serving PsService over gRPC.
+//
+//   ember-ps --data_dir=/data/ember/shard-0 --port=7000 --shard_id=0 --num_shards=2
+//
+// With --port=0 the kernel picks a free port. Once serving, the process prints exactly
+// one line "listening on HOST:PORT" to stdout (tests and scripts wait for it); logs go
+// to stderr. SIGTERM or SIGINT shuts down gracefully: stop accepting calls, let calls
+// in flight finish (bounded by --shutdown_grace_ms), flush dirty rows (store Close)
+// and exit 0; exit 1 if the flush failed.
+//
+// Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
+// 0..num_shards-1 at epoch 1.
+
+#include <signal.h>
+
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "common/slot_map.h"
+#include "common/status_macros.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "server/embedding_store.h"
+#include "server/ps/ps_service.h"
+#include "server/rocksdb_backend.h"
+
+namespace ember {
+namespace {
+
+constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
+
+  --data_dir=DIR           RocksDB directory of this shard. Required.
+  --host=ADDR              address to bind. Default: 127.0.0.1
+  --port=N                 port to bind; 0 picks a free one. Default: 0
+  --shard_id=N             this shard's id. Default: 0
+  --num_shards=N           shards in the (even) slot map, epoch 1. Default: 1
+  --memory_budget_mb=N     memory tier budget in MiB; 0 = unlimited. Default: 1024
+  --wal=true|false         RocksDB write-ahead log. Default: true
+  --max_message_mb=N       largest request/response in MiB. Default: 256
+  --shutdown_grace_ms=N    time calls in flight get at shutdown. Default: 5000
+  --help                   this text
+)";
+
+struct PsMainOptions {
+  std::string data_dir;
+  std::string host = "127.0.0.1";
+  uint32_t port = 0;
+  uint32_t shard_id = 0;
+  uint32_t num_shards = 1;
+  int64_t memory_budget_mb = 1024;
+  bool wal = true;
+  int64_t max_message_mb = 256;
+  int64_t shutdown_grace_ms = 5000;
+  bool help = false;
+};
+
+template <typename T>
+absl::Status ParseNumber(absl::string_view name, absl::string_view text, T* out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  if (ec != std::errc() || ptr != end) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": bad number '", text, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PsMainOptions> ParseFlags(int argc, char** argv) {
+  PsMainOptions o;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (arg.substr(0, 2) != "--") {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    arg.remove_prefix(2);
+    const size_t eq = arg.find('=');
+    const absl::string_view name = arg.substr(0, eq);
+    const bool has_value = eq != absl::string_view::npos;
+    const absl::string_view value = has_value ? arg.substr(eq + 1) : absl::string_view();
+    if (name == "wal") {
+      if (!has_value || value == "true" || value == "1") {
+        o.wal = true;
+      } else if (value == "false" || value == "0") {
+        o.wal = false;
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("--wal: expected true or false"));
+      }
+      continue;
+    }
+    if (!has_value) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs =value"));
+    if (name == "data_dir") {
+      o.data_dir = std::string(value);
+    } else if (name == "host") {
+      o.host = std::string(value);
+    } else if (name == "port") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.port));
+    } else if (name == "shard_id") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shard_id));
+    } else if (name == "num_shards") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.num_shards));
+    } else if (name == "memory_budget_mb") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.memory_budget_mb));
+    } else if (name == "max_message_mb") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.max_message_mb));
+    } else if (name == "shutdown_grace_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shutdown_grace_ms));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+  }
+  if (o.help) return o;
+  if (o.data_dir.empty()) return absl::InvalidArgumentError("--data_dir is required");
+  if (o.port > 65535) return absl::InvalidArgumentError("--port must be <= 65535");
+  if (o.num_shards == 0) return absl::InvalidArgumentError("--num_shards must be >= 1");
+  if (o.shard_id >= o.num_shards) {
+    return absl::InvalidArgumentError("--shard_id must be < --num_shards");
+  }
+  if (o.memory_budget_mb < 0) return absl::InvalidArgumentError("--memory_budget_mb < 0");
+  if (o.max_message_mb < 1 || o.max_message_mb > 2047) {
+    return absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]");
+  }
+  if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
+  return o;
+}
+
+absl::Status Run(const PsMainOptions& o) {
+  // Block the shutdown signals in every thread (gRPC's and RocksDB's threads inherit
+  // this mask) so that only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  RocksDbOptions rocks;
+  rocks.path = o.data_dir;
+  rocks.enable_wal = o.wal;
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbBackend> backend, RocksDbBackend::Open(rocks));
+  StoreOptions store_options;
+  store_options.memory_budget_bytes = o.memory_budget_mb << 20;
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingStore> store,
+                         EmbeddingStore::Open(store_options, std::move(backend)));
+
+  std::vector<uint32_t> shards(o.num_shards);
+  for (uint32_t i = 0; i < o.num_shards; ++i) shards[i] = i;
+  PsServiceImpl service(store.get(), o.shard_id, SlotMap::Even(shards, /*epoch=*/1));
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
+                           &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_message_mb << 20));
+  builder.SetMaxSendMessageSize(static_cast<int>(o.max_message_mb << 20));
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
+  }
+  std::cout << "listening on " << o.host << ":" << port << std::endl;
+  std::cerr << "ember-ps: shard " << o.shard_id << "/" << o.num_shards << " serving " << o.data_dir
+            << " on " << o.host << ":" << port << std::endl;
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::cerr << "ember-ps: signal " << signal_number << ", shutting down" << std::endl;
+  server->Shutdown(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(o.shutdown_grace_ms));
+  server->Wait();
+  const absl::Status closed = store->Close();
+  if (!closed.ok()) return closed;
+  std::cerr << "ember-ps: flushed and closed" << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace ember
+
+int main(int argc, char** argv) {
+  absl::StatusOr<ember::PsMainOptions> options = ember::ParseFlags(argc, argv);
+  if (!options.ok()) {
+    std::cerr << "ember-ps: " << options.status().message() << "\n\n" << ember::kUsage;
+    return 2;
+  }
+  if (options->help) {
+    std::cout << ember::kUsage;
+    return 0;
+  }
+  const absl::Status status = ember::Run(*options);
+  if (!status.ok()) {
+    std::cerr << "ember-ps: " << status << std::endl;
+    return 1;
+  }
+  return 0;
+}

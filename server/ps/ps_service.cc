@@ -1,0 +1,181 @@
+// Copyright 2026 The Ember Authors.
+
+#include "server/ps/ps_service.h"
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/slot.h"
+#include "common/status_macros.h"
+#include "server/ps/float16.h"
+#include "server/ps/grpc_status.h"
+
+namespace ember {
+namespace {
+
+// Bytes per element of `encoding`, or INVALID_ARGUMENT for an unknown one.
+absl::StatusOr<size_t> ElementBytes(int encoding) {
+  switch (encoding) {
+    case v1::VALUE_ENCODING_FLOAT32:
+      return 4;
+    case v1::VALUE_ENCODING_FLOAT16:
+      return 2;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("unknown value encoding ", encoding));
+  }
+}
+
+// Unpacks little-endian uint64 ids. INVALID_ARGUMENT for an empty or ragged buffer.
+absl::StatusOr<std::vector<uint64_t>> DecodeIds(const std::string& bytes) {
+  if (bytes.empty()) return absl::InvalidArgumentError("empty ids");
+  if (bytes.size() % sizeof(uint64_t) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ids length ", bytes.size(), " is not a multiple of 8"));
+  }
+  std::vector<uint64_t> ids(bytes.size() / sizeof(uint64_t));
+  std::memcpy(ids.data(), bytes.data(), bytes.size());  // little-endian host (float16.cc)
+  return ids;
+}
+
+}  // namespace
+
+PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
+                             uint64_t dedup_window)
+    : store_(store),
+      shard_id_(shard_id),
+      dedup_(dedup_window),
+      slot_map_(std::make_shared<const SlotMap>(std::move(slot_map))) {}
+
+void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
+  auto next = std::make_shared<const SlotMap>(std::move(slot_map));
+  absl::MutexLock lock(&map_mu_);
+  slot_map_ = std::move(next);
+}
+
+std::shared_ptr<const SlotMap> PsServiceImpl::slot_map() const {
+  absl::MutexLock lock(&map_mu_);
+  return slot_map_;
+}
+
+absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const uint64_t> ids,
+                                         uint64_t epoch) const {
+  const std::shared_ptr<const SlotMap> map = slot_map();
+  if (epoch != map->epoch()) {
+    const uint32_t slot = SlotOf(table_seed, ids[0]);
+    return WrongShardError(slot, map->OwnerOf(slot), map->epoch(),
+                           absl::StrCat("request epoch ", epoch, " is not the shard's"));
+  }
+  for (uint64_t id : ids) {
+    const uint32_t slot = SlotOf(table_seed, id);
+    const uint32_t owner = map->OwnerOf(slot);
+    if (owner != shard_id_) {
+      return WrongShardError(slot, owner, map->epoch(),
+                             absl::StrCat("id ", id, " is not owned by shard ", shard_id_));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullResponse* response) {
+  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
+  EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids, DecodeIds(request.ids()));
+  EMBER_RETURN_IF_ERROR(CheckRouting(config.seed(), ids, request.epoch()));
+  std::vector<float> values(ids.size() * config.dim());
+  EMBER_RETURN_IF_ERROR(store_->Pull(request.table(), ids, absl::MakeSpan(values)));
+  std::string* out = response->mutable_values();
+  out->reserve(values.size() * element_bytes);
+  if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
+    AppendFloat16Bytes(values, out);
+  } else {
+    AppendFloat32Bytes(values, out);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushResponse* response) {
+  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
+  EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids, DecodeIds(request.ids()));
+  const size_t elements = ids.size() * config.dim();
+  if (request.grads().size() != elements * element_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("grads length ", request.grads().size(),
+                                                   " != ids ", ids.size(), " * dim ", config.dim(),
+                                                   " * ", element_bytes));
+  }
+  EMBER_RETURN_IF_ERROR(CheckRouting(config.seed(), ids, request.epoch()));
+  std::vector<float> grads(elements);
+  if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
+    DecodeFloat16Bytes(request.grads(), absl::MakeSpan(grads));
+  } else {
+    DecodeFloat32Bytes(request.grads(), absl::MakeSpan(grads));
+  }
+
+  EMBER_ASSIGN_OR_RETURN(const PushDedup::Ticket ticket,
+                         dedup_.Begin(request.worker_id(), request.sequence()));
+  if (ticket.duplicate) {
+    response->set_version(ticket.version);
+    return absl::OkStatus();
+  }
+  const absl::Status status = store_->Push(request.table(), ids, grads, request.step());
+  // Read after the push: at or after every version this push's rows took.
+  const uint64_t version = store_->version();
+  dedup_.Finish(request.worker_id(), request.sequence(), status.ok(), version);
+  if (status.ok()) response->set_version(version);
+  return status;
+}
+
+absl::Status PsServiceImpl::DoCreateTable(const v1::CreateTableRequest& request,
+                                          v1::CreateTableResponse* response) {
+  EMBER_RETURN_IF_ERROR(store_->CreateTable(request.config()));
+  EMBER_ASSIGN_OR_RETURN(*response->mutable_config(),
+                         store_->GetTableConfig(request.config().name()));
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
+  const std::shared_ptr<const SlotMap> map = slot_map();
+  response->set_shard_id(shard_id_);
+  response->set_epoch(map->epoch());
+  response->set_owned_slots(static_cast<uint32_t>(map->SlotsOf(shard_id_).size()));
+  response->set_version(store_->version());
+  for (std::string& name : store_->ListTables()) response->add_tables(std::move(name));
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::Pull(grpc::CallbackServerContext* context,
+                                              const v1::PullRequest* request,
+                                              v1::PullResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoPull(*request, response), context));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* context,
+                                              const v1::PushRequest* request,
+                                              v1::PushResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoPush(*request, response), context));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::CreateTable(grpc::CallbackServerContext* context,
+                                                     const v1::CreateTableRequest* request,
+                                                     v1::CreateTableResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoCreateTable(*request, response), context));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::GetShardInfo(grpc::CallbackServerContext* context,
+                                                      const v1::GetShardInfoRequest* request,
+                                                      v1::GetShardInfoResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(DoGetShardInfo(response), context));
+  return reactor;
+}
+
+}  // namespace ember

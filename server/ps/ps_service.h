@@ -1,0 +1,90 @@
+// Copyright 2026 The Ember Authors.
+//
+// PsServiceImpl: the gRPC service of one PS shard (proto/ember/v1/ps.proto) over its
+// EmbeddingStore.
+//
+// Every Pull and Push is validated (byte lengths, encoding), fenced (the request's
+// epoch must equal the shard's slot-map epoch and every id's slot must be owned by
+// this shard, else FAILED_PRECONDITION with a WrongShard detail, see grpc_status.h),
+// deduplicated (pushes, see push_dedup.h) and then applied to the store.
+//
+// Threading: handlers use the callback API's DefaultReactor and finish inline on the
+// gRPC callback thread. Store calls are in-memory work, except that pulls/pushes of
+// rows not in the memory tier read RocksDB inline; acceptable for this slice (a miss
+// is a bloom-filtered point read), to be moved to an executor if it shows in tails.
+//
+//   EmbeddingStore* store = ...;
+//   PsServiceImpl service(store, /*shard_id=*/0, SlotMap::Even({0}, /*epoch=*/1));
+//   grpc::ServerBuilder builder;
+//   builder.RegisterService(&service);
+//
+// Thread-safety: all methods may be called concurrently. `store` must outlive the
+// service and must not be Closed while a call can still arrive.
+
+#ifndef EMBER_SERVER_PS_PS_SERVICE_H_
+#define EMBER_SERVER_PS_PS_SERVICE_H_
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "common/slot_map.h"
+#include "ember/v1/ps.grpc.pb.h"
+#include "server/embedding_store.h"
+#include "server/ps/push_dedup.h"
+
+namespace ember {
+
+class PsServiceImpl final : public v1::PsService::CallbackService {
+ public:
+  // `store` is not owned. `slot_map` is this shard's view of the cluster map.
+  PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
+                uint64_t dedup_window = 4096);
+
+  // Installs a new slot map (from the coordinator). Calls routed with the old epoch
+  // are rejected from now on.
+  void SetSlotMap(SlotMap slot_map);
+  uint32_t shard_id() const { return shard_id_; }
+
+  grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
+                                 const v1::PullRequest* request,
+                                 v1::PullResponse* response) override;
+  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
+                                 const v1::PushRequest* request,
+                                 v1::PushResponse* response) override;
+  grpc::ServerUnaryReactor* CreateTable(grpc::CallbackServerContext* context,
+                                        const v1::CreateTableRequest* request,
+                                        v1::CreateTableResponse* response) override;
+  grpc::ServerUnaryReactor* GetShardInfo(grpc::CallbackServerContext* context,
+                                         const v1::GetShardInfoRequest* request,
+                                         v1::GetShardInfoResponse* response) override;
+
+  // The handlers' bodies, without gRPC (also used by in-process tests).
+  absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
+  absl::Status DoPush(const v1::PushRequest& request, v1::PushResponse* response);
+  absl::Status DoCreateTable(const v1::CreateTableRequest& request,
+                             v1::CreateTableResponse* response);
+  absl::Status DoGetShardInfo(v1::GetShardInfoResponse* response);
+
+ private:
+  std::shared_ptr<const SlotMap> slot_map() const;
+
+  // OK if `epoch` is the current one and every id's slot is owned by this shard;
+  // otherwise FAILED_PRECONDITION with a WrongShard payload.
+  absl::Status CheckRouting(uint64_t table_seed, absl::Span<const uint64_t> ids,
+                            uint64_t epoch) const;
+
+  EmbeddingStore* const store_;
+  const uint32_t shard_id_;
+  PushDedup dedup_;
+
+  mutable absl::Mutex map_mu_;
+  // Replaced whole, never mutated: readers copy the pointer and drop the lock.
+  std::shared_ptr<const SlotMap> slot_map_ ABSL_GUARDED_BY(map_mu_);
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_PS_PS_SERVICE_H_

@@ -1,0 +1,161 @@
+// Copyright 2026 The Ember Authors.
+
+#include "tests/cluster/process.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace ember {
+namespace {
+
+absl::Status ErrnoError(absl::string_view what) {
+  return absl::InternalError(absl::StrCat(what, ": ", std::strerror(errno)));
+}
+
+int ExitCode(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return -1;
+}
+
+int64_t RemainingMs(absl::Time deadline) {
+  // Clamped to what poll() takes; an infinite deadline waits in 24-day steps.
+  return std::clamp<int64_t>(absl::ToInt64Milliseconds(deadline - absl::Now()), 0, INT32_MAX);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binary,
+                                                        const std::vector<std::string>& args,
+                                                        const std::string& ready_prefix,
+                                                        absl::Duration timeout) {
+  // Everything the child needs is built before fork: no allocation after it.
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(binary.c_str()));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe2");
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return ErrnoError("fork");
+  }
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the new descriptor
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::unique_ptr<Process> process(new Process(pid, fds[0]));
+
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string buffer;
+  while (true) {
+    size_t newline;
+    while ((newline = buffer.find('\n')) != std::string::npos) {
+      std::string line = buffer.substr(0, newline);
+      buffer.erase(0, newline + 1);
+      if (line.rfind(ready_prefix, 0) == 0) {
+        process->ready_text_ = line.substr(ready_prefix.size());
+        const int fd = process->stdout_fd_;
+        process->drain_ = std::thread([fd] {
+          char chunk[4096];
+          ssize_t n;
+          while ((n = read(fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR)) {
+            if (n > 0) (void)!write(STDERR_FILENO, chunk, n);
+          }
+        });
+        return process;
+      }
+    }
+    pollfd p{process->stdout_fd_, POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(RemainingMs(deadline)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready < 0) return ErrnoError("poll");
+    if (ready == 0) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(binary, " printed no '", ready_prefix, "' line in time"));
+    }
+    char chunk[4096];
+    const ssize_t n = read(process->stdout_fd_, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return absl::UnavailableError(
+          absl::StrCat(binary, " closed stdout (exited?) before '", ready_prefix, "'"));
+    }
+    buffer.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+Process::~Process() {
+  if (running_) (void)Reap(SIGKILL, absl::ZeroDuration());
+  if (drain_.joinable()) drain_.join();
+  close(stdout_fd_);
+}
+
+int Process::WaitFor(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  // A pidfd becomes readable when the child exits: no sleeping poll loop.
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+  while (true) {
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      if (pidfd >= 0) close(pidfd);
+      return status;
+    }
+    if (r < 0 && errno != EINTR) break;
+    const int64_t left = RemainingMs(deadline);
+    if (left == 0) break;
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      poll(&p, 1, static_cast<int>(left));
+    } else {
+      usleep(static_cast<useconds_t>(std::min<int64_t>(left, 10) * 1000));
+    }
+  }
+  if (pidfd >= 0) close(pidfd);
+  return -1;
+}
+
+int Process::Reap(int signal_number, absl::Duration grace) {
+  kill(pid_, signal_number);
+  int status = WaitFor(grace);
+  if (status == -1 && signal_number != SIGKILL) {
+    kill(pid_, SIGKILL);
+    status = WaitFor(absl::InfiniteDuration());
+  } else if (status == -1) {
+    status = WaitFor(absl::InfiniteDuration());  // SIGKILL cannot be ignored
+  }
+  running_ = false;
+  if (drain_.joinable()) drain_.join();  // the pipe reaches EOF once the child is gone
+  return status;
+}
+
+absl::StatusOr<int> Process::Stop(absl::Duration grace) {
+  if (!running_) return absl::FailedPreconditionError("process already stopped");
+  return ExitCode(Reap(SIGTERM, grace));
+}
+
+absl::StatusOr<int> Process::Kill() {
+  if (!running_) return absl::FailedPreconditionError("process already stopped");
+  return ExitCode(Reap(SIGKILL, absl::ZeroDuration()));
+}
+
+}  // namespace ember

@@ -1,0 +1,80 @@
+// Copyright 2026 The Ember Authors.
+//
+// Process: a child process for multi-process tests. Starts a binary with fork/exec,
+// waits (with a deadline) for a readiness line on its stdout, and stops it by PID:
+// SIGTERM, then SIGKILL after a grace period. The child is always reaped, also by the
+// destructor. The child's stderr is inherited; its stdout after the ready line is
+// copied to this process's stderr by a drain thread (so the child never blocks on a
+// full pipe).
+//
+//   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Process> ps,
+//       Process::Start(EMBER_PS_BINARY, {"--data_dir=/tmp/x", "--port=0"},
+//                      "listening on ", absl::Seconds(30)));
+//   std::string address = ps->ready_text();  // "127.0.0.1:PORT"
+//   EMBER_ASSIGN_OR_RETURN(int exit_code, ps->Stop(absl::Seconds(10)));
+//
+// Thread-safety: one thread at a time.
+
+#ifndef EMBER_TESTS_CLUSTER_PROCESS_H_
+#define EMBER_TESTS_CLUSTER_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ember {
+
+class Process {
+ public:
+  // Starts `binary` with `args` and reads its stdout until a line starting with
+  // `ready_prefix`. Errors: INTERNAL if fork/exec/pipe fail; DEADLINE_EXCEEDED if no
+  // ready line came within `timeout`; UNAVAILABLE if the child exited first. On error
+  // the child is killed and reaped.
+  static absl::StatusOr<std::unique_ptr<Process>> Start(const std::string& binary,
+                                                        const std::vector<std::string>& args,
+                                                        const std::string& ready_prefix,
+                                                        absl::Duration timeout);
+
+  // Kills (SIGKILL) and reaps the child if it still runs.
+  ~Process();
+
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The ready line without `ready_prefix`.
+  const std::string& ready_text() const { return ready_text_; }
+
+  // Sends SIGTERM; if the child has not exited after `grace`, sends SIGKILL. Reaps it
+  // and returns its exit code, or 128 + signal if a signal ended it.
+  // FAILED_PRECONDITION if already stopped.
+  absl::StatusOr<int> Stop(absl::Duration grace);
+
+  // SIGKILL now (a crash), reaps; returns as Stop.
+  absl::StatusOr<int> Kill();
+
+ private:
+  Process(pid_t pid, int stdout_fd) : pid_(pid), stdout_fd_(stdout_fd) {}
+
+  // Waits until the child exits or `timeout` passes. Returns its wait status, or -1
+  // on timeout.
+  int WaitFor(absl::Duration timeout);
+  // Sends `signal_number`, waits `grace`, then SIGKILLs; reaps. Returns the wait status.
+  int Reap(int signal_number, absl::Duration grace);
+
+  pid_t pid_;
+  int stdout_fd_;
+  bool running_ = true;
+  std::string ready_text_;
+  std::thread drain_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_TESTS_CLUSTER_PROCESS_H_
