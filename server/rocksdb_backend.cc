@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "rocksdb/statistics.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/filter_policy.h"
@@ -57,6 +58,7 @@ rocksdb::DBOptions MakeDbOptions(const RocksDbOptions& options, rocksdb::Env* en
   db.create_missing_column_families = true;  // the meta column family on first open
   db.max_background_jobs = options.max_background_jobs;
   db.max_open_files = options.max_open_files;
+  if (options.enable_statistics) db.statistics = rocksdb::CreateDBStatistics();
   // Without a WAL only an atomic flush keeps a batch that spans column families whole
   // across a crash.
   db.atomic_flush = !options.enable_wal;

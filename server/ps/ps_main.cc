@@ -6,9 +6,13 @@
 //
 // With --port=0 the kernel picks a free port. Once serving, the process prints exactly
 // one line "listening on HOST:PORT" to stdout (tests and scripts wait for it); logs go
-// to stderr. SIGTERM or SIGINT shuts down gracefully: stop accepting calls, let calls
-// in flight finish (bounded by --shutdown_grace_ms), flush dirty rows (store Close)
-// and exit 0; exit 1 if the flush failed.
+// to stderr. With --metrics_port=N (0 picks a free port) it also serves Prometheus
+// metrics (server/ps/ps_metrics.h) at http://METRICS_HOST:PORT/metrics and prints one
+// line "metrics on METRICS_HOST:PORT" right after the listening line.
+//
+// SIGTERM or SIGINT shuts down gracefully: stop accepting calls, let calls in flight
+// finish (bounded by --shutdown_grace_ms), flush dirty rows (store Close) and exit 0;
+// exit 1 if the flush failed.
 //
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
 // 0..num_shards-1 at epoch 1.
@@ -26,13 +30,17 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/metrics.h"
 #include "common/slot_map.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "prometheus/registry.h"
 #include "server/embedding_store.h"
+#include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
+#include "server/ps/shard_agent.h"
 #include "server/rocksdb_backend.h"
 
 namespace ember {
@@ -44,11 +52,19 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
   --host=ADDR              address to bind. Default: 127.0.0.1
   --port=N                 port to bind; 0 picks a free one. Default: 0
   --shard_id=N             this shard's id. Default: 0
-  --num_shards=N           shards in the (even) slot map, epoch 1. Default: 1
+  --num_shards=N           shards in the (even) slot map, epoch 1, when there is no
+                           coordinator. Default: 1
+  --coordinator=HOST:PORT  register with this coordinator and take the slot map and
+                           tables from it (then --num_shards is ignored). Default: none
+  --advertise_address=A    host:port clients reach this shard at. Default: HOST:bound port
+  --heartbeat_ms=N         coordinator heartbeat interval. Default: 500
   --memory_budget_mb=N     memory tier budget in MiB; 0 = unlimited. Default: 1024
   --wal=true|false         RocksDB write-ahead log. Default: true
   --max_message_mb=N       largest request/response in MiB. Default: 256
   --shutdown_grace_ms=N    time calls in flight get at shutdown. Default: 5000
+  --metrics_port=N         serve Prometheus metrics at /metrics on this port; 0 picks
+                           a free one, -1 disables. Default: -1 (disabled)
+  --metrics_host=ADDR      address the metrics server binds. Default: --host
   --help                   this text
 )";
 
@@ -58,10 +74,15 @@ struct PsMainOptions {
   uint32_t port = 0;
   uint32_t shard_id = 0;
   uint32_t num_shards = 1;
+  std::string coordinator;
+  std::string advertise_address;
+  int64_t heartbeat_ms = 500;
   int64_t memory_budget_mb = 1024;
   bool wal = true;
   int64_t max_message_mb = 256;
   int64_t shutdown_grace_ms = 5000;
+  int32_t metrics_port = -1;  // -1: no metrics server
+  std::string metrics_host;   // empty: `host`
   bool help = false;
 };
 
@@ -112,12 +133,22 @@ absl::StatusOr<PsMainOptions> ParseFlags(int argc, char** argv) {
       EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shard_id));
     } else if (name == "num_shards") {
       EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.num_shards));
+    } else if (name == "coordinator") {
+      o.coordinator = std::string(value);
+    } else if (name == "advertise_address") {
+      o.advertise_address = std::string(value);
+    } else if (name == "heartbeat_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.heartbeat_ms));
     } else if (name == "memory_budget_mb") {
       EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.memory_budget_mb));
     } else if (name == "max_message_mb") {
       EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.max_message_mb));
     } else if (name == "shutdown_grace_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shutdown_grace_ms));
+    } else if (name == "metrics_port") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.metrics_port));
+    } else if (name == "metrics_host") {
+      o.metrics_host = std::string(value);
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -126,7 +157,8 @@ absl::StatusOr<PsMainOptions> ParseFlags(int argc, char** argv) {
   if (o.data_dir.empty()) return absl::InvalidArgumentError("--data_dir is required");
   if (o.port > 65535) return absl::InvalidArgumentError("--port must be <= 65535");
   if (o.num_shards == 0) return absl::InvalidArgumentError("--num_shards must be >= 1");
-  if (o.shard_id >= o.num_shards) {
+  if (o.heartbeat_ms <= 0) return absl::InvalidArgumentError("--heartbeat_ms must be > 0");
+  if (o.coordinator.empty() && o.shard_id >= o.num_shards) {
     return absl::InvalidArgumentError("--shard_id must be < --num_shards");
   }
   if (o.memory_budget_mb < 0) return absl::InvalidArgumentError("--memory_budget_mb < 0");
@@ -134,6 +166,10 @@ absl::StatusOr<PsMainOptions> ParseFlags(int argc, char** argv) {
     return absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]");
   }
   if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
+  if (o.metrics_port < -1 || o.metrics_port > 65535) {
+    return absl::InvalidArgumentError("--metrics_port must be in [-1, 65535]");
+  }
+  if (o.metrics_host.empty()) o.metrics_host = o.host;
   return o;
 }
 
@@ -150,14 +186,33 @@ absl::Status Run(const PsMainOptions& o) {
   rocks.path = o.data_dir;
   rocks.enable_wal = o.wal;
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbBackend> backend, RocksDbBackend::Open(rocks));
+  const RocksDbBackend* rocksdb = backend.get();  // owned by the store from here on
   StoreOptions store_options;
   store_options.memory_budget_bytes = o.memory_budget_mb << 20;
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingStore> store,
                          EmbeddingStore::Open(store_options, std::move(backend)));
 
+  // Metrics, when enabled. Declared after the store and before the service: the server
+  // (and with it every scrape) ends before the store, the metrics outlive the service.
+  const bool metrics_enabled = o.metrics_port >= 0;
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<PsMetrics> metrics;
+  std::shared_ptr<PsStoreCollector> collector;
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (metrics_enabled) {
+    metrics = std::make_unique<PsMetrics>(*registry);
+    collector = std::make_shared<PsStoreCollector>(store.get(), rocksdb);
+    EMBER_ASSIGN_OR_RETURN(metrics_server, MetricsServer::Start(o.metrics_host, o.metrics_port));
+    metrics_server->Register(registry);
+    metrics_server->Register(collector);
+  }
+
   std::vector<uint32_t> shards(o.num_shards);
   for (uint32_t i = 0; i < o.num_shards; ++i) shards[i] = i;
-  PsServiceImpl service(store.get(), o.shard_id, SlotMap::Even(shards, /*epoch=*/1));
+  // With a coordinator the shard owns nothing until the coordinator's map arrives.
+  PsServiceImpl service(store.get(), o.shard_id,
+                        o.coordinator.empty() ? SlotMap::Even(shards, /*epoch=*/1) : SlotMap(),
+                        PsServiceImpl::kDefaultDedupWindow, metrics.get());
 
   grpc::ServerBuilder builder;
   int port = 0;
@@ -170,17 +225,40 @@ absl::Status Run(const PsMainOptions& o) {
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
   }
+  std::unique_ptr<ShardAgent> agent;
+  if (!o.coordinator.empty()) {
+    ShardAgentOptions agent_options;
+    agent_options.coordinator_address = o.coordinator;
+    agent_options.shard_id = o.shard_id;
+    agent_options.advertised_address =
+        o.advertise_address.empty() ? absl::StrCat(o.host, ":", port) : o.advertise_address;
+    agent_options.heartbeat_interval = absl::Milliseconds(o.heartbeat_ms);
+    agent = std::make_unique<ShardAgent>(
+        agent_options, [&service](const SlotMap& map) { service.SetSlotMap(map); },
+        [&service](const v1::TableConfig& config) {
+          v1::CreateTableRequest request;
+          *request.mutable_config() = config;
+          v1::CreateTableResponse response;
+          return service.DoCreateTable(request, &response);
+        },
+        [&store]() { return store->version(); });
+    EMBER_RETURN_IF_ERROR(agent->Start());
+  }
   std::cout << "listening on " << o.host << ":" << port << std::endl;
+  if (metrics_server != nullptr)
+    std::cout << "metrics on " << metrics_server->address() << std::endl;
   std::cerr << "ember-ps: shard " << o.shard_id << "/" << o.num_shards << " serving " << o.data_dir
             << " on " << o.host << ":" << port << std::endl;
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   std::cerr << "ember-ps: signal " << signal_number << ", shutting down" << std::endl;
+  if (agent != nullptr) agent->Stop();
   server->Shutdown(std::chrono::system_clock::now() +
                    std::chrono::milliseconds(o.shutdown_grace_ms));
   server->Wait();
   const absl::Status closed = store->Close();
+  metrics_server.reset();  // no scrape reads the store from here on
   if (!closed.ok()) return closed;
   std::cerr << "ember-ps: flushed and closed" << std::endl;
   return absl::OkStatus();

@@ -43,15 +43,20 @@ absl::StatusOr<std::vector<uint64_t>> DecodeIds(const std::string& bytes) {
 }  // namespace
 
 PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
-                             uint64_t dedup_window)
+                             uint64_t dedup_window, PsMetrics* metrics)
     : store_(store),
       shard_id_(shard_id),
+      metrics_(metrics),
       dedup_(dedup_window),
-      slot_map_(std::make_shared<const SlotMap>(std::move(slot_map))) {}
+      slot_map_(std::make_shared<const SlotMap>(std::move(slot_map))) {
+  if (metrics_ != nullptr) metrics_->SetEpoch(slot_map_->epoch());
+}
 
 void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
   auto next = std::make_shared<const SlotMap>(std::move(slot_map));
   absl::MutexLock lock(&map_mu_);
+  // Under the lock, so that racing installs leave the gauge at the installed epoch.
+  if (metrics_ != nullptr) metrics_->SetEpoch(next->epoch());
   slot_map_ = std::move(next);
 }
 
@@ -93,6 +98,7 @@ absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullRespo
   } else {
     AppendFloat32Bytes(values, out);
   }
+  if (metrics_ != nullptr) metrics_->CountRowsPulled(request.table(), ids.size());
   return absl::OkStatus();
 }
 
@@ -117,6 +123,7 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
   EMBER_ASSIGN_OR_RETURN(const PushDedup::Ticket ticket,
                          dedup_.Begin(request.worker_id(), request.sequence()));
   if (ticket.duplicate) {
+    if (metrics_ != nullptr) metrics_->CountPushDuplicate();
     response->set_version(ticket.version);
     return absl::OkStatus();
   }
@@ -124,7 +131,10 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
   // Read after the push: at or after every version this push's rows took.
   const uint64_t version = store_->version();
   dedup_.Finish(request.worker_id(), request.sequence(), status.ok(), version);
-  if (status.ok()) response->set_version(version);
+  if (status.ok()) {
+    response->set_version(version);
+    if (metrics_ != nullptr) metrics_->CountRowsPushed(request.table(), ids.size());
+  }
   return status;
 }
 
@@ -146,36 +156,56 @@ absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
   return absl::OkStatus();
 }
 
+int64_t PsServiceImpl::CallStart() const {
+  return metrics_ == nullptr ? 0 : metrics_->clock()->NowMicros();
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::FinishCall(grpc::CallbackServerContext* context,
+                                                    RpcMethodMetrics& (PsMetrics::*rpc)(),
+                                                    absl::string_view method, int64_t start_micros,
+                                                    const absl::Status& status,
+                                                    const google::protobuf::Message& request,
+                                                    const google::protobuf::Message& response) {
+  if (metrics_ != nullptr) {
+    (metrics_->*rpc)().Record(status.code(), metrics_->clock()->NowMicros() - start_micros);
+    // Message bytes (the bytes fields dominate): no response is sent on error.
+    metrics_->CountBytes(method, request.ByteSizeLong(), status.ok() ? response.ByteSizeLong() : 0);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status, context));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* PsServiceImpl::Pull(grpc::CallbackServerContext* context,
                                               const v1::PullRequest* request,
                                               v1::PullResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(DoPull(*request, response), context));
-  return reactor;
+  const int64_t start = CallStart();
+  return FinishCall(context, &PsMetrics::pull, "Pull", start, DoPull(*request, response), *request,
+                    *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* context,
                                               const v1::PushRequest* request,
                                               v1::PushResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(DoPush(*request, response), context));
-  return reactor;
+  const int64_t start = CallStart();
+  return FinishCall(context, &PsMetrics::push, "Push", start, DoPush(*request, response), *request,
+                    *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::CreateTable(grpc::CallbackServerContext* context,
                                                      const v1::CreateTableRequest* request,
                                                      v1::CreateTableResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(DoCreateTable(*request, response), context));
-  return reactor;
+  const int64_t start = CallStart();
+  return FinishCall(context, &PsMetrics::create_table, "CreateTable", start,
+                    DoCreateTable(*request, response), *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::GetShardInfo(grpc::CallbackServerContext* context,
                                                       const v1::GetShardInfoRequest* request,
                                                       v1::GetShardInfoResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(DoGetShardInfo(response), context));
-  return reactor;
+  const int64_t start = CallStart();
+  return FinishCall(context, &PsMetrics::get_shard_info, "GetShardInfo", start,
+                    DoGetShardInfo(response), *request, *response);
 }
 
 }  // namespace ember

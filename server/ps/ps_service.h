@@ -18,6 +18,10 @@
 //   grpc::ServerBuilder builder;
 //   builder.RegisterService(&service);
 //
+// Metrics: with a PsMetrics (ps_metrics.h), every call records its latency, status code
+// and message bytes, pulls and pushes their rows per table, and the slot-map epoch is
+// kept in ember_slot_map_epoch. Without one (null), nothing is recorded.
+//
 // Thread-safety: all methods may be called concurrently. `store` must outlive the
 // service and must not be Closed while a call can still arrive.
 
@@ -33,15 +37,19 @@
 #include "common/slot_map.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "server/embedding_store.h"
+#include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
 
 namespace ember {
 
 class PsServiceImpl final : public v1::PsService::CallbackService {
  public:
+  static constexpr uint64_t kDefaultDedupWindow = 4096;
+
   // `store` is not owned. `slot_map` is this shard's view of the cluster map.
+  // `metrics` (not owned, may be null) must outlive the service.
   PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
-                uint64_t dedup_window = 4096);
+                uint64_t dedup_window = kDefaultDedupWindow, PsMetrics* metrics = nullptr);
 
   // Installs a new slot map (from the coordinator). Calls routed with the old epoch
   // are rejected from now on.
@@ -76,8 +84,20 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   absl::Status CheckRouting(uint64_t table_seed, absl::Span<const uint64_t> ids,
                             uint64_t epoch) const;
 
+  // Starts timing a call: the metrics clock's now, or 0 without metrics.
+  int64_t CallStart() const;
+  // Records a call of `method` (`rpc` its metrics) that began at `start_micros` and
+  // ended with `status`, then finishes it. Without metrics only finishes it.
+  grpc::ServerUnaryReactor* FinishCall(grpc::CallbackServerContext* context,
+                                       RpcMethodMetrics& (PsMetrics::*rpc)(),
+                                       absl::string_view method, int64_t start_micros,
+                                       const absl::Status& status,
+                                       const google::protobuf::Message& request,
+                                       const google::protobuf::Message& response);
+
   EmbeddingStore* const store_;
   const uint32_t shard_id_;
+  PsMetrics* const metrics_;  // null: not recorded
   PushDedup dedup_;
 
   mutable absl::Mutex map_mu_;

@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "tools/bench/suite.h"
 
@@ -73,11 +74,21 @@ const std::vector<Flag>& Flags() {
          return true;
        }},
       {"dir",
-       "existing directory for the scratch RocksDB (a fresh subdirectory, removed "
-       "at the end) [/tmp]",
+       "database directory, kept and reused by later runs with the same rows "
+       "(default: a fresh /tmp/ember-bench-XXXXXX, removed at the end)",
        [](const std::string& value, BenchOptions& options) {
+         if (value.empty()) return false;
+         std::filesystem::path path = std::filesystem::path(value).lexically_normal();
+         if (!path.has_filename()) path = path.parent_path();  // "a/b/" is "a/b"
          std::error_code ec;
-         if (value.empty() || !std::filesystem::is_directory(value, ec)) return false;
+         // An existing directory, or a new one whose parent exists.
+         if (std::filesystem::exists(path, ec)) {
+           if (!std::filesystem::is_directory(path, ec)) return false;
+         } else {
+           const std::filesystem::path parent =
+               path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+           if (!std::filesystem::is_directory(parent, ec)) return false;
+         }
          options.dir = value;
          return true;
        }},
@@ -148,6 +159,7 @@ int Main(int argc, char** argv) {
       for (const Flag& f : Flags()) {
         if (f.name == name) flag = &f;
       }
+      if (name == "json") return UsageError("--json takes no value");
       if (flag == nullptr) return UsageError(absl::StrCat("unknown flag --", name));
       if (eq == std::string::npos) {
         return UsageError(absl::StrCat("--", name, " needs a value: --", name, "=VALUE"));
@@ -171,9 +183,17 @@ int Main(int argc, char** argv) {
     return UsageError(absl::StrCat("no suite given; known: ", absl::StrJoin(SuiteNames(), ", ")));
   }
 
-  // Google Benchmark sees none of our flags; its defaults apply.
-  int bench_argc = 1;
-  benchmark::Initialize(&bench_argc, argv);
+  // Debian's Abseil checks every Mutex acquisition for lock-order cycles (~40 ns each
+  // and a global lock); production binaries turn that off, and so does the benchmark.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+
+  // Google Benchmark sees none of our flags. Repetitions of the cases of one group run
+  // in random interleaved order, so a slow spell on a shared machine spreads over every
+  // case instead of skewing the ratio of two of them.
+  char interleave[] = "--benchmark_enable_random_interleaving=true";
+  char* bench_argv[] = {argv[0], interleave, nullptr};
+  int bench_argc = 2;
+  benchmark::Initialize(&bench_argc, bench_argv);
   absl::StatusOr<Figures> figures = suite->run(options);
   benchmark::Shutdown();
   if (!figures.ok()) {

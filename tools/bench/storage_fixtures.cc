@@ -106,19 +106,71 @@ bool WaitForQuiescence(rocksdb::DB* db, double timeout_s) {
   return false;
 }
 
-absl::StatusOr<std::unique_ptr<ScopedTempDir>> ScopedTempDir::Create(const std::string& parent) {
-  std::string templ = parent + "/ember-bench-XXXXXX";
-  if (mkdtemp(templ.data()) == nullptr) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot create a directory under ", parent, ": ", std::strerror(errno)));
+absl::StatusOr<int64_t> ReadFilesUnder(const std::string& dir) {
+  std::vector<char> buffer(size_t{4} << 20);
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+      total += in.gcount();
+    }
+    if (in.bad()) {
+      return absl::UnavailableError(absl::StrCat("cannot read ", entry.path().string()));
+    }
   }
-  return std::unique_ptr<ScopedTempDir>(new ScopedTempDir(std::move(templ)));
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", dir, ": ", ec.message()));
+  return total;
 }
 
-ScopedTempDir::~ScopedTempDir() {
+namespace {
+constexpr char kMarkerFile[] = "EMBER_BENCH_POPULATED";
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BenchDir>> BenchDir::Open(const std::string& path) {
+  if (path.empty()) {
+    std::string templ = "/tmp/ember-bench-XXXXXX";
+    if (mkdtemp(templ.data()) == nullptr) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create a directory under /tmp: ", std::strerror(errno)));
+    }
+    return std::unique_ptr<BenchDir>(new BenchDir(std::move(templ), /*scratch=*/true));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec || !std::filesystem::is_directory(path)) {
+    return absl::UnavailableError(absl::StrCat("cannot create directory ", path, ": ",
+                                               ec ? ec.message() : "not a directory"));
+  }
+  return std::unique_ptr<BenchDir>(new BenchDir(path, /*scratch=*/false));
+}
+
+BenchDir::~BenchDir() {
+  if (!scratch_) return;
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
   if (ec) Log("cleanup", absl::StrCat("cannot remove ", path_, ": ", ec.message()));
+}
+
+bool BenchDir::Empty() const {
+  std::error_code ec;
+  return std::filesystem::is_empty(path_, ec) && !ec;
+}
+
+std::string BenchDir::ReadMarker() const {
+  std::ifstream in(path_ + "/" + kMarkerFile);
+  std::string contents;
+  std::getline(in, contents);
+  return contents;
+}
+
+absl::Status BenchDir::WriteMarker(const std::string& contents) const {
+  std::ofstream out(path_ + "/" + kMarkerFile, std::ios::trunc);
+  out << contents << "\n";
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write the marker in ", path_));
+  return absl::OkStatus();
 }
 
 void Log(std::string_view suite, std::string_view message) {

@@ -65,21 +65,38 @@ int64_t ResidentBytes();
 // Returns false on timeout.
 bool WaitForQuiescence(rocksdb::DB* db, double timeout_s);
 
-// A fresh directory "<parent>/ember-bench-XXXXXX", removed with its contents on
-// destruction.
-class ScopedTempDir {
- public:
-  static absl::StatusOr<std::unique_ptr<ScopedTempDir>> Create(const std::string& parent);
-  ~ScopedTempDir();
+// Reads every regular file under `dir` once, so that the OS page cache holds them.
+// Returns the bytes read. Errors: UNAVAILABLE if a file cannot be read.
+absl::StatusOr<int64_t> ReadFilesUnder(const std::string& dir);
 
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+// The working directory of a suite's database.
+//
+// Scratch (path ""): a fresh "/tmp/ember-bench-XXXXXX", removed with its contents on
+// destruction. Named: the directory (created if missing) is kept, so a later run can
+// reuse what it holds: a suite writes a marker describing the finished population
+// (WriteMarker) and skips populating when the marker matches (ReadMarker).
+class BenchDir {
+ public:
+  // Errors: UNAVAILABLE if the directory cannot be created.
+  static absl::StatusOr<std::unique_ptr<BenchDir>> Open(const std::string& path);
+  ~BenchDir();
+
+  BenchDir(const BenchDir&) = delete;
+  BenchDir& operator=(const BenchDir&) = delete;
 
   const std::string& path() const { return path_; }
+  bool scratch() const { return scratch_; }
+  // True if the directory holds no entries.
+  bool Empty() const;
+  // The marker's contents, or "" if there is none.
+  std::string ReadMarker() const;
+  // Writes the marker (replacing any). Errors: UNAVAILABLE on IO errors.
+  absl::Status WriteMarker(const std::string& contents) const;
 
  private:
-  explicit ScopedTempDir(std::string path) : path_(std::move(path)) {}
+  BenchDir(std::string path, bool scratch) : path_(std::move(path)), scratch_(scratch) {}
   std::string path_;
+  bool scratch_;
 };
 
 // Writes "ember-bench <suite>: <message>" to stderr.

@@ -40,9 +40,11 @@ struct BenchOptions {
   double budget_fraction = 0.1;
   // Zipf exponent of skewed key streams. Default: 1.1.
   double zipf = 1.1;
-  // Parent directory of the scratch RocksDB (a fresh subdirectory, removed at the end).
-  // Default: /tmp.
-  std::string dir = "/tmp";
+  // Directory of the suite's database. Empty: a fresh directory under /tmp, removed at
+  // the end. Otherwise created if missing and kept, and a database it holds from an
+  // earlier run with the same parameters is reused instead of populated again.
+  // Default: "".
+  std::string dir;
   // Minimum measured time of each benchmark repetition, seconds. Default: 1.
   double min_time_s = 1.0;
   // Time each benchmark runs before it is measured, seconds. Default: 2.

@@ -1,0 +1,168 @@
+// Copyright 2026 The Ember Authors.
+//
+// PsClient: the client of a PS cluster used by workers, serving followers and tools.
+// The shape is ps-lite's KVWorker: batched Pull/Push of embedding rows, with async
+// versions that return a handle you Wait() on.
+//
+// A batch is split by owner shard (SlotOf(table seed, id) + the client's SlotMap),
+// the per-shard RPCs run in parallel (gRPC callback API) and the pulled rows are put
+// back in request order. Failures are handled per shard request:
+//  * UNAVAILABLE: retried with exponential backoff, at most `max_retries` times and
+//    never past the call's deadline. A retried push reuses its sequence, so the
+//    server applies it once (DESIGN.md invariant 2).
+//  * FAILED_PRECONDITION with a WrongShard detail (invariant 3): the client records
+//    the slot's owner and the shard's epoch in its slot map and re-splits just the
+//    rejected keys. A slot followed more than `max_redirects` times fails the call.
+//  * anything else: returned, with the shard id and address in the message.
+//
+//   PsClientOptions options;
+//   options.shard_addresses = {{0, "10.0.0.1:7000"}, {1, "10.0.0.2:7000"}};
+//   options.slot_map = SlotMap::Even({0, 1}, /*epoch=*/1);
+//   options.worker_id = 7;
+//   absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(options);
+//   EMBER_RETURN_IF_ERROR((*client)->CreateTableEverywhere(config));
+//   EMBER_RETURN_IF_ERROR((*client)->Pull("item", ids, absl::MakeSpan(rows)));
+//   PsHandle h = (*client)->PushAsync("item", ids, grads, /*step=*/12);
+//   ...overlap other work...
+//   EMBER_RETURN_IF_ERROR(h.Wait());
+//
+// Thread-safety: all PsClient methods may be called concurrently. A PsHandle is used
+// by one thread at a time.
+
+#ifndef EMBER_COMMON_PS_CLIENT_H_
+#define EMBER_COMMON_PS_CLIENT_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/slot_map.h"
+#include "ember/v1/table.pb.h"
+
+namespace ember {
+
+// Wire encoding of values for one call.
+enum class WireEncoding {
+  kTableDefault,  // the table's TableConfig.wire_type
+  kFloat32,
+  kFloat16,  // half the bytes; values round to nearest binary16
+};
+
+struct PsClientOptions {
+  // Address ("host:port") of every shard the slot map may name. Required.
+  std::map<uint32_t, std::string> shard_addresses;
+  // The initial slot map. Redirects from shards update the client's copy.
+  // Default: every slot unowned (every call fails until set).
+  SlotMap slot_map;
+  // This worker's id in (worker_id, sequence) push deduplication. Must be unique
+  // among concurrently running clients that push. Default: 0.
+  uint64_t worker_id = 0;
+  // The first push sequence this client uses (>= 1). A restarted worker that reuses
+  // its worker_id must start past every sequence it used before. Default: 1.
+  uint64_t first_sequence = 1;
+  // Budget of one Pull/Push including retries and redirects; every RPC carries it as
+  // its gRPC deadline. Default: 5 s.
+  absl::Duration deadline = absl::Seconds(5);
+  // Retries of one shard request on UNAVAILABLE. Default: 5.
+  int max_retries = 5;
+  // Backoff before the first retry, doubling up to max_backoff. Default: 10 ms, 1 s.
+  absl::Duration initial_backoff = absl::Milliseconds(10);
+  absl::Duration max_backoff = absl::Seconds(1);
+  // Redirects followed per slot within one call. Default: 3.
+  int max_redirects = 3;
+  // Largest message sent or received. Default: 256 MiB (the server's default).
+  int max_message_bytes = 256 << 20;
+};
+
+// Per-call options.
+struct PsCallOptions {
+  WireEncoding encoding = WireEncoding::kTableDefault;
+};
+
+// The pending result of PullAsync/PushAsync. Move-only. Destroying a handle that was
+// not waited on waits (bounded by the call's deadline).
+class PsHandle {
+ public:
+  class Op;  // implementation, ps_client.cc
+
+  PsHandle();
+  explicit PsHandle(std::unique_ptr<Op> op);
+  PsHandle(PsHandle&&) noexcept;
+  PsHandle& operator=(PsHandle&&) noexcept;
+  ~PsHandle();
+
+  // Drives the call to completion (retries and redirects run inside Wait) and returns
+  // its status. Returns at the latest shortly after the call's deadline. Calling it
+  // again returns the same status.
+  absl::Status Wait();
+
+ private:
+  std::unique_ptr<Op> op_;
+  bool done_ = false;
+  absl::Status status_;
+};
+
+class PsClient {
+ public:
+  // Connects (lazily) to every shard in options.shard_addresses. INVALID_ARGUMENT for
+  // bad options (no shards, first_sequence 0, non-positive deadline).
+  static absl::StatusOr<std::unique_ptr<PsClient>> Create(const PsClientOptions& options);
+  ~PsClient();
+
+  PsClient(const PsClient&) = delete;
+  PsClient& operator=(const PsClient&) = delete;
+
+  // Registers a table this client may pull and push. REQUIRES: `config` normalized
+  // (as returned by the CreateTable RPC): seed != 0 and 1 <= dim <= 4096, else
+  // INVALID_ARGUMENT. Replaces an earlier registration of the same name.
+  absl::Status AddTable(const v1::TableConfig& config);
+
+  // Creates the table on every shard in options.shard_addresses (CreateTable RPC,
+  // idempotent for an equal config), checks all shards return the same normalized
+  // config and registers it (AddTable). Errors: those of the RPC (ALREADY_EXISTS for
+  // a conflicting config), INTERNAL if shards disagree.
+  absl::Status CreateTableEverywhere(const v1::TableConfig& config);
+
+  // The registered config of `table`, or NOT_FOUND.
+  absl::StatusOr<v1::TableConfig> GetTable(absl::string_view table) const;
+
+  // Reads the rows of `ids` into `out` (row-major, out[i * dim + j]).
+  // REQUIRES: out.size() == ids.size() * dim. `ids` and `out` must stay valid until the
+  // handle's Wait returns. Errors: NOT_FOUND (table not registered), INVALID_ARGUMENT
+  // (sizes), UNAVAILABLE (a shard did not answer within the retries),
+  // DEADLINE_EXCEEDED, FAILED_PRECONDITION (redirects exhausted), server errors.
+  // On error the contents of `out` are unspecified.
+  PsHandle PullAsync(absl::string_view table, absl::Span<const uint64_t> ids, absl::Span<float> out,
+                     const PsCallOptions& call = {});
+  absl::Status Pull(absl::string_view table, absl::Span<const uint64_t> ids, absl::Span<float> out,
+                    const PsCallOptions& call = {});
+
+  // Applies the gradients `grads` (row-major, grads.size() == ids.size() * dim) of
+  // `ids` at training `step`. Each per-shard request carries (worker_id, sequence);
+  // retries reuse the sequence, so a push is applied at most once per key.
+  // Errors as Pull, plus ABORTED (the server's dedup window passed; the request may
+  // have been applied). On error some shards may have applied their part.
+  PsHandle PushAsync(absl::string_view table, absl::Span<const uint64_t> ids,
+                     absl::Span<const float> grads, int64_t step, const PsCallOptions& call = {});
+  absl::Status Push(absl::string_view table, absl::Span<const uint64_t> ids,
+                    absl::Span<const float> grads, int64_t step, const PsCallOptions& call = {});
+
+  // The client's current view of the slot map (updated by redirects).
+  SlotMap slot_map() const;
+
+  struct Impl;  // ps_client.cc
+
+ private:
+  explicit PsClient(std::shared_ptr<Impl> impl);
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_COMMON_PS_CLIENT_H_

@@ -1,0 +1,99 @@
+// Copyright 2026 The Ember Authors.
+
+#include "server/coordinator/admin_service.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/ps/grpc_status.h"
+
+namespace ember {
+namespace {
+
+constexpr size_t kMaxAuditEntries = 1000;
+
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status, context));
+  return reactor;
+}
+
+// Compares without an early exit, so the time taken does not reveal the matching prefix.
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+std::string TokenId(absl::string_view token) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : token) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 0x100000001b3ull;
+  }
+  return absl::StrFormat("tok-%08x", static_cast<uint32_t>(hash >> 32));
+}
+
+AdminServiceImpl::AdminServiceImpl(CoordinatorState* state, std::string token)
+    : state_(state), token_(std::move(token)), token_id_(TokenId(token_)) {}
+
+absl::Status AdminServiceImpl::Authenticate(const grpc::CallbackServerContext* context) const {
+  if (token_.empty()) {
+    return absl::UnauthenticatedError("admin is disabled: coordinator has no --admin_token");
+  }
+  const auto& metadata = context->client_metadata();
+  auto it = metadata.find(kAdminTokenMetadataKey);
+  if (it == metadata.end()) {
+    return absl::UnauthenticatedError(absl::StrCat("missing metadata ", kAdminTokenMetadataKey));
+  }
+  if (!ConstantTimeEquals(absl::string_view(it->second.data(), it->second.size()), token_)) {
+    return absl::UnauthenticatedError("wrong admin token");
+  }
+  return absl::OkStatus();
+}
+
+std::string AdminServiceImpl::Who(const grpc::CallbackServerContext* context) const {
+  return absl::StrCat("peer=", context->peer(), " token=", token_id_);
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::ListShards(grpc::CallbackServerContext* context,
+                                                       const v1::ListShardsRequest* request,
+                                                       v1::ListShardsResponse* response) {
+  if (absl::Status s = Authenticate(context); !s.ok()) return FinishNow(context, s);
+  response->set_epoch(state_->slot_map().epoch());
+  for (v1::ShardInfo& shard : state_->Shards()) *response->add_shards() = std::move(shard);
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::GetAuditLog(grpc::CallbackServerContext* context,
+                                                        const v1::GetAuditLogRequest* request,
+                                                        v1::GetAuditLogResponse* response) {
+  if (absl::Status s = Authenticate(context); !s.ok()) return FinishNow(context, s);
+  const size_t limit = request->limit() == 0 ? kMaxAuditEntries
+                                             : std::min<size_t>(request->limit(), kMaxAuditEntries);
+  absl::StatusOr<std::vector<v1::AuditEntry>> entries =
+      state_->AuditLog(request->after_sequence(), limit);
+  if (entries.ok()) {
+    for (v1::AuditEntry& entry : *entries) *response->add_entries() = std::move(entry);
+  }
+  return FinishNow(context, entries.status());
+}
+
+grpc::ServerUnaryReactor* AdminServiceImpl::SetSlotOwner(grpc::CallbackServerContext* context,
+                                                         const v1::SetSlotOwnerRequest* request,
+                                                         v1::SetSlotOwnerResponse* response) {
+  if (absl::Status s = Authenticate(context); !s.ok()) return FinishNow(context, s);
+  absl::StatusOr<uint64_t> epoch =
+      state_->SetSlotOwner(request->slot(), request->shard_id(), Who(context));
+  if (epoch.ok()) response->set_epoch(*epoch);
+  return FinishNow(context, epoch.status());
+}
+
+}  // namespace ember

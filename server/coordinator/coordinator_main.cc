@@ -1,0 +1,201 @@
+// Copyright 2026 The Ember Authors.
+//
+// ember-coordinator: cluster metadata (tables, shards, slot map) and worker
+// rendezvous, serving CoordinatorService and AdminService on one port.
+//
+//   ember-coordinator --data_dir=/data/ember/coordinator --port=6000 --expected_shards=2
+//       --admin_token_file=/etc/ember/admin_token
+//
+// With --port=0 the kernel picks a free port. Once serving, the process prints exactly
+// one line "listening on HOST:PORT" to stdout; logs go to stderr. SIGTERM or SIGINT
+// shuts down gracefully (waiting KvGets fail with UNAVAILABLE, calls in flight get
+// --shutdown_grace_ms) and exits 0. Bad flags exit 2 with a message and the usage.
+
+#include <signal.h>
+
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "server/coordinator/admin_service.h"
+#include "server/coordinator/coordinator_service.h"
+#include "server/coordinator/coordinator_state.h"
+
+namespace ember {
+namespace {
+
+constexpr char kUsage[] = R"(usage: ember-coordinator --data_dir=DIR [--flag=value ...]
+
+  --data_dir=DIR             RocksDB directory of the coordinator. Required.
+  --host=ADDR                address to bind. Default: 127.0.0.1
+  --port=N                   port to bind; 0 picks a free one. Default: 0
+  --expected_shards=N        shards that must register before slots are assigned.
+                             Default: 1
+  --heartbeat_timeout_ms=N   a shard silent this long is reported DEAD. Default: 3000
+  --admin_token=TOKEN        token AdminService calls must carry (metadata
+                             ember-admin-token). Default: none (admin disabled)
+  --admin_token_file=FILE    read the token from FILE (surrounding whitespace dropped)
+  --shutdown_grace_ms=N      time calls in flight get at shutdown. Default: 5000
+  --help                     this text
+)";
+
+struct CoordinatorMainOptions {
+  CoordinatorOptions state;
+  std::string host = "127.0.0.1";
+  uint32_t port = 0;
+  std::string admin_token;
+  std::string admin_token_file;
+  int64_t shutdown_grace_ms = 5000;
+  bool help = false;
+};
+
+template <typename T>
+absl::Status ParseNumber(absl::string_view name, absl::string_view text, T* out) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": bad number '", text, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CoordinatorMainOptions> ParseFlags(int argc, char** argv) {
+  CoordinatorMainOptions o;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (arg.substr(0, 2) != "--") {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    arg.remove_prefix(2);
+    const size_t eq = arg.find('=');
+    const absl::string_view name = arg.substr(0, eq);
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs =value"));
+    }
+    const absl::string_view value = arg.substr(eq + 1);
+    if (name == "data_dir") {
+      o.state.data_dir = std::string(value);
+    } else if (name == "host") {
+      o.host = std::string(value);
+    } else if (name == "port") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.port));
+    } else if (name == "expected_shards") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.state.expected_shards));
+    } else if (name == "heartbeat_timeout_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.state.heartbeat_timeout_ms));
+    } else if (name == "admin_token") {
+      o.admin_token = std::string(value);
+    } else if (name == "admin_token_file") {
+      o.admin_token_file = std::string(value);
+    } else if (name == "shutdown_grace_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shutdown_grace_ms));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+  }
+  if (o.help) return o;
+  if (o.state.data_dir.empty()) return absl::InvalidArgumentError("--data_dir is required");
+  if (o.port > 65535) return absl::InvalidArgumentError("--port must be <= 65535");
+  if (o.state.expected_shards == 0) {
+    return absl::InvalidArgumentError("--expected_shards must be >= 1");
+  }
+  if (o.state.heartbeat_timeout_ms <= 0) {
+    return absl::InvalidArgumentError("--heartbeat_timeout_ms must be > 0");
+  }
+  if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
+  if (!o.admin_token.empty() && !o.admin_token_file.empty()) {
+    return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
+  }
+  if (!o.admin_token_file.empty()) {
+    std::ifstream file(o.admin_token_file);
+    if (!file) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--admin_token_file: cannot read '", o.admin_token_file, "'"));
+    }
+    std::stringstream text;
+    text << file.rdbuf();
+    o.admin_token = std::string(absl::StripAsciiWhitespace(text.str()));
+    if (o.admin_token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--admin_token_file: '", o.admin_token_file, "' is empty"));
+    }
+  }
+  return o;
+}
+
+absl::Status Run(const CoordinatorMainOptions& o) {
+  // Only sigwait below receives the shutdown signals (threads inherit the mask).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorState> state, CoordinatorState::Open(o.state));
+  CoordinatorServiceImpl service(state.get(), CoordinatorServiceOptions());
+  AdminServiceImpl admin(state.get(), o.admin_token);
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
+                           &port);
+  builder.RegisterService(&service);
+  builder.RegisterService(&admin);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
+  }
+  const SlotMap map = state->slot_map();
+  std::cout << "listening on " << o.host << ":" << port << std::endl;
+  std::cerr << "ember-coordinator: serving " << o.state.data_dir << " on " << o.host << ":" << port
+            << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards
+            << " shards, admin " << (o.admin_token.empty() ? "disabled" : TokenId(o.admin_token))
+            << ")" << std::endl;
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::cerr << "ember-coordinator: signal " << signal_number << ", shutting down" << std::endl;
+  service.Shutdown();
+  server->Shutdown(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(o.shutdown_grace_ms));
+  server->Wait();
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace ember
+
+int main(int argc, char** argv) {
+  absl::StatusOr<ember::CoordinatorMainOptions> options = ember::ParseFlags(argc, argv);
+  if (!options.ok()) {
+    std::cerr << "ember-coordinator: " << options.status().message() << "\n\n" << ember::kUsage;
+    return 2;
+  }
+  if (options->help) {
+    std::cout << ember::kUsage;
+    return 0;
+  }
+  const absl::Status status = ember::Run(*options);
+  if (!status.ok()) {
+    std::cerr << "ember-coordinator: " << status << std::endl;
+    return 1;
+  }
+  return 0;
+}

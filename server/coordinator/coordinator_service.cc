@@ -1,0 +1,200 @@
+// Copyright 2026 The Ember Authors.
+
+#include "server/coordinator/coordinator_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "server/ps/grpc_status.h"
+
+namespace ember {
+namespace {
+
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
+                                    const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status, context));
+  return reactor;
+}
+
+std::string Who(const grpc::CallbackServerContext* context) {
+  return absl::StrCat("peer=", context->peer());
+}
+
+// One CreateTable forwarded to all alive shards: finishes the caller's reactor when the
+// last shard call completes. Owned by the shard calls' callbacks (shared_ptr).
+struct FanOut {
+  grpc::ServerUnaryReactor* reactor = nullptr;
+  v1::CoordinatorCreateTableResponse* response = nullptr;
+  absl::Mutex mu;
+  size_t remaining ABSL_GUARDED_BY(mu) = 0;
+  std::vector<uint32_t> pending ABSL_GUARDED_BY(mu);
+};
+
+struct ShardCall {
+  uint32_t shard_id = 0;
+  std::shared_ptr<v1::PsService::Stub> stub;  // keeps the channel alive for the call
+  grpc::ClientContext context;
+  v1::CreateTableRequest request;
+  v1::CreateTableResponse response;
+};
+
+// Waits for a key through KvWaiters; completes exactly once (KvWaiters guarantees
+// one callback), and deletes itself when gRPC is done with the call.
+class KvGetReactor final : public grpc::ServerUnaryReactor {
+ public:
+  KvGetReactor(KvWaiters* waiters, v1::KvGetResponse* response)
+      : waiters_(waiters), response_(response) {}
+
+  // Registers the waiter and returns its id. The reactor may be finished from another
+  // thread at once, but gRPC runs OnDone (which deletes it) only after the method
+  // handler has returned it, so the handler may still use it until then.
+  uint64_t Wait(const std::string& key, absl::Time deadline) {
+    const uint64_t id = waiters_->Add(key, deadline, [this](absl::StatusOr<std::string> value) {
+      if (value.ok()) response_->set_value(*std::move(value));
+      Finish(ToGrpcStatus(value.status(), nullptr));
+    });
+    id_.store(id);
+    return id;
+  }
+
+  void OnCancel() override { waiters_->Cancel(id_.load()); }
+  void OnDone() override { delete this; }
+
+ private:
+  KvWaiters* const waiters_;
+  v1::KvGetResponse* const response_;
+  std::atomic<uint64_t> id_{0};
+};
+
+}  // namespace
+
+CoordinatorServiceImpl::CoordinatorServiceImpl(CoordinatorState* state,
+                                               const CoordinatorServiceOptions& options)
+    : state_(state), options_(options) {}
+
+CoordinatorServiceImpl::~CoordinatorServiceImpl() { waiters_.Shutdown(); }
+
+std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::string& address) {
+  absl::MutexLock lock(&stubs_mu_);
+  std::shared_ptr<v1::PsService::Stub>& stub = stubs_[address];
+  if (stub == nullptr) {
+    stub = v1::PsService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  return stub;
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
+    grpc::CallbackServerContext* context, const v1::RegisterShardRequest* request,
+    v1::RegisterShardResponse* response) {
+  absl::StatusOr<v1::RegisterShardResponse> result =
+      state_->RegisterShard(request->shard_id(), request->address(), Who(context));
+  if (result.ok()) *response = *std::move(result);
+  return FinishNow(context, result.status());
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
+                                                            const v1::HeartbeatRequest* request,
+                                                            v1::HeartbeatResponse* response) {
+  absl::StatusOr<v1::HeartbeatResponse> result = state_->Heartbeat(*request);
+  if (result.ok()) *response = *std::move(result);
+  return FinishNow(context, result.status());
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::GetClusterMap(
+    grpc::CallbackServerContext* context, const v1::GetClusterMapRequest* request,
+    v1::GetClusterMapResponse* response) {
+  *response = state_->ClusterMap();
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::DescribeTable(
+    grpc::CallbackServerContext* context, const v1::DescribeTableRequest* request,
+    v1::DescribeTableResponse* response) {
+  absl::StatusOr<v1::TableConfig> config = state_->DescribeTable(request->name());
+  if (config.ok()) *response->mutable_config() = *std::move(config);
+  return FinishNow(context, config.status());
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::CreateTable(
+    grpc::CallbackServerContext* context, const v1::CoordinatorCreateTableRequest* request,
+    v1::CoordinatorCreateTableResponse* response) {
+  absl::StatusOr<v1::TableConfig> config = state_->CreateTable(request->config(), Who(context));
+  if (!config.ok()) return FinishNow(context, config.status());
+  *response->mutable_config() = *config;
+
+  std::vector<v1::ShardInfo> alive;
+  for (v1::ShardInfo& shard : state_->Shards()) {
+    if (shard.state() == v1::ShardInfo::ALIVE) alive.push_back(std::move(shard));
+  }
+  if (alive.empty()) return FinishNow(context, absl::OkStatus());
+
+  auto fan_out = std::make_shared<FanOut>();
+  fan_out->reactor = context->DefaultReactor();
+  fan_out->response = response;
+  {
+    absl::MutexLock lock(&fan_out->mu);
+    fan_out->remaining = alive.size();
+  }
+  const auto deadline =
+      std::min(context->deadline(), absl::ToChronoTime(absl::Now() + options_.forward_timeout));
+  for (const v1::ShardInfo& shard : alive) {
+    auto call = std::make_shared<ShardCall>();
+    call->shard_id = shard.shard_id();
+    call->stub = StubFor(shard.address());
+    call->context.set_deadline(deadline);
+    *call->request.mutable_config() = *config;
+    call->stub->async()->CreateTable(
+        &call->context, &call->request, &call->response, [fan_out, call](grpc::Status status) {
+          bool last = false;
+          {
+            absl::MutexLock lock(&fan_out->mu);
+            if (!status.ok()) fan_out->pending.push_back(call->shard_id);
+            last = --fan_out->remaining == 0;
+            if (last) {
+              std::sort(fan_out->pending.begin(), fan_out->pending.end());
+              for (uint32_t id : fan_out->pending) fan_out->response->add_pending_shards(id);
+            }
+          }
+          if (last) fan_out->reactor->Finish(grpc::Status::OK);
+        });
+  }
+  return fan_out->reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::KvPut(grpc::CallbackServerContext* context,
+                                                        const v1::KvPutRequest* request,
+                                                        v1::KvPutResponse* response) {
+  const absl::Status status = state_->KvPut(request->key(), request->value());
+  if (status.ok()) waiters_.Notify(request->key(), request->value());
+  return FinishNow(context, status);
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::KvGet(grpc::CallbackServerContext* context,
+                                                        const v1::KvGetRequest* request,
+                                                        v1::KvGetResponse* response) {
+  if (std::optional<std::string> value = state_->KvGet(request->key())) {
+    response->set_value(*std::move(value));
+    return FinishNow(context, absl::OkStatus());
+  }
+  if (request->wait_ms() == 0) {
+    return FinishNow(context, absl::NotFoundError(absl::StrCat("no key '", request->key(), "'")));
+  }
+  const absl::Time deadline = std::min(
+      {absl::Now() + std::min(absl::Milliseconds(request->wait_ms()), options_.max_kv_wait),
+       absl::FromChrono(context->deadline())});
+  auto* reactor = new KvGetReactor(&waiters_, response);
+  const uint64_t id = reactor->Wait(request->key(), deadline);
+  // A put between the first lookup and Wait() notified nobody: look again.
+  if (std::optional<std::string> value = state_->KvGet(request->key())) {
+    waiters_.Complete(id, *std::move(value));
+  }
+  return reactor;
+}
+
+}  // namespace ember

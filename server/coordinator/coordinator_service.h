@@ -1,0 +1,92 @@
+// Copyright 2026 The Ember Authors.
+//
+// CoordinatorServiceImpl: the gRPC CoordinatorService (proto/ember/v1/coordinator.proto)
+// over a CoordinatorState.
+//
+// Handlers never block a gRPC thread on another party: CreateTable forwards the
+// table to every alive shard with async PsService calls (each with a deadline, the
+// caller's deadline or `forward_timeout`, whichever is sooner) and finishes when all
+// have answered; KvGet waits for a key through KvWaiters and finishes from Notify or
+// the timer thread. RocksDB writes of the state run inline (small, rare).
+//
+//   CoordinatorServiceImpl service(state.get(), CoordinatorServiceOptions());
+//   builder.RegisterService(&service);
+//   ...
+//   service.Shutdown();  // completes waiting KvGets so the server can drain
+//   server->Shutdown(deadline);
+//
+// Thread-safety: all methods may be called concurrently. `state` must outlive the
+// service; the service must outlive the server it is registered with.
+
+#ifndef EMBER_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
+#define EMBER_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "ember/v1/coordinator.grpc.pb.h"
+#include "ember/v1/ps.grpc.pb.h"
+#include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/kv_waiters.h"
+
+namespace ember {
+
+struct CoordinatorServiceOptions {
+  // Deadline of each CreateTable forwarded to a shard (capped by the caller's).
+  // Default: 5 s
+  absl::Duration forward_timeout = absl::Seconds(5);
+  // Longest KvGet wait, whatever wait_ms asks. Default: 60 s
+  absl::Duration max_kv_wait = absl::Seconds(60);
+};
+
+class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackService {
+ public:
+  CoordinatorServiceImpl(CoordinatorState* state, const CoordinatorServiceOptions& options);
+  ~CoordinatorServiceImpl() override;
+
+  // Completes every waiting KvGet with UNAVAILABLE; later KvGets that would wait fail
+  // at once. Call before shutting the server down.
+  void Shutdown() { waiters_.Shutdown(); }
+
+  grpc::ServerUnaryReactor* RegisterShard(grpc::CallbackServerContext* context,
+                                          const v1::RegisterShardRequest* request,
+                                          v1::RegisterShardResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context,
+                                          const v1::GetClusterMapRequest* request,
+                                          v1::GetClusterMapResponse* response) override;
+  grpc::ServerUnaryReactor* CreateTable(grpc::CallbackServerContext* context,
+                                        const v1::CoordinatorCreateTableRequest* request,
+                                        v1::CoordinatorCreateTableResponse* response) override;
+  grpc::ServerUnaryReactor* DescribeTable(grpc::CallbackServerContext* context,
+                                          const v1::DescribeTableRequest* request,
+                                          v1::DescribeTableResponse* response) override;
+  grpc::ServerUnaryReactor* KvPut(grpc::CallbackServerContext* context,
+                                  const v1::KvPutRequest* request,
+                                  v1::KvPutResponse* response) override;
+  grpc::ServerUnaryReactor* KvGet(grpc::CallbackServerContext* context,
+                                  const v1::KvGetRequest* request,
+                                  v1::KvGetResponse* response) override;
+
+ private:
+  // The (cached) PsService stub for `address`.
+  std::shared_ptr<v1::PsService::Stub> StubFor(const std::string& address);
+
+  CoordinatorState* const state_;
+  const CoordinatorServiceOptions options_;
+  KvWaiters waiters_;
+
+  absl::Mutex stubs_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<v1::PsService::Stub>> stubs_
+      ABSL_GUARDED_BY(stubs_mu_);
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_

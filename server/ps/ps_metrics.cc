@@ -1,0 +1,192 @@
+// Copyright 2026 The Ember Authors.
+
+#include "server/ps/ps_metrics.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "rocksdb/db.h"
+#include "rocksdb/statistics.h"
+
+namespace ember {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Builds scrape-time families without a Registry.
+class FamilyWriter {
+ public:
+  explicit FamilyWriter(std::vector<MetricFamily>* out) : out_(out) {}
+
+  void Gauge(std::string name, std::string help, double value) {
+    Add(std::move(name), std::move(help), MetricType::Gauge, {}, value);
+  }
+  void Counter(std::string name, std::string help, double value) {
+    Add(std::move(name), std::move(help), MetricType::Counter, {}, value);
+  }
+  // Adds one family with one sample per (label value, value) pair, all labelled `label`.
+  void Labelled(std::string name, std::string help, MetricType type, const std::string& label,
+                const std::vector<std::pair<std::string, double>>& samples) {
+    MetricFamily family{std::move(name), std::move(help), type, {}};
+    for (const auto& [label_value, value] : samples) {
+      family.metric.push_back(Sample(type, {{label, label_value}}, value));
+    }
+    out_->push_back(std::move(family));
+  }
+
+ private:
+  static ClientMetric Sample(MetricType type, std::vector<ClientMetric::Label> labels,
+                             double value) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    if (type == MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    return m;
+  }
+
+  void Add(std::string name, std::string help, MetricType type,
+           std::vector<ClientMetric::Label> labels, double value) {
+    out_->push_back(MetricFamily{
+        std::move(name), std::move(help), type, {Sample(type, std::move(labels), value)}});
+  }
+
+  std::vector<MetricFamily>* out_;
+};
+
+prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& registry,
+                                                       const std::string& name,
+                                                       const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+}
+
+}  // namespace
+
+PsMetrics::PsMetrics(prometheus::Registry& registry, Clock* clock)
+    : clock_(clock),
+      rpcs_(registry),
+      pull_(rpcs_.Method("Pull")),
+      push_(rpcs_.Method("Push")),
+      create_table_(rpcs_.Method("CreateTable")),
+      get_shard_info_(rpcs_.Method("GetShardInfo")),
+      received_bytes_(CounterFamily(registry, "ember_rpc_received_bytes_total",
+                                    "Request message bytes received, by method.")),
+      sent_bytes_(CounterFamily(registry, "ember_rpc_sent_bytes_total",
+                                "Response message bytes sent, by method.")),
+      rows_pulled_(CounterFamily(registry, "ember_rows_pulled_total",
+                                 "Ids served by successful pulls, by table.")),
+      rows_pushed_(CounterFamily(registry, "ember_rows_pushed_total",
+                                 "Ids applied by successful pushes, by table.")),
+      push_duplicates_(CounterFamily(registry, "ember_push_duplicates_total",
+                                     "Retried pushes answered without re-applying them.")
+                           .Add({})),
+      epoch_(prometheus::BuildGauge()
+                 .Name("ember_slot_map_epoch")
+                 .Help("Epoch of the slot map this shard routes by.")
+                 .Register(registry)
+                 .Add({})) {}
+
+void PsMetrics::CountBytes(absl::string_view method, uint64_t received, uint64_t sent) {
+  const std::string m(method);
+  received_bytes_.Add({{"method", m}}).Increment(static_cast<double>(received));
+  sent_bytes_.Add({{"method", m}}).Increment(static_cast<double>(sent));
+}
+
+void PsMetrics::CountRowsPulled(absl::string_view table, uint64_t rows) {
+  rows_pulled_.Add({{"table", std::string(table)}}).Increment(static_cast<double>(rows));
+}
+
+void PsMetrics::CountRowsPushed(absl::string_view table, uint64_t rows) {
+  rows_pushed_.Add({{"table", std::string(table)}}).Increment(static_cast<double>(rows));
+}
+
+std::vector<MetricFamily> PsStoreCollector::Collect() const {
+  const StoreStats s = store_->Stats();
+  std::vector<MetricFamily> out;
+  FamilyWriter w(&out);
+  w.Gauge("ember_store_version", "Version of the newest update applied by this shard.",
+          static_cast<double>(s.version));
+  w.Gauge("ember_memory_bytes", "Bytes charged to the memory tier's budget.",
+          static_cast<double>(s.memory_bytes));
+  w.Gauge("ember_memory_held_bytes", "Exact bytes held by the memory tier.",
+          static_cast<double>(s.memory_held_bytes));
+  w.Gauge("ember_memory_budget_bytes", "Memory tier budget in bytes; 0 means unlimited.",
+          static_cast<double>(s.memory_budget_bytes));
+  std::vector<std::pair<std::string, double>> rows, bytes;
+  for (const TableStats& t : s.tables) {
+    rows.emplace_back(t.name, static_cast<double>(t.rows_in_memory));
+    bytes.emplace_back(t.name, static_cast<double>(t.held_bytes));
+  }
+  w.Labelled("ember_memory_rows", "Rows held in the memory tier, by table.", MetricType::Gauge,
+             "table", rows);
+  w.Labelled("ember_memory_table_bytes", "Bytes held by the memory tier, by table.",
+             MetricType::Gauge, "table", bytes);
+  w.Counter("ember_memory_hits_total", "Keys found in the memory tier.",
+            static_cast<double>(s.memory_hits));
+  w.Counter("ember_memory_misses_total", "Keys looked up in the backend.",
+            static_cast<double>(s.memory_misses));
+  const uint64_t lookups = s.memory_hits + s.memory_misses;
+  w.Gauge("ember_memory_hit_ratio", "Memory tier hits / lookups since start (0 before any lookup).",
+          lookups == 0 ? 0.0 : static_cast<double>(s.memory_hits) / static_cast<double>(lookups));
+  w.Counter("ember_store_pulled_keys_total", "Keys pulled from the store.",
+            static_cast<double>(s.pulled_keys));
+  w.Counter("ember_store_pushed_keys_total", "Keys pushed to the store.",
+            static_cast<double>(s.pushed_keys));
+  w.Counter("ember_admitted_rows_total", "Rows created by admission.",
+            static_cast<double>(s.admitted));
+  w.Counter("ember_rejected_unadmitted_keys_total",
+            "Pushed keys dropped because admission had not admitted them yet.",
+            static_cast<double>(s.rejected_unadmitted));
+  w.Labelled("ember_evicted_rows_total",
+             "Rows dropped from memory: reason=memory (written back if dirty, still stored) "
+             "or reason=policy (TTL/frequency, removed).",
+             MetricType::Counter, "reason",
+             {{"memory", static_cast<double>(s.evicted_to_backend)},
+              {"policy", static_cast<double>(s.evicted_by_policy)}});
+  w.Counter("ember_writeback_errors_total", "Failed write-backs of dirty rows.",
+            static_cast<double>(s.writeback_errors));
+  w.Gauge("ember_disk_bytes", "Backend bytes on disk (SST files and live WAL).",
+          static_cast<double>(s.disk_bytes));
+  if (rocksdb_ != nullptr) CollectRocksDb(&out);
+  return out;
+}
+
+void PsStoreCollector::CollectRocksDb(std::vector<MetricFamily>* out) const {
+  rocksdb::DB* db = rocksdb_->db();
+  if (db == nullptr) return;
+  FamilyWriter w(out);
+  uint64_t value = 0;
+  // Per-column-family estimates, summed over every column family.
+  if (db->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimateNumKeys, &value)) {
+    w.Gauge("ember_rocksdb_estimate_num_keys", "RocksDB's estimate of its keys.",
+            static_cast<double>(value));
+  }
+  if (db->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimatePendingCompactionBytes,
+                                   &value)) {
+    w.Gauge("ember_rocksdb_pending_compaction_bytes",
+            "RocksDB's estimate of bytes compaction must rewrite.", static_cast<double>(value));
+  }
+  // The block cache is shared by every column family: any one reports it.
+  if (db->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &value)) {
+    w.Gauge("ember_rocksdb_block_cache_usage_bytes", "Bytes in RocksDB's block cache.",
+            static_cast<double>(value));
+  }
+  if (db->GetIntProperty(rocksdb::DB::Properties::kBlockCacheCapacity, &value)) {
+    w.Gauge("ember_rocksdb_block_cache_capacity_bytes", "Capacity of RocksDB's block cache.",
+            static_cast<double>(value));
+  }
+  const std::shared_ptr<rocksdb::Statistics> stats = db->GetDBOptions().statistics;
+  if (stats != nullptr) {
+    w.Counter("ember_rocksdb_block_cache_hits_total", "RocksDB block cache hits.",
+              static_cast<double>(stats->getTickerCount(rocksdb::BLOCK_CACHE_HIT)));
+    w.Counter("ember_rocksdb_block_cache_misses_total", "RocksDB block cache misses.",
+              static_cast<double>(stats->getTickerCount(rocksdb::BLOCK_CACHE_MISS)));
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,126 @@
+// Copyright 2026 The Ember Authors.
+//
+// PsMetrics: the Prometheus metrics of one PS shard.
+//
+// Two parts:
+//  * PsMetrics holds the families the service updates as calls happen (registered in
+//    the process's prometheus::Registry):
+//      ember_rpc_latency_seconds{method}            histogram (RpcLatencyBuckets)
+//      ember_rpc_total{method,code}                 counter, code = gRPC code name
+//      ember_rpc_received_bytes_total{method}       counter, request message bytes
+//      ember_rpc_sent_bytes_total{method}           counter, response message bytes
+//      ember_rows_pulled_total{table}               counter, ids in successful pulls
+//      ember_rows_pushed_total{table}               counter, ids in applied pushes
+//      ember_push_duplicates_total                  counter, retried pushes not re-applied
+//      ember_slot_map_epoch                         gauge, the shard's slot-map epoch
+//  * PsStoreCollector computes, at scrape time, what the store and RocksDB already
+//    count (no refresher thread: a scrape reads the current values):
+//      ember_store_version                          gauge, newest applied version
+//      ember_memory_bytes / _held_bytes / _budget_bytes   gauges
+//      ember_memory_rows{table}, ember_memory_table_bytes{table}  gauges
+//      ember_memory_hits_total, ember_memory_misses_total          counters
+//      ember_memory_hit_ratio                       gauge, hits / (hits + misses) since
+//                                                   start, 0 before any lookup; use
+//                                                   rate() of the counters for windows
+//      ember_store_pulled_keys_total, ember_store_pushed_keys_total counters
+//      ember_admitted_rows_total, ember_rejected_unadmitted_keys_total counters
+//      ember_evicted_rows_total{reason="memory"|"policy"} counter
+//      ember_writeback_errors_total                 counter
+//      ember_disk_bytes                             gauge, SST + live WAL bytes
+//      ember_rocksdb_estimate_num_keys              gauge (all column families)
+//      ember_rocksdb_pending_compaction_bytes       gauge (all column families)
+//      ember_rocksdb_block_cache_usage_bytes / _capacity_bytes  gauges
+//      ember_rocksdb_block_cache_hits_total / _misses_total  counters, only when the
+//                                                   DB was opened with statistics
+//
+//   auto registry = std::make_shared<prometheus::Registry>();
+//   PsMetrics metrics(*registry);
+//   PsServiceImpl service(store, shard_id, map, kDefaultDedupWindow, &metrics);
+//   auto collector = std::make_shared<PsStoreCollector>(store, rocksdb_backend);
+//   metrics_server->Register(registry);
+//   metrics_server->Register(collector);
+//
+// Thread-safety: all methods may be called concurrently.
+
+#ifndef EMBER_SERVER_PS_PS_METRICS_H_
+#define EMBER_SERVER_PS_PS_METRICS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "common/clock.h"
+#include "common/metrics.h"
+#include "prometheus/collectable.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/registry.h"
+#include "server/embedding_store.h"
+#include "server/rocksdb_backend.h"
+
+namespace ember {
+
+class PsMetrics {
+ public:
+  // Registers the families in `registry`, which must outlive this object. RPC latencies
+  // are measured with `clock` (not owned; default: the real one).
+  explicit PsMetrics(prometheus::Registry& registry, Clock* clock = Clock::Real());
+
+  PsMetrics(const PsMetrics&) = delete;
+  PsMetrics& operator=(const PsMetrics&) = delete;
+
+  // Per-method RPC metrics, one per PsService method.
+  RpcMethodMetrics& pull() { return pull_; }
+  RpcMethodMetrics& push() { return push_; }
+  RpcMethodMetrics& create_table() { return create_table_; }
+  RpcMethodMetrics& get_shard_info() { return get_shard_info_; }
+
+  // Message bytes received and sent by one call of `method`.
+  void CountBytes(absl::string_view method, uint64_t received, uint64_t sent);
+  // `rows` ids served by a successful pull / applied by a push to `table`.
+  void CountRowsPulled(absl::string_view table, uint64_t rows);
+  void CountRowsPushed(absl::string_view table, uint64_t rows);
+  void CountPushDuplicate() { push_duplicates_.Increment(); }
+  void SetEpoch(uint64_t epoch) { epoch_.Set(static_cast<double>(epoch)); }
+
+  Clock* clock() const { return clock_; }
+
+ private:
+  Clock* const clock_;
+  RpcMetrics rpcs_;
+  RpcMethodMetrics& pull_;
+  RpcMethodMetrics& push_;
+  RpcMethodMetrics& create_table_;
+  RpcMethodMetrics& get_shard_info_;
+  prometheus::Family<prometheus::Counter>& received_bytes_;
+  prometheus::Family<prometheus::Counter>& sent_bytes_;
+  prometheus::Family<prometheus::Counter>& rows_pulled_;
+  prometheus::Family<prometheus::Counter>& rows_pushed_;
+  prometheus::Counter& push_duplicates_;
+  prometheus::Gauge& epoch_;
+};
+
+// Reads EmbeddingStore::Stats() and RocksDB properties on every scrape.
+class PsStoreCollector final : public prometheus::Collectable {
+ public:
+  // Neither is owned; both must outlive every scrape (unregister, or destroy the
+  // MetricsServer, before destroying the store). `rocksdb` may be null (another
+  // backend): the ember_rocksdb_* metrics are then absent.
+  PsStoreCollector(const EmbeddingStore* store, const RocksDbBackend* rocksdb)
+      : store_(store), rocksdb_(rocksdb) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
+  void CollectRocksDb(std::vector<prometheus::MetricFamily>* out) const;
+
+  const EmbeddingStore* const store_;
+  const RocksDbBackend* const rocksdb_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_PS_PS_METRICS_H_

@@ -1,0 +1,184 @@
+// Copyright 2026 The Ember Authors.
+
+#include "server/ps/shard_agent.h"
+
+#include <algorithm>
+#include <iostream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+#include "server/coordinator/slot_owners.h"
+#include "server/ps/grpc_status.h"
+
+namespace ember {
+
+ShardAgent::ShardAgent(ShardAgentOptions options, SlotMapCallback on_slot_map,
+                       CreateTableCallback create_table, VersionCallback version)
+    : options_(std::move(options)),
+      on_slot_map_(std::move(on_slot_map)),
+      create_table_(std::move(create_table)),
+      version_(std::move(version)) {}
+
+ShardAgent::~ShardAgent() { Stop(); }
+
+absl::Status ShardAgent::Start() {
+  if (thread_.joinable() || stop_.HasBeenNotified()) {
+    return absl::FailedPreconditionError("shard agent already started");
+  }
+  if (options_.coordinator_address.empty()) {
+    return absl::InvalidArgumentError("shard agent: empty coordinator address");
+  }
+  if (options_.advertised_address.empty()) {
+    return absl::InvalidArgumentError("shard agent: empty advertised address");
+  }
+  if (options_.heartbeat_interval <= absl::ZeroDuration() ||
+      options_.rpc_timeout <= absl::ZeroDuration() ||
+      options_.initial_backoff <= absl::ZeroDuration() ||
+      options_.max_backoff < options_.initial_backoff) {
+    return absl::InvalidArgumentError("shard agent: bad heartbeat, timeout or backoff durations");
+  }
+  if (!on_slot_map_ || !create_table_) {
+    return absl::InvalidArgumentError("shard agent: missing callback");
+  }
+  // gRPC's default reconnect backoff grows to 120 s; keep it near our own retry pace so
+  // a restarted coordinator is found again within a couple of heartbeats.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
+  stub_ = v1::CoordinatorService::NewStub(grpc::CreateCustomChannel(
+      options_.coordinator_address, grpc::InsecureChannelCredentials(), args));
+  thread_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void ShardAgent::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool ShardAgent::WaitForEpoch(uint64_t min_epoch, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, min_epoch]()
+                     ABSL_SHARED_LOCKS_REQUIRED(mu_) { return epoch_ >= min_epoch; };
+  return mu_.AwaitWithTimeout(absl::Condition(&reached), timeout);
+}
+
+uint64_t ShardAgent::epoch() const {
+  absl::MutexLock lock(&mu_);
+  return epoch_;
+}
+
+bool ShardAgent::connected() const {
+  absl::MutexLock lock(&mu_);
+  return connected_;
+}
+
+void ShardAgent::Loop() {
+  absl::Duration delay = absl::ZeroDuration();
+  absl::Duration backoff = options_.initial_backoff;
+  while (!stop_.WaitForNotificationWithTimeout(delay)) {
+    if (!registered_) {
+      const absl::Status status = Register();
+      SetConnected(status.ok(), status);
+      if (status.ok()) {
+        registered_ = true;
+        backoff = options_.initial_backoff;
+        delay = options_.heartbeat_interval;
+      } else {
+        delay = backoff;
+        backoff = std::min(backoff * 2, options_.max_backoff);
+      }
+      continue;
+    }
+    const absl::Status status = Heartbeat();
+    SetConnected(status.ok(), status);
+    if (absl::IsNotFound(status)) {
+      registered_ = false;  // the coordinator does not know us: register again now
+      delay = absl::ZeroDuration();
+    } else {
+      delay = options_.heartbeat_interval;
+    }
+  }
+}
+
+absl::Status ShardAgent::Register() {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  v1::RegisterShardRequest request;
+  request.set_shard_id(options_.shard_id);
+  request.set_address(options_.advertised_address);
+  v1::RegisterShardResponse response;
+  const absl::Status status =
+      FromGrpcStatus(stub_->RegisterShard(&context, request, &response), &context);
+  if (!status.ok()) return status;
+  Apply(response.assigned() ? response.epoch() : 0, response.slot_owners(), response.tables());
+  return absl::OkStatus();
+}
+
+absl::Status ShardAgent::Heartbeat() {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  v1::HeartbeatRequest request;
+  request.set_shard_id(options_.shard_id);
+  request.set_epoch(epoch());
+  request.set_table_count(static_cast<uint32_t>(applied_tables_.size()));
+  if (version_) request.set_version(version_());
+  v1::HeartbeatResponse response;
+  const absl::Status status =
+      FromGrpcStatus(stub_->Heartbeat(&context, request, &response), &context);
+  if (!status.ok()) return status;
+  Apply(response.slot_owners().empty() ? 0 : response.epoch(), response.slot_owners(),
+        response.tables());
+  return absl::OkStatus();
+}
+
+void ShardAgent::Apply(uint64_t epoch, const std::string& slot_owners,
+                       const google::protobuf::RepeatedPtrField<v1::TableConfig>& tables) {
+  // Tables first: once the new map is installed, calls for the tables may arrive.
+  for (const v1::TableConfig& config : tables) {
+    if (applied_tables_.contains(config.name())) continue;
+    const absl::Status status = create_table_(config);
+    if (status.ok()) {
+      applied_tables_.insert(config.name());
+      std::cerr << "shard agent: table " << config.name() << " created" << std::endl;
+    } else {
+      std::cerr << "shard agent: cannot create table " << config.name() << ": " << status
+                << std::endl;
+    }
+  }
+  if (epoch == 0 || epoch <= this->epoch()) return;
+  absl::StatusOr<SlotMap> map = UnpackSlotOwners(slot_owners, epoch);
+  if (!map.ok()) {
+    std::cerr << "shard agent: bad slot map from coordinator: " << map.status() << std::endl;
+    return;
+  }
+  on_slot_map_(*map);
+  std::cerr << "shard agent: shard " << options_.shard_id << " now at epoch " << epoch << " with "
+            << map->SlotsOf(options_.shard_id).size() << " slots" << std::endl;
+  absl::MutexLock lock(&mu_);
+  epoch_ = epoch;
+}
+
+void ShardAgent::SetConnected(bool connected, const absl::Status& why) {
+  bool changed = false;
+  {
+    absl::MutexLock lock(&mu_);
+    changed = connected_ != connected;
+    connected_ = connected;
+  }
+  if (!changed) return;
+  if (connected) {
+    std::cerr << "shard agent: connected to coordinator " << options_.coordinator_address
+              << std::endl;
+  } else {
+    std::cerr << "shard agent: coordinator " << options_.coordinator_address
+              << " unreachable, serving with epoch " << epoch() << ": " << why << std::endl;
+  }
+}
+
+}  // namespace ember
