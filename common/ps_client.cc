@@ -28,8 +28,8 @@
 #include "grpcpp/support/channel_arguments.h"
 // TODO(lead): float16.h and grpc_status.h belong in common/ (layering: common/ must
 // not depend on server/). Until they move, ember_ps_client links ember_ps_service.
-#include "server/ps/float16.h"
-#include "server/ps/grpc_status.h"
+#include "common/float16.h"
+#include "common/grpc_status.h"
 
 namespace ember {
 

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/ps/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace ember {
 namespace {

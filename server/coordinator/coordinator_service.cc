@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "server/ps/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace ember {
 namespace {

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
-#include "server/ps/float16.h"
-#include "server/ps/grpc_status.h"
+#include "common/float16.h"
+#include "common/grpc_status.h"
 
 namespace ember {
 namespace {

@@ -11,7 +11,7 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "server/coordinator/slot_owners.h"
-#include "server/ps/grpc_status.h"
+#include "common/grpc_status.h"
 
 namespace ember {
 

@@ -33,7 +33,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/slot_owners.h"
-#include "server/ps/grpc_status.h"
+#include "common/grpc_status.h"
 #include "server/ps/shard_agent.h"
 #include "tests/cluster/process.h"
 

@@ -41,8 +41,8 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "server/ps/float16.h"
-#include "server/ps/grpc_status.h"
+#include "common/float16.h"
+#include "common/grpc_status.h"
 #include "tests/cluster/process.h"
 
 #ifndef EMBER_PS_BINARY

@@ -22,7 +22,7 @@
 #include "common/slot_map.h"
 #include "gtest/gtest.h"
 #include "server/initializer.h"
-#include "server/ps/float16.h"
+#include "common/float16.h"
 #include "server/table_config.h"
 #include "tests/cluster/process.h"
 

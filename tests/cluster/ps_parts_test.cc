@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "gtest/gtest.h"
-#include "server/ps/float16.h"
-#include "server/ps/grpc_status.h"
+#include "common/float16.h"
+#include "common/grpc_status.h"
 #include "server/ps/push_dedup.h"
 
 namespace ember {

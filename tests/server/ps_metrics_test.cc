@@ -20,7 +20,7 @@
 #include "prometheus/registry.h"
 #include "server/embedding_store.h"
 #include "server/in_memory_backend.h"
-#include "server/ps/float16.h"
+#include "common/float16.h"
 #include "server/ps/ps_service.h"
 
 namespace ember {

@@ -7,8 +7,8 @@
 //   uint16_t h = ember::FloatToHalf(0.1f);
 //   float f = ember::HalfToFloat(h);  // 0.0999755859375f
 
-#ifndef EMBER_SERVER_PS_FLOAT16_H_
-#define EMBER_SERVER_PS_FLOAT16_H_
+#ifndef EMBER_COMMON_FLOAT16_H_
+#define EMBER_COMMON_FLOAT16_H_
 
 #include <cstdint>
 #include <string>
@@ -32,4 +32,4 @@ void DecodeFloat16Bytes(absl::string_view bytes, absl::Span<float> out);
 
 }  // namespace ember
 
-#endif  // EMBER_SERVER_PS_FLOAT16_H_
+#endif  // EMBER_COMMON_FLOAT16_H_

@@ -14,8 +14,8 @@
 //   absl::Status s = FromGrpcStatus(stub->Pull(&ctx, req, &resp), &ctx);
 //   if (std::optional<v1::WrongShard> w = GetWrongShard(s)) RefreshMap(w->epoch());
 
-#ifndef EMBER_SERVER_PS_GRPC_STATUS_H_
-#define EMBER_SERVER_PS_GRPC_STATUS_H_
+#ifndef EMBER_COMMON_GRPC_STATUS_H_
+#define EMBER_COMMON_GRPC_STATUS_H_
 
 #include <cstdint>
 #include <optional>
@@ -49,4 +49,4 @@ absl::Status FromGrpcStatus(const grpc::Status& status, const grpc::ClientContex
 
 }  // namespace ember
 
-#endif  // EMBER_SERVER_PS_GRPC_STATUS_H_
+#endif  // EMBER_COMMON_GRPC_STATUS_H_

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 
-#include "server/ps/grpc_status.h"
+#include "common/grpc_status.h"
 
 #include <string>
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 
-#include "server/ps/float16.h"
+#include "common/float16.h"
 
 #include <bit>
 #include <cstring>
