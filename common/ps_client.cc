@@ -4,14 +4,27 @@
 // pending shard request in parallel (gRPC callback API) and waits for all of them;
 // then, in the waiting thread, finished requests are consumed, UNAVAILABLE ones are
 // queued for a retry after a backoff, redirected ones are re-split with the updated
-// slot map. Callbacks never touch caller memory, so a call that gives up early only
-// leaves a shared Round alive until its RPCs end (each bounded by the deadline).
+// slot map.
+//
+// Lifetimes (the cause of an earlier "ref_counted.h: assertion failed: prior > 0"):
+//  * A round (contexts, requests, responses) is owned by its Op and freed only in the
+//    waiting thread, after every callback of the round has run. A callback only
+//    stores its status and decrements a counter under the round's mutex; it owns
+//    nothing, so no ClientContext, stub or channel is ever destroyed on a gRPC
+//    callback thread. On the deadline the round's RPCs are cancelled and their
+//    callbacks awaited (bounded); a round whose callbacks still do not come is leaked,
+//    never freed under a callback.
+//  * gRPC is initialized once per process and never shut down by the client: the
+//    last grpc_shutdown would otherwise run on a gRPC thread (the channel's callback
+//    completion queue is deleted there), spawn a detached clean-up thread and race
+//    with the next client's grpc_init and with connections still closing.
 
 #include "common/ps_client.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -19,35 +32,84 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/float16.h"
+#include "common/grpc_status.h"
+#include "common/ps_client_cluster.h"
 #include "common/slot.h"
+#include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
+#include "grpc/grpc.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-// TODO(lead): float16.h and grpc_status.h belong in common/ (layering: common/ must
-// not depend on server/). Until they move, ember_ps_client links ember_ps_service.
-#include "common/float16.h"
-#include "common/grpc_status.h"
 
 namespace ember {
+namespace {
+
+// How long after its deadline a round's callbacks may take before the RPCs are
+// cancelled, and how long cancelled RPCs get to deliver their callbacks.
+constexpr absl::Duration kCallbackSlack = absl::Seconds(1);
+constexpr absl::Duration kCancelGrace = absl::Seconds(5);
+
+// Takes a process-lifetime reference on gRPC (see the file comment).
+void KeepGrpcInitialized() {
+  static const bool initialized = [] {
+    grpc_init();
+    return true;
+  }();
+  (void)initialized;
+}
+
+struct Shard {
+  std::string address;
+  std::shared_ptr<v1::PsService::Stub> stub;
+};
+using Shards = absl::flat_hash_map<uint32_t, Shard>;
+
+}  // namespace
 
 struct PsClient::Impl {
   PsClientOptions options;
-  absl::flat_hash_map<uint32_t, std::unique_ptr<v1::PsService::Stub>> stubs;  // immutable
+  grpc::ChannelArguments channel_args;
+  std::unique_ptr<v1::CoordinatorService::Stub> coordinator;  // null without one
   std::atomic<uint64_t> next_sequence{1};
 
+  // Both replaced whole (copy-on-write), never mutated: readers copy the pointers and
+  // drop the lock. Shards are only ever added or re-addressed, never removed.
   mutable absl::Mutex map_mu;
-  // Replaced whole, never mutated: readers copy the pointer and drop the lock.
   std::shared_ptr<const SlotMap> slot_map ABSL_GUARDED_BY(map_mu);
+  std::shared_ptr<const Shards> shards ABSL_GUARDED_BY(map_mu);
+  absl::Time last_refresh ABSL_GUARDED_BY(map_mu) = absl::InfinitePast();
+  bool refreshing ABSL_GUARDED_BY(map_mu) = false;
 
   mutable absl::Mutex tables_mu;
   absl::flat_hash_map<std::string, v1::TableConfig> tables ABSL_GUARDED_BY(tables_mu);
 
+  struct View {
+    std::shared_ptr<const SlotMap> map;
+    std::shared_ptr<const Shards> shards;
+  };
+
+  View Snapshot() const {
+    absl::MutexLock lock(&map_mu);
+    return View{slot_map, shards};
+  }
+
   std::shared_ptr<const SlotMap> Map() const {
     absl::MutexLock lock(&map_mu);
     return slot_map;
+  }
+
+  std::shared_ptr<v1::PsService::Stub> NewStub(const std::string& address) const {
+    std::shared_ptr<grpc::Channel> channel =
+        options.shard_interceptors
+            ? grpc::experimental::CreateCustomChannelWithInterceptors(
+                  address, grpc::InsecureChannelCredentials(), channel_args,
+                  options.shard_interceptors())
+            : grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
+    return v1::PsService::NewStub(channel);
   }
 
   // Records a redirect: `slot` is owned by `owner` at `epoch` (never moves back).
@@ -60,9 +122,64 @@ struct PsClient::Impl {
     slot_map = std::move(next);
   }
 
+  // Installs `cluster` unless the client already has a newer map. Stubs of shards whose
+  // address is unchanged are kept.
+  void Install(const ClusterMap& cluster) {
+    std::shared_ptr<const Shards> old;
+    {
+      absl::MutexLock lock(&map_mu);
+      old = shards;
+    }
+    // Channels are made outside the lock (creating one does no IO, but it is not free).
+    auto next = std::make_shared<Shards>(*old);
+    for (const auto& [id, address] : cluster.addresses) {
+      auto it = next->find(id);
+      if (it != next->end() && it->second.address == address) continue;
+      (*next)[id] = Shard{address, NewStub(address)};
+    }
+    {
+      absl::MutexLock lock(&map_mu);
+      if (cluster.slot_map.epoch() < slot_map->epoch()) return;
+      // Shards added by a concurrent Install since `old` are kept too.
+      for (const auto& [id, shard] : *shards) {
+        if (cluster.addresses.find(id) == cluster.addresses.end()) next->try_emplace(id, shard);
+      }
+      shards = std::move(next);
+      slot_map = std::make_shared<const SlotMap>(cluster.slot_map);
+    }
+    absl::MutexLock lock(&tables_mu);
+    for (const v1::TableConfig& config : cluster.tables) tables[config.name()] = config;
+  }
+
+  // Reloads the cluster map from the coordinator, by `deadline` at the latest. With
+  // `rate_limited`, skips (returns OK, map unchanged) when another reload runs or the
+  // last one started less than min_refresh_interval ago. Returns the coordinator's
+  // error; the current map is kept then.
+  absl::Status Refresh(absl::Time deadline, bool rate_limited) {
+    if (coordinator == nullptr) {
+      return absl::FailedPreconditionError("PsClient: no coordinator_address");
+    }
+    const absl::Time now = absl::Now();
+    {
+      absl::MutexLock lock(&map_mu);
+      if (rate_limited && (refreshing || now - last_refresh < options.min_refresh_interval)) {
+        return absl::OkStatus();
+      }
+      refreshing = true;
+      last_refresh = now;
+    }
+    absl::StatusOr<ClusterMap> cluster =
+        FetchClusterMap(*coordinator, std::min(deadline, now + options.coordinator_deadline));
+    if (cluster.ok()) Install(*cluster);
+    absl::MutexLock lock(&map_mu);
+    refreshing = false;
+    return cluster.status();
+  }
+
   std::string AddressOf(uint32_t shard) const {
-    auto it = options.shard_addresses.find(shard);
-    return it == options.shard_addresses.end() ? "?" : it->second;
+    std::shared_ptr<const Shards> s = Snapshot().shards;
+    auto it = s->find(shard);
+    return it == s->end() ? "?" : it->second.address;
   }
 };
 
@@ -99,17 +216,19 @@ class PsHandle::Op {
     int retries = 0;
   };
 
-  // One RPC of a round. Owned by the Round, which the callbacks keep alive.
+  // One RPC of a round.
   struct Rpc {
     Part part;
-    grpc::ClientContext context;
+    grpc::ClientContext context;  // fresh for every attempt
     v1::PullRequest pull_request;
     v1::PullResponse pull_response;
     v1::PushRequest push_request;
     v1::PushResponse push_response;
-    absl::Status status;
+    grpc::Status status;  // written by the callback
   };
 
+  // The RPCs sent together. Owned by the Op; freed by the waiting thread once
+  // `pending` is 0 (every callback has run and will not touch the round again).
   struct Round {
     absl::Mutex mu;
     int pending ABSL_GUARDED_BY(mu) = 0;
@@ -135,61 +254,76 @@ class PsHandle::Op {
     std::vector<size_t> all(ids.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     std::vector<Part> parts;
-    error_ = Split(all, &parts);
-    if (error_.ok() && !parts.empty()) Send(std::move(parts));
+    const PsClient::Impl::View view = impl_->Snapshot();
+    error_ = Split(view, all, &parts);
+    if (error_.ok() && !parts.empty()) Send(view, std::move(parts));
   }
 
-  // Callbacks own the Round; they never touch the Op or caller memory.
-  ~Op() = default;
+  // A round still in flight (the call was never waited on) is cancelled and awaited.
+  ~Op() {
+    if (round_ != nullptr && !AwaitRound(*round_)) round_.release();  // see AwaitRound
+  }
 
   absl::Status Wait() {
     if (!error_.ok()) return error_;
     while (round_ != nullptr) {
-      std::shared_ptr<Round> round = std::move(round_);
-      {
-        absl::MutexLock lock(&round->mu);
-        // Every RPC carries deadline_, so the callbacks come by then; the slack only
-        // guards against a lost callback.
-        auto done = [&round]()
-                        ABSL_EXCLUSIVE_LOCKS_REQUIRED(round->mu) { return round->pending == 0; };
-        if (!round->mu.AwaitWithDeadline(absl::Condition(&done), deadline_ + absl::Seconds(1))) {
-          return absl::DeadlineExceededError("ps client: shard requests did not finish");
-        }
+      if (!AwaitRound(*round_)) {
+        // A callback may still write into the round: leak it rather than free it.
+        round_.release();
+        return absl::DeadlineExceededError(
+            "ps client: shard requests did not finish after being cancelled");
       }
+      std::unique_ptr<Round> round = std::move(round_);
       std::vector<Part> next;
       bool backoff = false;
+      bool refresh = false;
       for (std::unique_ptr<Rpc>& rpc : round->rpcs) {
         Part& part = rpc->part;
-        const absl::Status& s = rpc->status;
+        const absl::Status s = FromGrpcStatus(rpc->status, &rpc->context);
         if (s.ok()) {
           absl::Status consumed = Consume(*rpc);
           if (!consumed.ok()) return Fail(consumed, part.shard);
           continue;
         }
-        if (s.code() == absl::StatusCode::kUnavailable) {
+        std::optional<v1::WrongShard> w = GetWrongShard(s);
+        const bool redirect = s.code() == absl::StatusCode::kFailedPrecondition && w.has_value();
+        // A shard behind the client's map (restarted, or not yet told of a change)
+        // catches up by itself: retry it like an unavailable one. Nothing was applied.
+        const bool stale_shard = redirect && w->epoch() < impl_->Map()->epoch();
+        if (s.code() == absl::StatusCode::kUnavailable || stale_shard) {
           if (part.retries >= impl_->options.max_retries) return Fail(s, part.shard);
           ++part.retries;
           backoff = true;
-          next.push_back(std::move(part));
+          refresh = refresh || !stale_shard;
+          next.push_back(std::move(part));  // same shard, same sequence
           continue;
         }
-        std::optional<v1::WrongShard> w = GetWrongShard(s);
-        if (s.code() == absl::StatusCode::kFailedPrecondition && w.has_value()) {
+        if (redirect) {
           if (++redirects_[w->slot()] > impl_->options.max_redirects) {
             return Fail(absl::FailedPreconditionError(absl::StrCat("too many redirects for slot ",
                                                                    w->slot(), ": ", s.message())),
                         part.shard);
           }
+          if (impl_->coordinator != nullptr && w->epoch() > impl_->Map()->epoch()) {
+            // The map changed: reload all of it. If the coordinator is down or the
+            // reload was skipped, the redirect below still fixes this slot.
+            impl_->Refresh(deadline_, /*rate_limited=*/true).IgnoreError();
+          }
           impl_->ApplyRedirect(*w);
           // Nothing of the rejected request was applied: re-split its keys as new
           // requests (with new sequences).
-          absl::Status split = Split(part.index, &next);
+          absl::Status split = Split(impl_->Snapshot(), part.index, &next);
           if (!split.ok()) return split;
           continue;
         }
         return Fail(s, part.shard);
       }
+      round.reset();  // every callback has run (AwaitRound)
       if (next.empty()) break;
+      if (refresh && impl_->coordinator != nullptr) {
+        // A shard may have moved to a new address; the coordinator knows.
+        impl_->Refresh(deadline_, /*rate_limited=*/true).IgnoreError();
+      }
       if (backoff) {
         const absl::Duration left = deadline_ - absl::Now();
         if (left <= absl::ZeroDuration()) {
@@ -198,7 +332,7 @@ class PsHandle::Op {
         absl::SleepFor(std::min(backoff_, left));
         backoff_ = std::min(backoff_ * 2, impl_->options.max_backoff);
       }
-      Send(std::move(next));
+      Send(impl_->Snapshot(), std::move(next));
     }
     return absl::OkStatus();
   }
@@ -208,14 +342,31 @@ class PsHandle::Op {
     return WithContext(s, shard, impl_->AddressOf(shard));
   }
 
-  // Groups `index` by owner shard under the current slot map, appending to `parts`.
-  absl::Status Split(const std::vector<size_t>& index, std::vector<Part>* parts) {
-    std::shared_ptr<const SlotMap> map = impl_->Map();
+  // Waits until every callback of `round` has run. Every RPC carries deadline_, so
+  // they come by then; past deadline_ + kCallbackSlack the RPCs are cancelled and get
+  // kCancelGrace more. Returns false if callbacks are still outstanding after that:
+  // the caller must then not free the round.
+  bool AwaitRound(Round& round) {
+    auto done = [&round]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(round.mu) { return round.pending == 0; };
+    {
+      absl::MutexLock lock(&round.mu);
+      if (round.mu.AwaitWithDeadline(absl::Condition(&done), deadline_ + kCallbackSlack)) {
+        return true;
+      }
+    }
+    for (std::unique_ptr<Rpc>& rpc : round.rpcs) rpc->context.TryCancel();  // thread-safe
+    absl::MutexLock lock(&round.mu);
+    return round.mu.AwaitWithDeadline(absl::Condition(&done), absl::Now() + kCancelGrace);
+  }
+
+  // Groups `index` by owner shard under `view`, appending to `parts`.
+  absl::Status Split(const PsClient::Impl::View& view, const std::vector<size_t>& index,
+                     std::vector<Part>* parts) {
     absl::flat_hash_map<uint32_t, size_t> by_shard;  // shard -> position in *parts
     for (size_t i : index) {
       const uint32_t slot = SlotOf(table_.seed(), ids_[i]);
-      const uint32_t shard = map->OwnerOf(slot);
-      if (impl_->stubs.find(shard) == impl_->stubs.end()) {
+      const uint32_t shard = view.map->OwnerOf(slot);
+      if (view.shards->find(shard) == view.shards->end()) {
         return absl::UnavailableError(
             absl::StrCat("ps client: slot ", slot, " is owned by shard ",
                          shard == kNoShard ? std::string("<none>") : absl::StrCat(shard),
@@ -232,10 +383,11 @@ class PsHandle::Op {
     return absl::OkStatus();
   }
 
-  // Starts one RPC per part; the next Wait round collects them.
-  void Send(std::vector<Part> parts) {
-    auto round = std::make_shared<Round>();
-    const uint64_t epoch = impl_->Map()->epoch();
+  // Starts one RPC per part (each with a fresh ClientContext); the next Wait round
+  // collects them. REQUIRES: no round in flight.
+  void Send(const PsClient::Impl::View& view, std::vector<Part> parts) {
+    auto round = std::make_unique<Round>();
+    const uint64_t epoch = view.map->epoch();
     const v1::ValueEncoding encoding =
         float16_ ? v1::VALUE_ENCODING_FLOAT16 : v1::VALUE_ENCODING_FLOAT32;
     for (Part& part : parts) {
@@ -271,23 +423,33 @@ class PsHandle::Op {
       }
       round->rpcs.push_back(std::move(rpc));
     }
+    Round* r = round.get();
     {
-      absl::MutexLock lock(&round->mu);
-      round->pending = static_cast<int>(round->rpcs.size());
+      absl::MutexLock lock(&r->mu);
+      r->pending = static_cast<int>(r->rpcs.size());
     }
-    round_ = round;
-    for (std::unique_ptr<Rpc>& owned : round->rpcs) {
+    round_ = std::move(round);
+    for (std::unique_ptr<Rpc>& owned : r->rpcs) {
       Rpc* rpc = owned.get();
-      v1::PsService::Stub* stub = impl_->stubs.at(rpc->part.shard).get();
-      auto done = [round, rpc](grpc::Status status) {
-        rpc->status = FromGrpcStatus(status, &rpc->context);
-        absl::MutexLock lock(&round->mu);
-        --round->pending;
+      auto shard = view.shards->find(rpc->part.shard);
+      if (shard == view.shards->end()) {  // not reachable: shards are never removed
+        rpc->status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "shard has no address");
+        absl::MutexLock lock(&r->mu);
+        --r->pending;
+        continue;
+      }
+      // The callback owns nothing and touches only the round; its unlock is its last
+      // access (the waiting thread frees the round once pending reaches 0).
+      auto done = [r, rpc](grpc::Status status) {
+        rpc->status = std::move(status);
+        absl::MutexLock lock(&r->mu);
+        --r->pending;
       };
+      v1::PsService::StubInterface::async_interface* async = shard->second.stub->async();
       if (kind_ == Kind::kPull) {
-        stub->async()->Pull(&rpc->context, &rpc->pull_request, &rpc->pull_response, done);
+        async->Pull(&rpc->context, &rpc->pull_request, &rpc->pull_response, std::move(done));
       } else {
-        stub->async()->Push(&rpc->context, &rpc->push_request, &rpc->push_response, done);
+        async->Push(&rpc->context, &rpc->push_request, &rpc->push_response, std::move(done));
       }
     }
   }
@@ -326,7 +488,7 @@ class PsHandle::Op {
   absl::Time deadline_;
   absl::Duration backoff_;
   absl::flat_hash_map<uint32_t, int> redirects_;  // slot -> redirects followed
-  std::shared_ptr<Round> round_;                  // the round in flight, if any
+  std::unique_ptr<Round> round_;                  // the round in flight, if any
 };
 
 PsHandle::PsHandle() = default;
@@ -353,28 +515,38 @@ absl::Status PsHandle::Wait() {
 }
 
 absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions& options) {
-  if (options.shard_addresses.empty()) {
-    return absl::InvalidArgumentError("PsClientOptions.shard_addresses is empty");
+  if (options.shard_addresses.empty() && options.coordinator_address.empty()) {
+    return absl::InvalidArgumentError(
+        "PsClientOptions: shard_addresses is empty and there is no coordinator_address");
   }
   if (options.first_sequence == 0) {
     return absl::InvalidArgumentError("PsClientOptions.first_sequence must be >= 1");
   }
-  if (options.deadline <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("PsClientOptions.deadline must be positive");
+  if (options.deadline <= absl::ZeroDuration() ||
+      options.coordinator_deadline <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("PsClientOptions deadlines must be positive");
   }
+  KeepGrpcInitialized();
   auto impl = std::make_shared<Impl>();
   impl->options = options;
   impl->next_sequence.store(options.first_sequence);
+  impl->channel_args.SetMaxReceiveMessageSize(options.max_message_bytes);
+  impl->channel_args.SetMaxSendMessageSize(options.max_message_bytes);
+  auto shards = std::make_shared<Shards>();
+  for (const auto& [shard, address] : options.shard_addresses) {
+    (*shards)[shard] = Shard{address, impl->NewStub(address)};
+  }
   {
     absl::MutexLock lock(&impl->map_mu);
     impl->slot_map = std::make_shared<const SlotMap>(options.slot_map);
+    impl->shards = std::move(shards);
   }
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(options.max_message_bytes);
-  args.SetMaxSendMessageSize(options.max_message_bytes);
-  for (const auto& [shard, address] : options.shard_addresses) {
-    impl->stubs[shard] = v1::PsService::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+  if (!options.coordinator_address.empty()) {
+    impl->coordinator = v1::CoordinatorService::NewStub(
+        grpc::CreateChannel(options.coordinator_address, grpc::InsecureChannelCredentials()));
+    absl::Status loaded =
+        impl->Refresh(absl::Now() + options.coordinator_deadline, /*rate_limited=*/false);
+    if (!loaded.ok()) return loaded;
   }
   return std::unique_ptr<PsClient>(new PsClient(std::move(impl)));
 }
@@ -394,17 +566,32 @@ absl::Status PsClient::AddTable(const v1::TableConfig& config) {
 }
 
 absl::Status PsClient::CreateTableEverywhere(const v1::TableConfig& config) {
+  const absl::Time deadline = absl::Now() + impl_->options.deadline;
+  if (impl_->coordinator != nullptr) {
+    // The coordinator persists the table and forwards it to every shard.
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    v1::CoordinatorCreateTableRequest request;
+    *request.mutable_config() = config;
+    v1::CoordinatorCreateTableResponse response;
+    absl::Status s =
+        FromGrpcStatus(impl_->coordinator->CreateTable(&context, request, &response), &context);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("coordinator CreateTable: ", s.message()));
+    }
+    return AddTable(response.config());
+  }
   v1::CreateTableRequest request;
   *request.mutable_config() = config;
-  const absl::Time deadline = absl::Now() + impl_->options.deadline;
   std::string first;
   v1::TableConfig normalized;
+  const std::shared_ptr<const Shards> shards = impl_->Snapshot().shards;
   for (const auto& [shard, address] : impl_->options.shard_addresses) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
     v1::CreateTableResponse response;
     absl::Status s =
-        FromGrpcStatus(impl_->stubs.at(shard)->CreateTable(&context, request, &response), &context);
+        FromGrpcStatus(shards->at(shard).stub->CreateTable(&context, request, &response), &context);
     if (!s.ok()) return WithContext(s, shard, address);
     std::string bytes;
     response.config().SerializeToString(&bytes);  // deterministic enough for equal messages
@@ -431,6 +618,11 @@ absl::StatusOr<v1::TableConfig> PsClient::GetTable(absl::string_view table) cons
 
 SlotMap PsClient::slot_map() const { return *impl_->Map(); }
 
+absl::Status PsClient::RefreshClusterMap() {
+  return impl_->Refresh(absl::Now() + impl_->options.coordinator_deadline,
+                        /*rate_limited=*/false);
+}
+
 namespace {
 
 bool UseFloat16(const v1::TableConfig& table, const PsCallOptions& call) {
@@ -445,11 +637,23 @@ bool UseFloat16(const v1::TableConfig& table, const PsCallOptions& call) {
   return table.wire_type() == v1::TableConfig::WIRE_FLOAT16;
 }
 
+// The config of `table`; with a coordinator, an unknown table triggers one
+// (rate-limited) reload of the cluster map, which carries every table.
+absl::StatusOr<v1::TableConfig> LookupTable(const PsClient& client, PsClient::Impl& impl,
+                                            absl::string_view table) {
+  absl::StatusOr<v1::TableConfig> config = client.GetTable(table);
+  if (config.ok() || impl.coordinator == nullptr) return config;
+  if (!impl.Refresh(absl::Now() + impl.options.coordinator_deadline, /*rate_limited=*/true).ok()) {
+    return config;
+  }
+  return client.GetTable(table);
+}
+
 }  // namespace
 
 PsHandle PsClient::PullAsync(absl::string_view table, absl::Span<const uint64_t> ids,
                              absl::Span<float> out, const PsCallOptions& call) {
-  absl::StatusOr<v1::TableConfig> config = GetTable(table);
+  absl::StatusOr<v1::TableConfig> config = LookupTable(*this, *impl_, table);
   if (!config.ok()) return PsHandle(std::make_unique<PsHandle::Op>(config.status()));
   if (out.size() != ids.size() * config->dim()) {
     return PsHandle(std::make_unique<PsHandle::Op>(absl::InvalidArgumentError(absl::StrCat(
@@ -469,7 +673,7 @@ absl::Status PsClient::Pull(absl::string_view table, absl::Span<const uint64_t> 
 PsHandle PsClient::PushAsync(absl::string_view table, absl::Span<const uint64_t> ids,
                              absl::Span<const float> grads, int64_t step,
                              const PsCallOptions& call) {
-  absl::StatusOr<v1::TableConfig> config = GetTable(table);
+  absl::StatusOr<v1::TableConfig> config = LookupTable(*this, *impl_, table);
   if (!config.ok()) return PsHandle(std::make_unique<PsHandle::Op>(config.status()));
   if (grads.size() != ids.size() * config->dim()) {
     return PsHandle(std::make_unique<PsHandle::Op>(absl::InvalidArgumentError(

@@ -10,32 +10,45 @@
 //  * UNAVAILABLE: retried with exponential backoff, at most `max_retries` times and
 //    never past the call's deadline. A retried push reuses its sequence, so the
 //    server applies it once (DESIGN.md invariant 2).
-//  * FAILED_PRECONDITION with a WrongShard detail (invariant 3): the client records
-//    the slot's owner and the shard's epoch in its slot map and re-splits just the
-//    rejected keys. A slot followed more than `max_redirects` times fails the call.
+//  * FAILED_PRECONDITION with a WrongShard detail (invariant 3): with a coordinator
+//    and a redirect naming a newer epoch, the client reloads the whole cluster map
+//    from the coordinator (rate-limited); without one (or while it is down) it records
+//    the slot's owner and the shard's epoch in its slot map. Then it re-splits just
+//    the rejected keys. A slot followed more than `max_redirects` times fails the call.
 //  * anything else: returned, with the shard id and address in the message.
 //
 //   PsClientOptions options;
-//   options.shard_addresses = {{0, "10.0.0.1:7000"}, {1, "10.0.0.2:7000"}};
-//   options.slot_map = SlotMap::Even({0, 1}, /*epoch=*/1);
+//   options.coordinator_address = "10.0.0.9:6000";  // map, shards and tables from it
 //   options.worker_id = 7;
 //   absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(options);
-//   EMBER_RETURN_IF_ERROR((*client)->CreateTableEverywhere(config));
 //   EMBER_RETURN_IF_ERROR((*client)->Pull("item", ids, absl::MakeSpan(rows)));
 //   PsHandle h = (*client)->PushAsync("item", ids, grads, /*step=*/12);
 //   ...overlap other work...
 //   EMBER_RETURN_IF_ERROR(h.Wait());
 //
+// Without a coordinator, give the shards and the map yourself:
+//   options.shard_addresses = {{0, "10.0.0.1:7000"}, {1, "10.0.0.2:7000"}};
+//   options.slot_map = SlotMap::Even({0, 1}, /*epoch=*/1);
+//   EMBER_RETURN_IF_ERROR((*client)->CreateTableEverywhere(config));
+//
+// The data path never goes through the coordinator: while it is down the client keeps
+// working with the map it has.
+//
 // Thread-safety: all PsClient methods may be called concurrently. A PsHandle is used
 // by one thread at a time.
+//
+// gRPC stays initialized from the first PsClient::Create until the process exits (see
+// ps_client.cc: a shutdown triggered from a gRPC thread races with a later re-init).
 
 #ifndef EMBER_COMMON_PS_CLIENT_H_
 #define EMBER_COMMON_PS_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -44,6 +57,7 @@
 #include "absl/types/span.h"
 #include "common/slot_map.h"
 #include "ember/v1/table.pb.h"
+#include "grpcpp/support/client_interceptor.h"
 
 namespace ember {
 
@@ -55,11 +69,22 @@ enum class WireEncoding {
 };
 
 struct PsClientOptions {
-  // Address ("host:port") of every shard the slot map may name. Required.
+  // Address ("host:port") of the coordinator. When set, Create loads the slot map, the
+  // shard addresses and the tables from it (they replace `shard_addresses` and
+  // `slot_map`), and the client reloads them on a redirect to a newer epoch or when a
+  // shard is UNAVAILABLE. Default: none (static `shard_addresses` and `slot_map`).
+  std::string coordinator_address;
+  // Address ("host:port") of every shard the slot map may name. Required without a
+  // coordinator.
   std::map<uint32_t, std::string> shard_addresses;
   // The initial slot map. Redirects from shards update the client's copy.
   // Default: every slot unowned (every call fails until set).
   SlotMap slot_map;
+  // Deadline of one coordinator call (map load). Default: 2 s.
+  absl::Duration coordinator_deadline = absl::Seconds(2);
+  // Least time between two map reloads from the coordinator; reloads wanted sooner are
+  // skipped (the call goes on with the map it has). Default: 100 ms.
+  absl::Duration min_refresh_interval = absl::Milliseconds(100);
   // This worker's id in (worker_id, sequence) push deduplication. Must be unique
   // among concurrently running clients that push. Default: 0.
   uint64_t worker_id = 0;
@@ -78,6 +103,12 @@ struct PsClientOptions {
   int max_redirects = 3;
   // Largest message sent or received. Default: 256 MiB (the server's default).
   int max_message_bytes = 256 << 20;
+  // Test-only: when set, called once per shard channel the client creates; the
+  // interceptors it returns are installed on that channel (fault injection).
+  // Default: none.
+  std::function<
+      std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>()>
+      shard_interceptors;
 };
 
 // Per-call options.
@@ -86,7 +117,8 @@ struct PsCallOptions {
 };
 
 // The pending result of PullAsync/PushAsync. Move-only. Destroying a handle that was
-// not waited on waits (bounded by the call's deadline).
+// not waited on waits (bounded by the call's deadline). No RPC of the call outlives
+// Wait: on the deadline its RPCs are cancelled and their callbacks awaited (bounded).
 class PsHandle {
  public:
   class Op;  // implementation, ps_client.cc
@@ -110,8 +142,11 @@ class PsHandle {
 
 class PsClient {
  public:
-  // Connects (lazily) to every shard in options.shard_addresses. INVALID_ARGUMENT for
-  // bad options (no shards, first_sequence 0, non-positive deadline).
+  // Connects (lazily) to every shard in options.shard_addresses, or loads the cluster
+  // map from options.coordinator_address and connects to its shards. INVALID_ARGUMENT
+  // for bad options (no shards and no coordinator, first_sequence 0, non-positive
+  // deadline). With a coordinator: its error (UNAVAILABLE when down) if the map cannot
+  // be loaded, UNAVAILABLE while it has not assigned slots yet (epoch 0).
   static absl::StatusOr<std::unique_ptr<PsClient>> Create(const PsClientOptions& options);
   ~PsClient();
 
@@ -123,7 +158,7 @@ class PsClient {
   // INVALID_ARGUMENT. Replaces an earlier registration of the same name.
   absl::Status AddTable(const v1::TableConfig& config);
 
-  // Creates the table on every shard in options.shard_addresses (CreateTable RPC,
+  // Creates the table on every shard the client knows (CreateTable RPC,
   // idempotent for an equal config), checks all shards return the same normalized
   // config and registers it (AddTable). Errors: those of the RPC (ALREADY_EXISTS for
   // a conflicting config), INTERNAL if shards disagree.
@@ -153,8 +188,14 @@ class PsClient {
   absl::Status Push(absl::string_view table, absl::Span<const uint64_t> ids,
                     absl::Span<const float> grads, int64_t step, const PsCallOptions& call = {});
 
-  // The client's current view of the slot map (updated by redirects).
+  // The client's current view of the slot map (updated by redirects and reloads).
   SlotMap slot_map() const;
+
+  // Reloads the slot map, shard addresses and tables from the coordinator now (not
+  // rate-limited). FAILED_PRECONDITION without a coordinator; the coordinator's error
+  // otherwise (the client keeps its current map). A map older than the client's is
+  // ignored.
+  absl::Status RefreshClusterMap();
 
   struct Impl;  // ps_client.cc
 

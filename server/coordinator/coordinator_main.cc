@@ -26,6 +26,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -33,6 +35,7 @@
 #include "server/coordinator/admin_service.h"
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/ps/ps_service.h"
 
 namespace ember {
 namespace {
@@ -152,7 +155,9 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   CoordinatorServiceImpl service(state.get(), CoordinatorServiceOptions());
   AdminServiceImpl admin(state.get(), o.admin_token);
 
+  ServerCallTracker calls;
   grpc::ServerBuilder builder;
+  calls.Install(&builder);
   int port = 0;
   builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
                            &port);
@@ -173,9 +178,8 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   sigwait(&signals, &signal_number);
   std::cerr << "ember-coordinator: signal " << signal_number << ", shutting down" << std::endl;
   service.Shutdown();
-  server->Shutdown(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(o.shutdown_grace_ms));
-  server->Wait();
+  // Calls in flight get the grace period; idle client connections do not hold it.
+  ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   return absl::OkStatus();
 }
 

@@ -11,8 +11,9 @@
 // line "metrics on METRICS_HOST:PORT" right after the listening line.
 //
 // SIGTERM or SIGINT shuts down gracefully: stop accepting calls, let calls in flight
-// finish (bounded by --shutdown_grace_ms), flush dirty rows (store Close) and exit 0;
-// exit 1 if the flush failed.
+// finish (bounded by --shutdown_grace_ms; idle client connections are closed without
+// waiting, see ShutdownServer in ps_service.h), flush dirty rows (store Close) and
+// exit 0; exit 1 if the flush failed. Bad flags exit 2 with a message and the usage.
 //
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
 // 0..num_shards-1 at epoch 1.
@@ -30,6 +31,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/metrics.h"
 #include "common/slot_map.h"
 #include "common/status_macros.h"
@@ -60,7 +63,10 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
   --heartbeat_ms=N         coordinator heartbeat interval. Default: 500
   --memory_budget_mb=N     memory tier budget in MiB; 0 = unlimited. Default: 1024
   --wal=true|false         RocksDB write-ahead log. Default: true
-  --max_message_mb=N       largest request/response in MiB. Default: 256
+  --max_message_mb=N       largest request/response in MiB; a larger request fails with
+                           RESOURCE_EXHAUSTED. Default: 256
+  --max_batch_keys=N       most ids per Pull or Push; more fail with INVALID_ARGUMENT.
+                           Default: 1048576
   --shutdown_grace_ms=N    time calls in flight get at shutdown. Default: 5000
   --metrics_port=N         serve Prometheus metrics at /metrics on this port; 0 picks
                            a free one, -1 disables. Default: -1 (disabled)
@@ -80,6 +86,7 @@ struct PsMainOptions {
   int64_t memory_budget_mb = 1024;
   bool wal = true;
   int64_t max_message_mb = 256;
+  uint32_t max_batch_keys = StoreOptions().max_batch_keys;
   int64_t shutdown_grace_ms = 5000;
   int32_t metrics_port = -1;  // -1: no metrics server
   std::string metrics_host;   // empty: `host`
@@ -143,6 +150,8 @@ absl::StatusOr<PsMainOptions> ParseFlags(int argc, char** argv) {
       EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.memory_budget_mb));
     } else if (name == "max_message_mb") {
       EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.max_message_mb));
+    } else if (name == "max_batch_keys") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.max_batch_keys));
     } else if (name == "shutdown_grace_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shutdown_grace_ms));
     } else if (name == "metrics_port") {
@@ -161,10 +170,13 @@ absl::StatusOr<PsMainOptions> ParseFlags(int argc, char** argv) {
   if (o.coordinator.empty() && o.shard_id >= o.num_shards) {
     return absl::InvalidArgumentError("--shard_id must be < --num_shards");
   }
-  if (o.memory_budget_mb < 0) return absl::InvalidArgumentError("--memory_budget_mb < 0");
+  if (o.memory_budget_mb < 0 || o.memory_budget_mb > (int64_t{1} << 40)) {
+    return absl::InvalidArgumentError("--memory_budget_mb must be in [0, 2^40]");
+  }
   if (o.max_message_mb < 1 || o.max_message_mb > 2047) {
     return absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]");
   }
+  if (o.max_batch_keys == 0) return absl::InvalidArgumentError("--max_batch_keys must be >= 1");
   if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
     return absl::InvalidArgumentError("--metrics_port must be in [-1, 65535]");
@@ -189,6 +201,7 @@ absl::Status Run(const PsMainOptions& o) {
   const RocksDbBackend* rocksdb = backend.get();  // owned by the store from here on
   StoreOptions store_options;
   store_options.memory_budget_bytes = o.memory_budget_mb << 20;
+  store_options.max_batch_keys = o.max_batch_keys;
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingStore> store,
                          EmbeddingStore::Open(store_options, std::move(backend)));
 
@@ -212,9 +225,11 @@ absl::Status Run(const PsMainOptions& o) {
   // With a coordinator the shard owns nothing until the coordinator's map arrives.
   PsServiceImpl service(store.get(), o.shard_id,
                         o.coordinator.empty() ? SlotMap::Even(shards, /*epoch=*/1) : SlotMap(),
-                        PsServiceImpl::kDefaultDedupWindow, metrics.get());
+                        PsServiceImpl::kDefaultDedupWindow, metrics.get(), o.max_batch_keys);
 
+  ServerCallTracker calls;
   grpc::ServerBuilder builder;
+  calls.Install(&builder);
   int port = 0;
   builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
                            &port);
@@ -254,9 +269,8 @@ absl::Status Run(const PsMainOptions& o) {
   sigwait(&signals, &signal_number);
   std::cerr << "ember-ps: signal " << signal_number << ", shutting down" << std::endl;
   if (agent != nullptr) agent->Stop();
-  server->Shutdown(std::chrono::system_clock::now() +
-                   std::chrono::milliseconds(o.shutdown_grace_ms));
-  server->Wait();
+  // Calls in flight get the grace period; idle client connections do not hold it.
+  ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   const absl::Status closed = store->Close();
   metrics_server.reset();  // no scrape reads the store from here on
   if (!closed.ok()) return closed;

@@ -3,15 +3,19 @@
 #include "server/ps/ps_service.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/slot.h"
-#include "common/status_macros.h"
+#include "absl/time/clock.h"
 #include "common/float16.h"
 #include "common/grpc_status.h"
+#include "common/slot.h"
+#include "common/status_macros.h"
+#include "grpc/grpc.h"
+#include "grpcpp/support/server_interceptor.h"
 
 namespace ember {
 namespace {
@@ -28,24 +32,108 @@ absl::StatusOr<size_t> ElementBytes(int encoding) {
   }
 }
 
-// Unpacks little-endian uint64 ids. INVALID_ARGUMENT for an empty or ragged buffer.
-absl::StatusOr<std::vector<uint64_t>> DecodeIds(const std::string& bytes) {
+// Unpacks little-endian uint64 ids. INVALID_ARGUMENT for an empty or ragged buffer or
+// more than `max_keys` ids (checked before anything is allocated for the batch).
+absl::StatusOr<std::vector<uint64_t>> DecodeIds(const std::string& bytes, uint32_t max_keys) {
   if (bytes.empty()) return absl::InvalidArgumentError("empty ids");
   if (bytes.size() % sizeof(uint64_t) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("ids length ", bytes.size(), " is not a multiple of 8"));
+  }
+  if (bytes.size() / sizeof(uint64_t) > max_keys) {
+    return absl::InvalidArgumentError(absl::StrCat("batch of ", bytes.size() / sizeof(uint64_t),
+                                                   " keys exceeds the limit of ", max_keys,
+                                                   " (--max_batch_keys)"));
   }
   std::vector<uint64_t> ids(bytes.size() / sizeof(uint64_t));
   std::memcpy(ids.data(), bytes.data(), bytes.size());  // little-endian host (float16.cc)
   return ids;
 }
 
+// Counts one call from its arrival at the service until gRPC destroys the call's
+// context, which happens after the reactor's OnDone.
+class CountingInterceptor final : public grpc::experimental::Interceptor {
+ public:
+  explicit CountingInterceptor(ServerCallTracker* calls) : calls_(calls) { calls_->Enter(); }
+  ~CountingInterceptor() override { calls_->Leave(); }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+
+ private:
+  ServerCallTracker* const calls_;
+};
+
+class CountingInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit CountingInterceptorFactory(ServerCallTracker* calls) : calls_(calls) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new CountingInterceptor(calls_);
+  }
+
+ private:
+  ServerCallTracker* const calls_;
+};
+
 }  // namespace
 
+void ServerCallTracker::Install(grpc::ServerBuilder* builder) {
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> factories;
+  factories.push_back(std::make_unique<CountingInterceptorFactory>(this));
+  builder->experimental().SetInterceptorCreators(std::move(factories));
+}
+
+int64_t ServerCallTracker::in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return in_flight_;
+}
+
+bool ServerCallTracker::WaitIdle(absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
+
+void ServerCallTracker::Enter() {
+  absl::MutexLock lock(&mu_);
+  ++in_flight_;
+}
+
+void ServerCallTracker::Leave() {
+  absl::MutexLock lock(&mu_);
+  --in_flight_;
+}
+
+void ShutdownServer(grpc::Server* server, const ServerCallTracker* calls, absl::Time deadline) {
+  // Begin gRPC's graceful shutdown ourselves (Server::Shutdown would block until every
+  // connection is gone): from here on no call reaches a service, so the count of
+  // calls in progress only falls. shutdown_and_notify may be called more than once
+  // (Server::Shutdown below calls it again); every tag completes when shutdown does.
+  // A core completion queue, not a grpc::CompletionQueue: that one expects its tags to
+  // be grpc::internal::CompletionQueueTag objects.
+  grpc_completion_queue* shutdown_cq = grpc_completion_queue_create_for_next(nullptr);
+  grpc_server_shutdown_and_notify(server->c_server(), shutdown_cq, /*tag=*/nullptr);
+  calls->WaitIdle(deadline);
+  // What is left is idle connections (and, past the deadline, calls that overran it).
+  grpc_server_cancel_all_calls(server->c_server());
+  server->Shutdown(absl::ToChronoTime(absl::Now()));
+  server->Wait();
+  // Shutdown has completed, so the tag is queued: this drains it without waiting.
+  grpc_completion_queue_shutdown(shutdown_cq);
+  while (
+      grpc_completion_queue_next(shutdown_cq, gpr_inf_future(GPR_CLOCK_REALTIME), nullptr).type !=
+      GRPC_QUEUE_SHUTDOWN) {
+  }
+  grpc_completion_queue_destroy(shutdown_cq);
+}
+
 PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
-                             uint64_t dedup_window, PsMetrics* metrics)
+                             uint64_t dedup_window, PsMetrics* metrics, uint32_t max_batch_keys)
     : store_(store),
       shard_id_(shard_id),
+      max_batch_keys_(max_batch_keys),
       metrics_(metrics),
       dedup_(dedup_window),
       slot_map_(std::make_shared<const SlotMap>(std::move(slot_map))) {
@@ -87,11 +175,25 @@ absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const u
 absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullResponse* response) {
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
-  EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids, DecodeIds(request.ids()));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
+                         DecodeIds(request.ids(), max_batch_keys_));
   EMBER_RETURN_IF_ERROR(CheckRouting(config.seed(), ids, request.epoch()));
-  std::vector<float> values(ids.size() * config.dim());
-  EMBER_RETURN_IF_ERROR(store_->Pull(request.table(), ids, absl::MakeSpan(values)));
+  const size_t elements = ids.size() * config.dim();
   std::string* out = response->mutable_values();
+  if (request.encoding() == v1::VALUE_ENCODING_FLOAT32) {
+    // The store writes straight into the response bytes: no staging copy. (Heap
+    // strings are malloc-aligned; the check keeps this correct if one is not.)
+    out->resize(elements * sizeof(float));
+    if (reinterpret_cast<uintptr_t>(out->data()) % alignof(float) == 0) {
+      EMBER_RETURN_IF_ERROR(store_->Pull(
+          request.table(), ids, absl::MakeSpan(reinterpret_cast<float*>(out->data()), elements)));
+      if (metrics_ != nullptr) metrics_->CountRowsPulled(request.table(), ids.size());
+      return absl::OkStatus();
+    }
+    out->clear();
+  }
+  std::vector<float> values(elements);
+  EMBER_RETURN_IF_ERROR(store_->Pull(request.table(), ids, absl::MakeSpan(values)));
   out->reserve(values.size() * element_bytes);
   if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
     AppendFloat16Bytes(values, out);
@@ -105,7 +207,8 @@ absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullRespo
 absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushResponse* response) {
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
-  EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids, DecodeIds(request.ids()));
+  EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
+                         DecodeIds(request.ids(), max_batch_keys_));
   const size_t elements = ids.size() * config.dim();
   if (request.grads().size() != elements * element_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("grads length ", request.grads().size(),

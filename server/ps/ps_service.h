@@ -34,8 +34,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "common/slot_map.h"
 #include "ember/v1/ps.grpc.pb.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
 #include "server/embedding_store.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
@@ -47,9 +50,13 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   static constexpr uint64_t kDefaultDedupWindow = 4096;
 
   // `store` is not owned. `slot_map` is this shard's view of the cluster map.
-  // `metrics` (not owned, may be null) must outlive the service.
+  // `metrics` (not owned, may be null) must outlive the service. Pulls and pushes of
+  // more than `max_batch_keys` ids fail with INVALID_ARGUMENT (as the store's own
+  // StoreOptions.max_batch_keys check does) before anything is allocated for them;
+  // pass the store's value. Default: StoreOptions's default.
   PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
-                uint64_t dedup_window = kDefaultDedupWindow, PsMetrics* metrics = nullptr);
+                uint64_t dedup_window = kDefaultDedupWindow, PsMetrics* metrics = nullptr,
+                uint32_t max_batch_keys = StoreOptions().max_batch_keys);
 
   // Installs a new slot map (from the coordinator). Calls routed with the old epoch
   // are rejected from now on.
@@ -97,6 +104,7 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
 
   EmbeddingStore* const store_;
   const uint32_t shard_id_;
+  const uint32_t max_batch_keys_;
   PsMetrics* const metrics_;  // null: not recorded
   PushDedup dedup_;
 
@@ -104,6 +112,65 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   // Replaced whole, never mutated: readers copy the pointer and drop the lock.
   std::shared_ptr<const SlotMap> slot_map_ ABSL_GUARDED_BY(map_mu_);
 };
+
+// ---------------------------------------------------------------------------------
+// Graceful server shutdown (used by ember-ps and ember-coordinator; belongs in its own
+// file, e.g. server/graceful_shutdown.h, once the build allows it).
+//
+// Why not just Server::Shutdown(deadline): gRPC's graceful shutdown sends every
+// connection a GOAWAY plus a PING and completes only once every connection is closed,
+// which for an idle client happens when the client answers the PING. A C++ client
+// channel with no call in progress does not read its socket until its backup poller
+// runs (every 5 s by default), so one idle client holds Shutdown for up to 5 s, and for
+// the whole grace period when that is shorter. Calls in flight are what the grace
+// period is for; idle connections need none of it.
+//
+// ServerCallTracker counts the calls in progress (a server interceptor, so it covers
+// every service on the server) and ShutdownServer stops accepting calls, waits until
+// none is in progress (at most until the deadline), then closes every connection.
+//
+//   ServerCallTracker calls;
+//   grpc::ServerBuilder builder;
+//   calls.Install(&builder);
+//   ...
+//   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+//   ...
+//   ShutdownServer(server.get(), &calls, absl::Now() + grace);
+//
+// Thread-safety: all methods may be called concurrently. The tracker must outlive the
+// server.
+class ServerCallTracker {
+ public:
+  ServerCallTracker() = default;
+  ServerCallTracker(const ServerCallTracker&) = delete;
+  ServerCallTracker& operator=(const ServerCallTracker&) = delete;
+
+  // Counts every call of the server built by `builder` from its arrival at the
+  // service until it is done. REQUIRES: before builder->BuildAndStart(); replaces any
+  // interceptors set on `builder`.
+  void Install(grpc::ServerBuilder* builder);
+
+  // Calls in progress.
+  int64_t in_flight() const;
+
+  // Waits until no call is in progress or `deadline` passes. True if none is.
+  bool WaitIdle(absl::Time deadline) const;
+
+  // Used by the interceptor.
+  void Enter();
+  void Leave();
+
+ private:
+  mutable absl::Mutex mu_;
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Shuts `server` down: admits no new call or connection from now on, lets the calls
+// in progress finish until `deadline`, then cancels the rest and closes every
+// connection (without waiting for idle clients), and waits until the server is done.
+// REQUIRES: `calls` was installed on the builder of `server`; every call's reactor
+// finishes once cancelled (e.g. waiting KvGets were completed before).
+void ShutdownServer(grpc::Server* server, const ServerCallTracker* calls, absl::Time deadline);
 
 }  // namespace ember
 

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +32,11 @@ int ExitCode(int wait_status) {
   return -1;
 }
 
+// How long Reap waits for a SIGKILLed child to be reaped, and for the drain thread to
+// see the end of the child's stdout, before giving up (a stuck child is reported, never
+// waited on forever).
+constexpr absl::Duration kKillWait = absl::Seconds(30);
+
 int64_t RemainingMs(absl::Time deadline) {
   // Clamped to what poll() takes; an infinite deadline waits in 24-day steps.
   return std::clamp<int64_t>(absl::ToInt64Milliseconds(deadline - absl::Now()), 0, INT32_MAX);
@@ -42,7 +48,10 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binar
                                                         const std::vector<std::string>& args,
                                                         const std::string& ready_prefix,
                                                         absl::Duration timeout) {
-  // Everything the child needs is built before fork: no allocation after it.
+  // Everything the child needs is built before vfork: between vfork and exec the child
+  // only makes system calls (prctl, getppid, dup2, execv, _exit), all async-signal-safe;
+  // it allocates nothing and runs no atfork handler (gRPC's threads keep running in
+  // the parent).
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(binary.c_str()));
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -50,19 +59,30 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binar
 
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("pipe2");
-  const pid_t pid = fork();
-  if (pid < 0) {
+  int wake[2];
+  if (pipe2(wake, O_CLOEXEC) != 0) {
     close(fds[0]);
     close(fds[1]);
-    return ErrnoError("fork");
+    return ErrnoError("pipe2");
+  }
+  const pid_t parent = getpid();
+  const pid_t pid = vfork();
+  if (pid < 0) {
+    for (int fd : {fds[0], fds[1], wake[0], wake[1]}) close(fd);
+    return ErrnoError("vfork");
   }
   if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the new descriptor
-    execv(binary.c_str(), argv.data());
+    // If the test process dies (a crash, an abort), so does the child: an orphaned
+    // server would keep the test's stderr open and hang the runner (ctest) until its
+    // timeout. PDEATHSIG follows the thread that started the child; see process.h.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
+    dup2(fds[1], STDOUT_FILENO);          // dup2 clears O_CLOEXEC on the new descriptor
+    execv(argv[0], argv.data());
     _exit(127);
   }
   close(fds[1]);
-  std::unique_ptr<Process> process(new Process(pid, fds[0]));
+  std::unique_ptr<Process> process(new Process(pid, fds[0], wake[0], wake[1]));
 
   const absl::Time deadline = absl::Now() + timeout;
   std::string buffer;
@@ -74,11 +94,24 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binar
       if (line.rfind(ready_prefix, 0) == 0) {
         process->ready_text_ = line.substr(ready_prefix.size());
         const int fd = process->stdout_fd_;
-        process->drain_ = std::thread([fd] {
+        const int stop = process->wake_read_fd_;
+        process->drain_ = std::thread([fd, stop] {
+          // Copies the child's stdout until EOF; once Reap signals `stop` (the child is
+          // gone), copies what is left without blocking and ends, even if something
+          // else still holds the pipe open.
+          bool stopping = false;
           char chunk[4096];
-          ssize_t n;
-          while ((n = read(fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR)) {
-            if (n > 0) (void)!write(STDERR_FILENO, chunk, n);
+          while (true) {
+            pollfd p[2] = {{fd, POLLIN, 0}, {stop, POLLIN, 0}};
+            const int ready = poll(p, stopping ? 1 : 2, stopping ? 0 : -1);
+            if (ready < 0 && errno == EINTR) continue;
+            if (ready <= 0) return;  // error, or stopping and nothing left
+            if (!stopping && (p[1].revents & (POLLIN | POLLHUP)) != 0) stopping = true;
+            if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+            const ssize_t n = read(fd, chunk, sizeof(chunk));
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return;
+            (void)!write(STDERR_FILENO, chunk, n);
           }
         });
         return process;
@@ -105,8 +138,17 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binar
 
 Process::~Process() {
   if (running_) (void)Reap(SIGKILL, absl::ZeroDuration());
-  if (drain_.joinable()) drain_.join();
+  StopDrain();
   close(stdout_fd_);
+  close(wake_read_fd_);
+  close(wake_write_fd_);
+}
+
+void Process::StopDrain() {
+  if (!drain_.joinable()) return;
+  const char byte = 0;
+  (void)!write(wake_write_fd_, &byte, 1);
+  drain_.join();
 }
 
 int Process::WaitFor(absl::Duration timeout) {
@@ -137,25 +179,27 @@ int Process::WaitFor(absl::Duration timeout) {
 int Process::Reap(int signal_number, absl::Duration grace) {
   kill(pid_, signal_number);
   int status = WaitFor(grace);
-  if (status == -1 && signal_number != SIGKILL) {
-    kill(pid_, SIGKILL);
-    status = WaitFor(absl::InfiniteDuration());
-  } else if (status == -1) {
-    status = WaitFor(absl::InfiniteDuration());  // SIGKILL cannot be ignored
+  if (status == -1) {
+    if (signal_number != SIGKILL) kill(pid_, SIGKILL);
+    status = WaitFor(kKillWait);  // SIGKILL cannot be ignored; bounded all the same
   }
   running_ = false;
-  if (drain_.joinable()) drain_.join();  // the pipe reaches EOF once the child is gone
+  StopDrain();
   return status;
 }
 
 absl::StatusOr<int> Process::Stop(absl::Duration grace) {
   if (!running_) return absl::FailedPreconditionError("process already stopped");
-  return ExitCode(Reap(SIGTERM, grace));
+  const int status = Reap(SIGTERM, grace);
+  if (status == -1) return absl::DeadlineExceededError("child not reaped after SIGKILL");
+  return ExitCode(status);
 }
 
 absl::StatusOr<int> Process::Kill() {
   if (!running_) return absl::FailedPreconditionError("process already stopped");
-  return ExitCode(Reap(SIGKILL, absl::ZeroDuration()));
+  const int status = Reap(SIGKILL, absl::ZeroDuration());
+  if (status == -1) return absl::DeadlineExceededError("child not reaped after SIGKILL");
+  return ExitCode(status);
 }
 
 }  // namespace ember

@@ -1,11 +1,16 @@
 // Copyright 2026 The Ember Authors.
 //
-// Process: a child process for multi-process tests. Starts a binary with fork/exec,
-// waits (with a deadline) for a readiness line on its stdout, and stops it by PID:
-// SIGTERM, then SIGKILL after a grace period. The child is always reaped, also by the
-// destructor. The child's stderr is inherited; its stdout after the ready line is
-// copied to this process's stderr by a drain thread (so the child never blocks on a
-// full pipe).
+// Process: a child process for multi-process tests. Starts a binary with vfork/exec
+// (nothing but system calls between them, so it is safe in a process running gRPC
+// threads), waits (with a deadline) for a readiness line on its stdout, and stops it by
+// PID: SIGTERM, then SIGKILL after a grace period. The child is reaped, also by the
+// destructor; every wait is bounded. The child's stderr is inherited; its stdout after
+// the ready line is copied to this process's stderr by a drain thread (so the child
+// never blocks on a full pipe).
+//
+// The child gets SIGKILL when the thread that started it exits (PR_SET_PDEATHSIG), so a
+// crashed test leaves no server behind holding the runner's output open. Start
+// processes from a thread that outlives them (the test's main thread).
 //
 //   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Process> ps,
 //       Process::Start(EMBER_PS_BINARY, {"--data_dir=/tmp/x", "--port=0"},
@@ -53,23 +58,33 @@ class Process {
 
   // Sends SIGTERM; if the child has not exited after `grace`, sends SIGKILL. Reaps it
   // and returns its exit code, or 128 + signal if a signal ended it.
-  // FAILED_PRECONDITION if already stopped.
+  // FAILED_PRECONDITION if already stopped; DEADLINE_EXCEEDED if it could not be
+  // reaped within 30 s of the SIGKILL.
   absl::StatusOr<int> Stop(absl::Duration grace);
 
   // SIGKILL now (a crash), reaps; returns as Stop.
   absl::StatusOr<int> Kill();
 
  private:
-  Process(pid_t pid, int stdout_fd) : pid_(pid), stdout_fd_(stdout_fd) {}
+  Process(pid_t pid, int stdout_fd, int wake_read_fd, int wake_write_fd)
+      : pid_(pid),
+        stdout_fd_(stdout_fd),
+        wake_read_fd_(wake_read_fd),
+        wake_write_fd_(wake_write_fd) {}
 
   // Waits until the child exits or `timeout` passes. Returns its wait status, or -1
   // on timeout.
   int WaitFor(absl::Duration timeout);
-  // Sends `signal_number`, waits `grace`, then SIGKILLs; reaps. Returns the wait status.
+  // Sends `signal_number`, waits `grace`, then SIGKILLs; reaps. Returns the wait status,
+  // or -1 if the child was not reaped (bounded wait).
   int Reap(int signal_number, absl::Duration grace);
+  // Tells the drain thread to copy what is left and end; joins it.
+  void StopDrain();
 
   pid_t pid_;
   int stdout_fd_;
+  int wake_read_fd_;  // readable once the drain thread should stop
+  int wake_write_fd_;
   bool running_ = true;
   std::string ready_text_;
   std::thread drain_;

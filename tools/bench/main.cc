@@ -101,7 +101,7 @@ const std::vector<Flag>& Flags() {
        }},
       {"warmup", "seconds each benchmark runs before it is measured, [0, 600] [2]",
        Number<double>(&BenchOptions::warmup_s, 0, 600)},
-      {"repetitions", "repetitions per benchmark (figures are medians), [1, 100] [3]",
+      {"repetitions", "repetitions per benchmark (figures are medians), [1, 100] [5]",
        Number<int>(&BenchOptions::repetitions, 1, 100)},
       {"seed", "seed of the key and gradient streams [1]",
        Number<uint64_t>(&BenchOptions::seed, 0, ~uint64_t{0})},

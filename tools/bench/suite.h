@@ -49,8 +49,8 @@ struct BenchOptions {
   double min_time_s = 1.0;
   // Time each benchmark runs before it is measured, seconds. Default: 2.
   double warmup_s = 2.0;
-  // Repetitions of each benchmark; figures are medians. Default: 3.
-  int repetitions = 3;
+  // Repetitions of each benchmark; figures are medians. Default: 5.
+  int repetitions = 5;
   // Seed of every random key and gradient stream. Default: 1.
   uint64_t seed = 1;
 };
