@@ -215,7 +215,6 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
                                                    " != ids ", ids.size(), " * dim ", config.dim(),
                                                    " * ", element_bytes));
   }
-  EMBER_RETURN_IF_ERROR(CheckRouting(config.seed(), ids, request.epoch()));
   std::vector<float> grads(elements);
   if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
     DecodeFloat16Bytes(request.grads(), absl::MakeSpan(grads));
@@ -229,6 +228,12 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
     if (metrics_ != nullptr) metrics_->CountPushDuplicate();
     response->set_version(ticket.version);
     return absl::OkStatus();
+  }
+  // Routing is checked after dedup: a retry of a push this shard applied must get
+  // its original answer even if the slot has moved since (the response was lost).
+  if (absl::Status routed = CheckRouting(config.seed(), ids, request.epoch()); !routed.ok()) {
+    dedup_.Finish(request.worker_id(), request.sequence(), /*ok=*/false, 0);
+    return routed;
   }
   const absl::Status status = store_->Push(request.table(), ids, grads, request.step());
   // Read after the push: at or after every version this push's rows took.
