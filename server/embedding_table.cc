@@ -310,6 +310,7 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
     absl::MutexLock lock(&st.mu);
     rows.assign(ustarts[s + 1] - ustarts[s], nullptr);
     uint32_t updates = 0;
+    for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) tier_.Prefetch(st, uniques[u].id);
     for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) {
       Unique& q = uniques[u];
       char* row = tier_.Find(st, q.id);
@@ -348,6 +349,11 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
       ++updates;
     }
     if (updates > 0) {
+      // Rows are cold in cache: fetch every line of each before the optimizer runs.
+      for (char* row : rows) {
+        if (row == nullptr) continue;
+        for (size_t off = 0; off < tier_.row_bytes(); off += 64) __builtin_prefetch(row + off, 1);
+      }
       uint64_t version = ctx_.log->Reserve(updates);
       for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) {
         char* row = rows[u - ustarts[s]];

@@ -2,7 +2,6 @@
 
 #include "tools/bench/bench_runner.h"
 
-#include <chrono>
 #include <iostream>
 #include <vector>
 
@@ -50,15 +49,6 @@ double KeysPerSec(const benchmark::BenchmarkReporter::Run& run) {
 }
 
 }  // namespace
-
-absl::Status RunFor(const std::function<absl::Status()>& batch, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  do {
-    absl::Status status = batch();
-    if (!status.ok()) return status;
-  } while (std::chrono::steady_clock::now() < deadline);
-  return absl::OkStatus();
-}
 
 absl::StatusOr<absl::flat_hash_map<std::string, Measurement>> RunCases(
     absl::Span<const BenchCase> cases, const RunConfig& config) {

@@ -4,7 +4,8 @@
 //
 // A BenchCase is one operation on one batch of keys (a pull of 1000 IDs, a gather
 // of 1000 rows ...). RunCases registers each case with benchmark::RegisterBenchmark,
-// runs them on this thread (real time, warm-up, repetitions), captures the results
+// runs them on this thread (real time, warm-up, repetitions; main.cc turns on Google
+// Benchmark's random interleaving of repetitions), captures the results
 // with a reporter that echoes Google Benchmark's table to stderr, and returns the
 // median keys/s of each case. The registry is cleared afterwards, so a suite can
 // build a fixture, run its cases, tear the fixture down and run the next group.
@@ -52,9 +53,6 @@ struct Measurement {
 // Errors: the first failed batch's status, annotated with the case name.
 absl::StatusOr<absl::flat_hash_map<std::string, Measurement>> RunCases(
     absl::Span<const BenchCase> cases, const RunConfig& config);
-
-// Calls `batch` until `seconds` have passed (at least once). Returns its first error.
-absl::Status RunFor(const std::function<absl::Status()>& batch, double seconds);
 
 }  // namespace ember::bench
 

@@ -3,8 +3,9 @@
 // `ember-bench storage`: the embedding store against raw memory and plain RocksDB.
 //
 // All figures come from one run on one thread, 1000-key batches, dim 64, float32,
-// Adagrad (64 state floats per row):
-// (phases 1-2 in storage_in_memory.cc, 3 in storage_tiered.cc)
+// Adagrad (64 state floats per row). Items 1-2 (phase 1) live in
+// storage_in_memory.cc, item 3 (phase 2) in storage_tiered.cc; this file holds the
+// parameters, ratios and targets.
 //  1. gather: 1000 uniform rows copied (256 B each) out of a flat float array of
 //     rows_small x 64 floats: the memory-system limit the in-memory store is held to.
 //  2. An EmbeddingStore over an InMemoryBackend with an unlimited budget, populated

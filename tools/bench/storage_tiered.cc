@@ -3,15 +3,16 @@
 // Storage suite, phase 2: the RocksDB-backed store against plain MultiGet on the same
 // database (storage_bench.h).
 //
-// Warm-up. Both sides first run the same fresh Zipf stream (not the measured keys) of
+// Before anything is measured, every database file is read once, so block-cache misses
+// are served from the OS page cache on every run, fresh or reused (a reused database
+// the OS had partly dropped made the tiered pull 2x slower in one run).
+//
+// Warm-up: both sides first run the same fresh Zipf stream (not the measured keys) of
 // kWarmupPasses x the rows the memory tier holds, and for at least --warmup seconds.
 // A CLOCK tier of 10% of 10M rows under Zipf(1.1) reaches its steady hit rate (~91% in
-// simulation) after ~8 passes; a shorter warm-up measures a half-empty tier (a 2 s
-// warm-up left it at ~83%). The block cache is warmed by the same stream length; the
-// two sides are then measured with their repetitions interleaved.
-// Before both, every database file is read once: block-cache misses are served from
-// the OS page cache on every run, fresh or reused (a reused database the OS had partly
-// dropped made the tiered pull 2x slower in one run).
+// simulation) after ~8 passes; a 2 s warm-up measured a half-empty tier (~83%). The
+// block cache gets the same stream. The two sides are then measured with their
+// repetitions interleaved, so a change of load on the machine hits both alike.
 
 #include <algorithm>
 #include <chrono>

@@ -2,11 +2,9 @@
 
 #include "tools/bench/suite.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-#include <memory>
 
 namespace ember::bench {
 namespace {
