@@ -3,6 +3,7 @@
 #include "server/rocksdb_backend.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -104,6 +105,15 @@ RocksDbBackend::RocksDbBackend(const RocksDbOptions& options, std::unique_ptr<ro
 absl::StatusOr<std::unique_ptr<RocksDbBackend>> RocksDbBackend::Open(
     const RocksDbOptions& options) {
   if (options.path.empty()) return absl::InvalidArgumentError("RocksDbOptions.path is empty");
+  if (options.create_if_missing) {
+    // RocksDB creates only the last path component; operators expect `mkdir -p`.
+    std::error_code error;
+    std::filesystem::create_directories(options.path, error);
+    if (error) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot create directory ", options.path, ": ", error.message()));
+    }
+  }
   EMBER_ASSIGN_OR_RETURN(rocksdb::ColumnFamilyOptions cf_options, MakeCfOptions(options));
   std::unique_ptr<rocksdb::Env> env;
   if (options.file_system != nullptr) env = rocksdb::NewCompositeEnv(options.file_system);

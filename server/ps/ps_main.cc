@@ -263,8 +263,10 @@ absl::Status Run(const PsMainOptions& o) {
   std::cout << "listening on " << o.host << ":" << port << std::endl;
   if (metrics_server != nullptr)
     std::cout << "metrics on " << metrics_server->address() << std::endl;
-  std::cerr << "ember-ps: shard " << o.shard_id << "/" << o.num_shards << " serving " << o.data_dir
-            << " on " << o.host << ":" << port << std::endl;
+  std::cerr << "ember-ps: shard " << o.shard_id
+            << (o.coordinator.empty() ? absl::StrCat(" of ", o.num_shards, " (static slot map)")
+                                      : absl::StrCat(" (coordinator ", o.coordinator, ")"))
+            << " serving " << o.data_dir << " on " << o.host << ":" << port << std::endl;
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
