@@ -392,6 +392,55 @@ TEST_F(ClusterTest, PushWithLostResponseIsAppliedOnce) {
   EXPECT_EQ(out, expected);
 }
 
+// A push is applied, its response is lost, and the slot moves before the retry: the
+// old owner must answer the retry from its dedup table (OK, not applied again) rather
+// than reject it as misrouted, which would make the client re-send it elsewhere.
+TEST_F(ClusterTest, RetryAfterSlotMoveIsNotAppliedTwice) {
+  std::unique_ptr<PsClient> client = NewClient();
+  ASSERT_NE(client, nullptr);
+  ASSERT_NO_FATAL_FAILURE(CreateItemTable(*client));
+  const v1::TableConfig table = *client->GetTable("item");
+  const SlotMap map = client->slot_map();
+  const std::vector<uint64_t> ids = {515151};
+  const uint32_t slot = SlotOf(table.seed(), ids[0]);
+  const uint32_t owner = map.OwnerOf(slot);
+  const std::vector<float> grads = Grads(kDim, 3);
+
+  v1::PushRequest push;
+  push.set_table("item");
+  push.set_ids(std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8));
+  push.set_grads(std::string(reinterpret_cast<const char*>(grads.data()), grads.size() * 4));
+  push.set_step(1);
+  push.set_worker_id(4242);
+  push.set_sequence(1);
+  push.set_epoch(map.epoch());
+  auto send = [&](const v1::PushRequest& request) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::PushResponse response;
+    return FromGrpcStatus(ps_stub_[owner]->Push(&context, request, &response), &context);
+  };
+  ASSERT_TRUE(send(push).ok());  // applied; pretend the response was lost
+
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  context.AddMetadata("ember-admin-token", kToken);
+  v1::SetSlotOwnerRequest move;
+  move.set_slot(slot);
+  move.set_shard_id((owner + 1) % kShards);
+  v1::SetSlotOwnerResponse moved;
+  ASSERT_TRUE(FromGrpcStatus(admin_stub_->SetSlotOwner(&context, move, &moved), &context).ok());
+  ASSERT_TRUE(Eventually([&] { return ShardInfo(owner).epoch() == moved.epoch(); }));
+
+  // The retry (same worker, sequence and old epoch) is answered as a duplicate...
+  const absl::Status retried = send(push);
+  EXPECT_TRUE(retried.ok()) << retried;
+  // ...while a new push to the moved slot is refused with a redirect.
+  v1::PushRequest fresh = push;
+  fresh.set_sequence(2);
+  EXPECT_EQ(send(fresh).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(ClusterTest, SlotMoveRedirectsClientWithOldMap) {
   std::unique_ptr<PsClient> client = NewClient();
   ASSERT_NE(client, nullptr);
