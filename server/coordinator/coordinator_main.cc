@@ -36,7 +36,7 @@
 #include "server/coordinator/admin_service.h"
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
-#include "server/ps/ps_service.h"
+#include "server/graceful_shutdown.h"
 
 namespace ember {
 namespace {

@@ -12,7 +12,7 @@
 //
 // SIGTERM or SIGINT shuts down gracefully: stop accepting calls, let calls in flight
 // finish (bounded by --shutdown_grace_ms; idle client connections are closed without
-// waiting, see ShutdownServer in ps_service.h), flush dirty rows (store Close) and
+// waiting, see server/graceful_shutdown.h), flush dirty rows (store Close) and
 // exit 0; exit 1 if the flush failed. Bad flags exit 2 with a message and the usage.
 //
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
@@ -43,6 +43,7 @@
 #include "prometheus/registry.h"
 #include "server/embedding_store.h"
 #include "server/ps/ps_metrics.h"
+#include "server/graceful_shutdown.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
 #include "server/rocksdb_backend.h"
