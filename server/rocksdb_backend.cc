@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "rocksdb/statistics.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/filter_policy.h"
+#include "rocksdb/statistics.h"
 #include "rocksdb/table.h"
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/write_batch.h"

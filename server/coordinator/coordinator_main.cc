@@ -23,10 +23,10 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"

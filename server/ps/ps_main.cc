@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/metrics.h"
@@ -42,8 +42,8 @@
 #include "grpcpp/server_builder.h"
 #include "prometheus/registry.h"
 #include "server/embedding_store.h"
-#include "server/ps/ps_metrics.h"
 #include "server/graceful_shutdown.h"
+#include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
 #include "server/rocksdb_backend.h"

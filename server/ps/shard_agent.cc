@@ -7,11 +7,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "server/coordinator/slot_owners.h"
-#include "common/grpc_status.h"
 
 namespace ember {
 

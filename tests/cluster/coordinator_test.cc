@@ -24,6 +24,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_status.h"
 #include "common/slot.h"
 #include "common/slot_map.h"
 #include "ember/v1/admin.grpc.pb.h"
@@ -33,7 +34,6 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/slot_owners.h"
-#include "common/grpc_status.h"
 #include "server/ps/shard_agent.h"
 #include "tests/cluster/process.h"
 

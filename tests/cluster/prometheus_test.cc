@@ -37,12 +37,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/float16.h"
+#include "common/grpc_status.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "common/float16.h"
-#include "common/grpc_status.h"
 #include "tests/cluster/process.h"
 
 #ifndef EMBER_PS_BINARY

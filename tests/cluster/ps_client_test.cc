@@ -18,11 +18,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/float16.h"
 #include "common/slot.h"
 #include "common/slot_map.h"
 #include "gtest/gtest.h"
 #include "server/initializer.h"
-#include "common/float16.h"
 #include "server/table_config.h"
 #include "tests/cluster/process.h"
 

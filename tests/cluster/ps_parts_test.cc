@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <limits>
 
-#include "gtest/gtest.h"
 #include "common/float16.h"
 #include "common/grpc_status.h"
+#include "gtest/gtest.h"
 #include "server/ps/push_dedup.h"
 
 namespace ember {

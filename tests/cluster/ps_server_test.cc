@@ -16,6 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/float16.h"
+#include "common/grpc_status.h"
 #include "common/slot.h"
 #include "common/slot_map.h"
 #include "ember/v1/ps.grpc.pb.h"
@@ -23,8 +25,6 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "server/initializer.h"
-#include "common/float16.h"
-#include "common/grpc_status.h"
 #include "tests/cluster/process.h"
 
 #ifndef EMBER_PS_BINARY

@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/float16.h"
 #include "common/metrics.h"
 #include "common/slot_map.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "server/embedding_store.h"
 #include "server/in_memory_backend.h"
-#include "common/float16.h"
 #include "server/ps/ps_service.h"
 
 namespace ember {
