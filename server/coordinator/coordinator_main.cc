@@ -13,7 +13,6 @@
 
 #include <signal.h>
 
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
@@ -26,9 +25,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/flags.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -63,58 +62,32 @@ struct CoordinatorMainOptions {
   std::string admin_token;
   std::string admin_token_file;
   int64_t shutdown_grace_ms = 5000;
-  bool help = false;
 };
 
-template <typename T>
-absl::Status ParseNumber(absl::string_view name, absl::string_view text, T* out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  if (ec != std::errc() || ptr != end || text.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, ": bad number '", text, "'"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<CoordinatorMainOptions> ParseFlags(int argc, char** argv) {
+absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags) {
   CoordinatorMainOptions o;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      o.help = true;
-      continue;
-    }
-    if (arg.substr(0, 2) != "--") {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
-    }
-    arg.remove_prefix(2);
-    const size_t eq = arg.find('=');
-    const absl::string_view name = arg.substr(0, eq);
-    if (eq == absl::string_view::npos) {
-      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs =value"));
-    }
-    const absl::string_view value = arg.substr(eq + 1);
+  for (const Flag& flag : flags) {
+    const absl::string_view name = flag.name;
     if (name == "data_dir") {
-      o.state.data_dir = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.state.data_dir));
     } else if (name == "host") {
-      o.host = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.host));
     } else if (name == "port") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.port));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.port));
     } else if (name == "expected_shards") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.state.expected_shards));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.state.expected_shards));
     } else if (name == "heartbeat_timeout_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.state.heartbeat_timeout_ms));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.state.heartbeat_timeout_ms));
     } else if (name == "admin_token") {
-      o.admin_token = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token));
     } else if (name == "admin_token_file") {
-      o.admin_token_file = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token_file));
     } else if (name == "shutdown_grace_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shutdown_grace_ms));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
   }
-  if (o.help) return o;
   if (o.state.data_dir.empty()) return absl::InvalidArgumentError("--data_dir is required");
   if (o.port > 65535) return absl::InvalidArgumentError("--port must be <= 65535");
   if (o.state.expected_shards == 0) {
@@ -188,22 +161,6 @@ absl::Status Run(const CoordinatorMainOptions& o) {
 }  // namespace ember
 
 int main(int argc, char** argv) {
-  // Debian's Abseil checks every Mutex acquisition for lock-order cycles (a global lock
-  // and ~40 ns per acquisition); tests keep it, production binaries turn it off.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  absl::StatusOr<ember::CoordinatorMainOptions> options = ember::ParseFlags(argc, argv);
-  if (!options.ok()) {
-    std::cerr << "ember-coordinator: " << options.status().message() << "\n\n" << ember::kUsage;
-    return 2;
-  }
-  if (options->help) {
-    std::cout << ember::kUsage;
-    return 0;
-  }
-  const absl::Status status = ember::Run(*options);
-  if (!status.ok()) {
-    std::cerr << "ember-coordinator: " << status << std::endl;
-    return 1;
-  }
-  return 0;
+  return ember::RunMain<ember::CoordinatorMainOptions>("ember-coordinator", ember::kUsage, argc,
+                                                       argv, ember::ParseFlags, ember::Run);
 }

@@ -20,7 +20,6 @@
 
 #include <signal.h>
 
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -31,9 +30,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/flags.h"
 #include "common/metrics.h"
 #include "common/slot_map.h"
 #include "common/status_macros.h"
@@ -92,79 +91,46 @@ struct PsMainOptions {
   int64_t shutdown_grace_ms = 5000;
   int32_t metrics_port = -1;  // -1: no metrics server
   std::string metrics_host;   // empty: `host`
-  bool help = false;
 };
 
-template <typename T>
-absl::Status ParseNumber(absl::string_view name, absl::string_view text, T* out) {
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, *out);
-  if (ec != std::errc() || ptr != end) {
-    return absl::InvalidArgumentError(absl::StrCat("--", name, ": bad number '", text, "'"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<PsMainOptions> ParseFlags(int argc, char** argv) {
+absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
   PsMainOptions o;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      o.help = true;
-      continue;
-    }
-    if (arg.substr(0, 2) != "--") {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
-    }
-    arg.remove_prefix(2);
-    const size_t eq = arg.find('=');
-    const absl::string_view name = arg.substr(0, eq);
-    const bool has_value = eq != absl::string_view::npos;
-    const absl::string_view value = has_value ? arg.substr(eq + 1) : absl::string_view();
+  for (const Flag& flag : flags) {
+    const absl::string_view name = flag.name;
     if (name == "wal") {
-      if (!has_value || value == "true" || value == "1") {
-        o.wal = true;
-      } else if (value == "false" || value == "0") {
-        o.wal = false;
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat("--wal: expected true or false"));
-      }
-      continue;
-    }
-    if (!has_value) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs =value"));
-    if (name == "data_dir") {
-      o.data_dir = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseBool(flag, &o.wal));
+    } else if (name == "data_dir") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.data_dir));
     } else if (name == "host") {
-      o.host = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.host));
     } else if (name == "port") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.port));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.port));
     } else if (name == "shard_id") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shard_id));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shard_id));
     } else if (name == "num_shards") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.num_shards));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.num_shards));
     } else if (name == "coordinator") {
-      o.coordinator = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.coordinator));
     } else if (name == "advertise_address") {
-      o.advertise_address = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.advertise_address));
     } else if (name == "heartbeat_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.heartbeat_ms));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.heartbeat_ms));
     } else if (name == "memory_budget_mb") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.memory_budget_mb));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.memory_budget_mb));
     } else if (name == "max_message_mb") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.max_message_mb));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.max_message_mb));
     } else if (name == "max_batch_keys") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.max_batch_keys));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.max_batch_keys));
     } else if (name == "shutdown_grace_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.shutdown_grace_ms));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
     } else if (name == "metrics_port") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(name, value, &o.metrics_port));
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
     } else if (name == "metrics_host") {
-      o.metrics_host = std::string(value);
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.metrics_host));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
   }
-  if (o.help) return o;
   if (o.data_dir.empty()) return absl::InvalidArgumentError("--data_dir is required");
   if (o.port > 65535) return absl::InvalidArgumentError("--port must be <= 65535");
   if (o.num_shards == 0) return absl::InvalidArgumentError("--num_shards must be >= 1");
@@ -286,22 +252,6 @@ absl::Status Run(const PsMainOptions& o) {
 }  // namespace ember
 
 int main(int argc, char** argv) {
-  // Debian's Abseil checks every Mutex acquisition for lock-order cycles (a global lock
-  // and ~40 ns per acquisition); tests keep it, production binaries turn it off.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  absl::StatusOr<ember::PsMainOptions> options = ember::ParseFlags(argc, argv);
-  if (!options.ok()) {
-    std::cerr << "ember-ps: " << options.status().message() << "\n\n" << ember::kUsage;
-    return 2;
-  }
-  if (options->help) {
-    std::cout << ember::kUsage;
-    return 0;
-  }
-  const absl::Status status = ember::Run(*options);
-  if (!status.ok()) {
-    std::cerr << "ember-ps: " << status << std::endl;
-    return 1;
-  }
-  return 0;
+  return ember::RunMain<ember::PsMainOptions>("ember-ps", ember::kUsage, argc, argv,
+                                              ember::ParseFlags, ember::Run);
 }
