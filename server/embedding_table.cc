@@ -27,9 +27,6 @@ namespace {
 
 constexpr size_t kMaxVictimsPerRound = 256;
 
-// Where the bytes of a row come from when it is not resident.
-enum class Source : uint8_t { kResident, kRemoved, kLoaded, kInit, kDropped };
-
 std::string EncodeVersion(uint64_t v) { return std::string(reinterpret_cast<char*>(&v), 8); }
 
 }  // namespace
@@ -161,10 +158,8 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<flo
                                                     " bytes; expected ", tier_.row_bytes()));
           continue;
         }
-        char* row = tier_.Insert(st, id);
-        const uint32_t flags = MemoryTier::Meta(row)->flags;
-        std::memcpy(row, values[k].data(), values[k].size());
-        MemoryTier::Meta(row)->flags = flags | kRowReferenced;
+        char* row = tier_.InsertStored(st, id, values[k]);
+        MemoryTier::Meta(row)->flags |= kRowReferenced;
         std::memcpy(dst, MemoryTier::Floats(row), emb_bytes);
       } else {
         InitEmbedding(config_.initializer(), config_.seed(), id, dst, dim_);
@@ -222,8 +217,8 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
     uint64_t id;
     const float* grad;
     uint32_t occurrences;
-    Source source;
-    uint32_t miss_index;  // into keys/values when source is kLoaded
+    bool missed;          // not resident in pass 1: read from the backend
+    uint32_t miss_index;  // into keys/values when missed
   };
   std::vector<Unique> uniques;
   uniques.reserve(n);
@@ -247,7 +242,7 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
         sums.push_back(std::move(sum));
         grad = sums.back().data();
       }
-      uniques.push_back({ids[*it], grad, static_cast<uint32_t>(run - it), Source::kResident, 0});
+      uniques.push_back({ids[*it], grad, static_cast<uint32_t>(run - it), false, 0});
       it = run;
     }
   }
@@ -263,7 +258,7 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
     for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) tier_.Prefetch(st, uniques[u].id);
     for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) {
       if (tier_.Find(st, uniques[u].id) == nullptr) {
-        uniques[u].source = Source::kLoaded;
+        uniques[u].missed = true;
         uniques[u].miss_index = static_cast<uint32_t>(miss_uniques.size());
         miss_uniques.push_back(u);
       }
@@ -316,28 +311,16 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
       char* row = tier_.Find(st, q.id);
       absl::string_view removed;
       if (row == nullptr && tier_.FindRemovedSince(st, q.id, snapshots[s], &removed)) {
-        if (!removed.empty()) {
-          row = tier_.Insert(st, q.id);
-          const uint32_t flags = MemoryTier::Meta(row)->flags;
-          std::memcpy(row, removed.data(), removed.size());
-          MemoryTier::Meta(row)->flags = flags;
-        } else {
-          q.source = Source::kInit;  // deleted meanwhile: treat as a new ID
-        }
-      } else if (row == nullptr && q.source == Source::kLoaded && found[q.miss_index]) {
-        row = tier_.Insert(st, q.id);
-        const uint32_t flags = MemoryTier::Meta(row)->flags;
-        std::memcpy(row, values[q.miss_index].data(), values[q.miss_index].size());
-        MemoryTier::Meta(row)->flags = flags;
-      } else if (row == nullptr) {
-        q.source = Source::kInit;
+        // Empty bytes: deleted meanwhile, so it is treated as a new ID below.
+        if (!removed.empty()) row = tier_.InsertStored(st, q.id, removed);
+      } else if (row == nullptr && q.missed && found[q.miss_index]) {
+        row = tier_.InsertStored(st, q.id, values[q.miss_index]);
       }
       if (row == nullptr) {
         // A new ID: admission decides whether it gets a row.
         const bool admit = sketch_ == nullptr ||
                            sketch_->Add(q.id, q.occurrences) >= config_.admission().min_count();
         if (!admit) {
-          q.source = Source::kDropped;
           rejected += q.occurrences;
           continue;
         }

@@ -58,6 +58,15 @@ char* MemoryTier::Insert(Stripe& s, uint64_t id) {
   return row;
 }
 
+char* MemoryTier::InsertStored(Stripe& s, uint64_t id, absl::string_view bytes) {
+  assert(bytes.size() == row_bytes_);
+  char* row = Insert(s, id);
+  const uint32_t flags = Meta(row)->flags;
+  std::memcpy(row, bytes.data(), row_bytes_);
+  Meta(row)->flags = flags;
+  return row;
+}
+
 bool MemoryTier::Remove(Stripe& s, uint64_t id, bool deleted) {
   auto it = s.index.find(id);
   if (it == s.index.end()) return false;

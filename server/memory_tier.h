@@ -105,6 +105,11 @@ class MemoryTier {
   // kRowLive. The caller fills it. Charges the budget. REQUIRES: s.mu held.
   char* Insert(Stripe& s, uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
 
+  // Insert() filled with a stored row's bytes (row_bytes() of them, as read from the
+  // backend); the memory-tier flags stay those of a fresh, clean row. REQUIRES: s.mu held.
+  char* InsertStored(Stripe& s, uint64_t id, absl::string_view bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
   // Removes `id` if resident; returns whether it was. `deleted` says the row is gone
   // for good (policy eviction) rather than written back. REQUIRES: s.mu held.
   bool Remove(Stripe& s, uint64_t id, bool deleted = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);

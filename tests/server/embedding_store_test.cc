@@ -211,10 +211,8 @@ TEST_P(StoreTest, EvictedRowsReadBackBitIdentical) {
     batches.push_back(ids);
     grads.push_back(gr);
   }
-  InMemoryBackend* reference_backend;
   auto reference = [&] {
     auto b = std::make_unique<InMemoryBackend>();
-    reference_backend = b.get();
     // Same stripe count, so versions are assigned in the same order.
     return EmbeddingStore::Open(StoreOptions{.memory_budget_bytes = 0, .num_stripes = 4},
                                 std::move(b))
@@ -232,7 +230,6 @@ TEST_P(StoreTest, EvictedRowsReadBackBitIdentical) {
   EXPECT_GT(stats.evicted_to_backend, 1000u);
   EXPECT_LT(stats.rows_in_memory, 400);
   EXPECT_LE(stats.memory_bytes, 200 * 200 + 4 * 200);
-  (void)reference_backend;
   for (uint64_t id = 0; id < 3000; ++id) {
     auto got = store.ReadRow("item", id).value();
     auto want = reference->ReadRow("item", id).value();
