@@ -565,6 +565,28 @@ absl::Status PsClient::AddTable(const v1::TableConfig& config) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::map<std::string, PsClient::TableDigest>> PsClient::Checksum(
+    absl::string_view table) {
+  const absl::Time deadline = absl::Now() + impl_->options.deadline;
+  v1::ChecksumRequest request;
+  request.set_table(std::string(table));
+  std::map<std::string, TableDigest> sums;
+  const std::shared_ptr<const Shards> shards = impl_->Snapshot().shards;
+  for (const auto& [shard, conn] : *shards) {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(deadline));
+    v1::ChecksumResponse response;
+    absl::Status s = FromGrpcStatus(conn.stub->Checksum(&context, request, &response), &context);
+    if (!s.ok()) return WithContext(s, shard, conn.address);
+    for (const v1::ChecksumResponse::Table& t : response.tables()) {
+      TableDigest& sum = sums[t.table()];
+      sum.rows += t.rows();
+      sum.digest += t.digest();
+    }
+  }
+  return sums;
+}
+
 absl::Status PsClient::CreateTableEverywhere(const v1::TableConfig& config) {
   const absl::Time deadline = absl::Now() + impl_->options.deadline;
   if (impl_->coordinator != nullptr) {

@@ -188,6 +188,17 @@ class PsClient {
   absl::Status Push(absl::string_view table, absl::Span<const uint64_t> ids,
                     absl::Span<const float> grads, int64_t step, const PsCallOptions& call = {});
 
+  // The digest of `table`'s stored rows over every shard the client knows (each
+  // shard's ChecksumRequest answer, summed per table; see ps.proto): comparable across
+  // shard counts, restores and followers. Empty `table`: every table. Flushes dirty
+  // rows on the shards; consistent while no pushes run. Errors: the first shard's,
+  // with its id and address.
+  struct TableDigest {
+    uint64_t rows = 0;
+    uint64_t digest = 0;
+  };
+  absl::StatusOr<std::map<std::string, TableDigest>> Checksum(absl::string_view table = "");
+
   // The client's current view of the slot map (updated by redirects and reloads).
   SlotMap slot_map() const;
 

@@ -250,6 +250,11 @@ absl::StatusOr<ChangeBatch> EmbeddingStore::ReadChanges(uint64_t after_version, 
   return batch;
 }
 
+absl::StatusOr<TableChecksum> EmbeddingStore::Checksum(absl::string_view table) {
+  EMBER_ASSIGN_OR_RETURN(EmbeddingTable * t, FindTable(table));
+  return t->Checksum();
+}
+
 uint64_t EmbeddingStore::version() const { return change_log_.watermark(); }
 
 StoreStats EmbeddingStore::Stats() const {

@@ -118,6 +118,16 @@ struct EvictionReport {
   uint64_t rows_scanned = 0;
 };
 
+// An order-independent digest of one table's stored rows. `digest` is the sum (mod
+// 2^64) over stored rows of a 64-bit hash of (id, last_seen_step, count, embedding,
+// optimizer state); the shard-local `version` and memory-tier flags are left out, so
+// digests of the same model on different numbers of shards add up to the same value.
+struct TableChecksum {
+  std::string table;
+  uint64_t rows = 0;
+  uint64_t digest = 0;
+};
+
 class EmbeddingStore {
  public:
   // Opens a store over `backend`. Restores the version counter and admission sketches
@@ -172,6 +182,11 @@ class EmbeddingStore {
   // OUT_OF_RANGE if entries after `after_version` were already dropped (the reader
   // must re-bootstrap from a checkpoint).
   absl::StatusOr<ChangeBatch> ReadChanges(uint64_t after_version, size_t max) const;
+
+  // Writes dirty rows back, then digests every stored row of `table` (see
+  // TableChecksum). Consistent only while no push is applied concurrently.
+  // NOT_FOUND for an unknown table; backend errors.
+  absl::StatusOr<TableChecksum> Checksum(absl::string_view table);
 
   // The version of the newest applied update.
   uint64_t version() const;

@@ -77,6 +77,8 @@ class EmbeddingTable {
   absl::Status ShrinkToBudget(int max_rounds);
   // Writes every dirty row back; they stay resident.
   absl::Status FlushDirty();
+  // FlushDirty, then digests every stored row (EmbeddingStore::Checksum).
+  absl::StatusOr<TableChecksum> Checksum();
   // Runs the eviction policy against `step`; see EvictionConfig.
   absl::StatusOr<EvictionReport> EvictByPolicy(int64_t step);
 

@@ -2,6 +2,9 @@
 # Installs every Debian 12 package Ember needs to build, test and benchmark.
 # Idempotent: packages already present are skipped; safe to run any number of times.
 # Only Debian's package registry is used; nothing is downloaded from elsewhere.
+#
+#   tools/install-deps.sh               # build, test, quickstart
+#   tools/install-deps.sh --with-torch  # also PyTorch, for `ember-bench training`
 set -euo pipefail
 
 PACKAGES=(
@@ -14,6 +17,11 @@ PACKAGES=(
   redis-server prometheus
   clang-format
 )
+case "${1:-}" in
+  "") ;;
+  --with-torch) PACKAGES+=(python3 python3-torch python3-numpy python3-protobuf) ;;
+  *) echo "usage: tools/install-deps.sh [--with-torch]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

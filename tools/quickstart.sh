@@ -1,14 +1,51 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds Ember and runs the main job.
+# The README's first command: installs the dependencies, builds Ember, generates a
+# synthetic e-commerce click dataset (about 1M training examples with a planted
+# truth), starts a local cluster (coordinator + 2 PS shards), trains the quickstart
+# model (configs/quickstart.pbtxt) with 2 workers, prints the test AUC next to the
+# oracle AUC, and stops the cluster.
 #
-# Until the training workers land (issue "Training"), the main job is the storage
-# benchmark at a small size: it creates a shard store on real RocksDB, fills it, and
-# prints pull/push rates against a raw-memory baseline measured in the same run.
+#   tools/quickstart.sh                    # everything
+#   tools/quickstart.sh --max_steps=200    # extra flags go to every ember-worker
+#
+# Everything lands under run/quickstart/: data/, cluster/logs/, cluster/job/
+# (result.json, metrics.tsv, training.svg).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools/install-deps.sh
 BUILD_DIR="${EMBER_BUILD_DIR:-build}"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build "$BUILD_DIR" -j "$(nproc)" --target ember-bench
-"$BUILD_DIR/bin/ember-bench" storage --rows_small=200000 --rows_large=1000000 "$@"
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD_DIR" -j "$(nproc)" \
+  --target ember-coordinator ember-ps ember-worker ember-datagen
+
+RUN=run/quickstart
+if [[ ! -f "$RUN/data/oracle.json" ]]; then
+  echo "== generating the dataset into $RUN/data"
+  "$BUILD_DIR/bin/ember-datagen" --out="$RUN/data"
+fi
+
+CLUSTER="$RUN/cluster"
+deploy/local/cluster.sh down --run_dir="$CLUSTER" >/dev/null
+rm -rf "$CLUSTER"
+trap 'deploy/local/cluster.sh down --run_dir="$CLUSTER" --build_dir="$BUILD_DIR"' EXIT
+
+echo "== starting a local cluster (coordinator + 2 PS shards) in $CLUSTER"
+deploy/local/cluster.sh up --run_dir="$CLUSTER" --build_dir="$BUILD_DIR" --shards=2
+echo "== training configs/quickstart.pbtxt with 2 workers"
+deploy/local/cluster.sh train --run_dir="$CLUSTER" --build_dir="$BUILD_DIR" --workers=2 \
+  --config=configs/quickstart.pbtxt --worker_args="$*"
+
+result="$CLUSTER/job/result.json"
+field() { grep -o "\"$1\": [^,]*" "$result" | head -1 | cut -d' ' -f2 | tr -d '"'; }
+echo
+echo "== result ($result)"
+printf '  test AUC        %s   (oracle AUC %s, gap %s)\n' \
+  "$(field test_auc)" "$(field oracle_auc)" "$(field oracle_auc_gap)"
+printf '  test logloss    %s   (oracle %s)\n' "$(field test_logloss)" "$(field oracle_logloss)"
+printf '  AUC hot/warm/cold items  %s / %s / %s;  cold-start users %s\n' \
+  "$(field auc_hot)" "$(field auc_warm)" "$(field auc_cold)" "$(field auc_cold_users)"
+printf '  %s steps, %s examples/s, model checksum %s\n' \
+  "$(field steps)" "$(field examples_per_sec)" "$(field model_checksum)"
+echo "  plot: $CLUSTER/job/training.svg   curves: $CLUSTER/job/metrics.tsv"
+echo "  logs: $CLUSTER/logs/   (PS metrics endpoints were printed above)"

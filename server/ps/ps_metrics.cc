@@ -74,6 +74,7 @@ PsMetrics::PsMetrics(prometheus::Registry& registry, Clock* clock)
       push_(rpcs_.Method("Push")),
       create_table_(rpcs_.Method("CreateTable")),
       get_shard_info_(rpcs_.Method("GetShardInfo")),
+      checksum_(rpcs_.Method("Checksum")),
       received_bytes_(CounterFamily(registry, "ember_rpc_received_bytes_total",
                                     "Request message bytes received, by method.")),
       sent_bytes_(CounterFamily(registry, "ember_rpc_sent_bytes_total",

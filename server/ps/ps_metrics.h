@@ -77,6 +77,7 @@ class PsMetrics {
   RpcMethodMetrics& push() { return push_; }
   RpcMethodMetrics& create_table() { return create_table_; }
   RpcMethodMetrics& get_shard_info() { return get_shard_info_; }
+  RpcMethodMetrics& checksum() { return checksum_; }
 
   // Message bytes received and sent by one call of `method`.
   void CountBytes(absl::string_view method, uint64_t received, uint64_t sent);
@@ -95,6 +96,7 @@ class PsMetrics {
   RpcMethodMetrics& push_;
   RpcMethodMetrics& create_table_;
   RpcMethodMetrics& get_shard_info_;
+  RpcMethodMetrics& checksum_;
   prometheus::Family<prometheus::Counter>& received_bytes_;
   prometheus::Family<prometheus::Counter>& sent_bytes_;
   prometheus::Family<prometheus::Counter>& rows_pulled_;

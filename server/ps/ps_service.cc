@@ -2,6 +2,8 @@
 
 #include "server/ps/ps_service.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <memory>
 #include <string>
@@ -187,6 +189,25 @@ absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
   return absl::OkStatus();
 }
 
+absl::Status PsServiceImpl::DoChecksum(const v1::ChecksumRequest& request,
+                                       v1::ChecksumResponse* response) {
+  std::vector<std::string> tables;
+  if (request.table().empty()) {
+    tables = store_->ListTables();
+    std::sort(tables.begin(), tables.end());
+  } else {
+    tables.push_back(request.table());
+  }
+  for (const std::string& name : tables) {
+    EMBER_ASSIGN_OR_RETURN(TableChecksum sum, store_->Checksum(name));
+    v1::ChecksumResponse::Table* t = response->add_tables();
+    t->set_table(sum.table);
+    t->set_rows(sum.rows);
+    t->set_digest(sum.digest);
+  }
+  return absl::OkStatus();
+}
+
 int64_t PsServiceImpl::CallStart() const {
   return metrics_ == nullptr ? 0 : metrics_->clock()->NowMicros();
 }
@@ -237,6 +258,14 @@ grpc::ServerUnaryReactor* PsServiceImpl::GetShardInfo(grpc::CallbackServerContex
   const int64_t start = CallStart();
   return FinishCall(context, &PsMetrics::get_shard_info, "GetShardInfo", start,
                     DoGetShardInfo(response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::Checksum(grpc::CallbackServerContext* context,
+                                                  const v1::ChecksumRequest* request,
+                                                  v1::ChecksumResponse* response) {
+  const int64_t start = CallStart();
+  return FinishCall(context, &PsMetrics::checksum, "Checksum", start,
+                    DoChecksum(*request, response), *request, *response);
 }
 
 }  // namespace ember

@@ -75,6 +75,9 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   grpc::ServerUnaryReactor* GetShardInfo(grpc::CallbackServerContext* context,
                                          const v1::GetShardInfoRequest* request,
                                          v1::GetShardInfoResponse* response) override;
+  grpc::ServerUnaryReactor* Checksum(grpc::CallbackServerContext* context,
+                                     const v1::ChecksumRequest* request,
+                                     v1::ChecksumResponse* response) override;
 
   // The handlers' bodies, without gRPC (also used by in-process tests).
   absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
@@ -82,6 +85,7 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   absl::Status DoCreateTable(const v1::CreateTableRequest& request,
                              v1::CreateTableResponse* response);
   absl::Status DoGetShardInfo(v1::GetShardInfoResponse* response);
+  absl::Status DoChecksum(const v1::ChecksumRequest& request, v1::ChecksumResponse* response);
 
  private:
   std::shared_ptr<const SlotMap> slot_map() const;

@@ -202,4 +202,13 @@ absl::StatusOr<int> Process::Kill() {
   return ExitCode(status);
 }
 
+absl::StatusOr<int> Process::Wait(absl::Duration timeout) {
+  if (!running_) return absl::FailedPreconditionError("process already stopped");
+  const int status = WaitFor(timeout);
+  if (status == -1) return absl::DeadlineExceededError("child still running");
+  running_ = false;
+  StopDrain();
+  return ExitCode(status);
+}
+
 }  // namespace ember

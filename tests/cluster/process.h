@@ -65,6 +65,11 @@ class Process {
   // SIGKILL now (a crash), reaps; returns as Stop.
   absl::StatusOr<int> Kill();
 
+  // Waits up to `timeout` for the child to exit on its own, reaps it and returns as
+  // Stop. DEADLINE_EXCEEDED if it still runs (it is left running);
+  // FAILED_PRECONDITION if already stopped.
+  absl::StatusOr<int> Wait(absl::Duration timeout);
+
  private:
   Process(pid_t pid, int stdout_fd, int wake_read_fd, int wake_write_fd)
       : pid_(pid),

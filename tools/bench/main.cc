@@ -103,6 +103,8 @@ const std::vector<Flag>& Flags() {
        Number<double>(&BenchOptions::warmup_s, 0, 600)},
       {"repetitions", "repetitions per benchmark (figures are medians), [1, 100] [5]",
        Number<int>(&BenchOptions::repetitions, 1, 100)},
+      {"train_examples", "training examples of the training suite's data, >= 10000 [1000000]",
+       Number<int64_t>(&BenchOptions::train_examples, 10000, int64_t{1} << 32)},
       {"seed", "seed of the key and gradient streams [1]",
        Number<uint64_t>(&BenchOptions::seed, 0, ~uint64_t{0})},
   };

@@ -51,6 +51,9 @@ struct BenchOptions {
   double warmup_s = 2.0;
   // Repetitions of each benchmark; figures are medians. Default: 5.
   int repetitions = 5;
+  // Training examples of the `training` suite's generated dataset (the quickstart
+  // data has 1M). Default: 1M.
+  int64_t train_examples = 1'000'000;
   // Seed of every random key and gradient stream. Default: 1.
   uint64_t seed = 1;
 };

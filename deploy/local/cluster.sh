@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Runs a whole Ember cluster on this machine: a coordinator, N PS shards and M training
+# workers as processes on loopback, with logs, data and PID files under one run
+# directory. `down` stops exactly the processes `up`/`train` started (by PID).
+#
+#   deploy/local/cluster.sh up --run_dir=run/demo --shards=2
+#   deploy/local/cluster.sh train --run_dir=run/demo --workers=2 --config=configs/quickstart.pbtxt
+#   deploy/local/cluster.sh status --run_dir=run/demo
+#   deploy/local/cluster.sh down --run_dir=run/demo
+#
+# Layout of the run directory:
+#   cluster.env          EMBER_COORDINATOR=host:port and the shard/metrics addresses
+#   pids/NAME.pid        one per process started (coordinator, ps-0.., worker-0..)
+#   logs/NAME.log        its stdout and stderr
+#   data/NAME/           RocksDB directories
+#   job/                 the training job's run directory (result.json, training.svg)
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: deploy/local/cluster.sh COMMAND [--flag=value ...]
+
+commands:
+  up       start the coordinator and the PS shards, wait until they serve
+  train    start the workers of a training job and wait for them (cluster must be up)
+  status   show every process of the run directory and whether it is alive
+  down     stop every process this run directory started (SIGTERM, then SIGKILL)
+
+flags:
+  --run_dir=DIR          run directory. Default: run/local
+  --build_dir=DIR        where the binaries are (DIR/bin). Default: build
+  --shards=N             PS shards (up). Default: 2
+  --memory_budget_mb=N   memory tier per shard (up). Default: the PS default
+  --workers=N            training workers (train). Default: 2
+  --config=FILE          model config (train). Default: configs/quickstart.pbtxt
+  --worker_args="..."    extra ember-worker flags (train), e.g. "--max_steps=100"
+  --timeout=SECONDS      how long `up` waits for a process to serve. Default: 60
+EOF
+}
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+
+cmd="${1:-}"
+[[ -z "$cmd" || "$cmd" == "--help" || "$cmd" == "-h" ]] && { usage; exit 0; }
+shift
+run_dir=run/local build_dir=build shards=2 workers=2 config=configs/quickstart.pbtxt
+worker_args="" timeout=60 memory_budget_mb=""
+for arg in "$@"; do
+  case "$arg" in
+    --run_dir=*) run_dir="${arg#*=}" ;;
+    --build_dir=*) build_dir="${arg#*=}" ;;
+    --shards=*) shards="${arg#*=}" ;;
+    --workers=*) workers="${arg#*=}" ;;
+    --config=*) config="${arg#*=}" ;;
+    --worker_args=*) worker_args="${arg#*=}" ;;
+    --timeout=*) timeout="${arg#*=}" ;;
+    --memory_budget_mb=*) memory_budget_mb="${arg#*=}" ;;
+    --help|-h) usage; exit 0 ;;
+    *) echo "cluster.sh: unknown flag $arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
+[[ "$shards" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh: --shards must be >= 1" >&2; exit 2; }
+[[ "$workers" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh: --workers must be >= 1" >&2; exit 2; }
+bin="$build_dir/bin"
+mkdir -p "$run_dir"
+run_dir="$(cd "$run_dir" && pwd)"
+mkdir -p "$run_dir/pids" "$run_dir/logs" "$run_dir/data"
+
+# start NAME COMMAND...: runs COMMAND in the background, logging to logs/NAME.log.
+start() {
+  local name="$1"; shift
+  "$@" >"$run_dir/logs/$name.log" 2>&1 &
+  echo $! >"$run_dir/pids/$name.pid"
+}
+
+# alive NAME: the process of pids/NAME.pid runs and is one of ours (an ember binary).
+alive() {
+  local pidfile="$run_dir/pids/$1.pid" pid
+  [[ -f "$pidfile" ]] || return 1
+  pid="$(cat "$pidfile")"
+  [[ -r "/proc/$pid/cmdline" ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "ember-" || return 1
+}
+
+# wait_for NAME PATTERN: waits until logs/NAME.log has a line matching PATTERN and
+# prints its last field (the address); fails if the process dies or on timeout.
+wait_for() {
+  local name="$1" pattern="$2" deadline=$((SECONDS + timeout))
+  while (( SECONDS < deadline )); do
+    if grep -q "$pattern" "$run_dir/logs/$name.log" 2>/dev/null; then
+      grep -m1 "$pattern" "$run_dir/logs/$name.log" | awk '{print $NF}'
+      return 0
+    fi
+    alive "$name" || { tail -5 "$run_dir/logs/$name.log" >&2; die "$name exited during startup"; }
+    sleep 0.1
+  done
+  die "$name did not print '$pattern' within ${timeout}s (see $run_dir/logs/$name.log)"
+}
+
+stop() {
+  local name="$1" pidfile="$run_dir/pids/$1.pid" pid
+  [[ -f "$pidfile" ]] || return 0
+  pid="$(cat "$pidfile")"
+  if alive "$name"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do alive "$name" || break; sleep 0.1; done
+    if alive "$name"; then kill -KILL "$pid" 2>/dev/null || true; fi
+    echo "stopped $name (pid $pid)"
+  fi
+  rm -f "$pidfile"
+}
+
+case "$cmd" in
+  up)
+    for b in ember-coordinator ember-ps; do
+      [[ -x "$bin/$b" ]] || die "$bin/$b not found: build first (cmake --build $build_dir)"
+    done
+    alive coordinator && die "a cluster already runs in $run_dir (cluster.sh down first)"
+    start coordinator "$bin/ember-coordinator" --data_dir="$run_dir/data/coordinator" --port=0 \
+      --expected_shards="$shards"
+    coordinator="$(wait_for coordinator "listening on")"
+    echo "EMBER_COORDINATOR=$coordinator" >"$run_dir/cluster.env"
+    echo "coordinator on $coordinator"
+    for ((i = 0; i < shards; i++)); do
+      extra=()
+      [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
+      start "ps-$i" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$i" --port=0 --shard_id="$i" \
+        --coordinator="$coordinator" --metrics_port=0 "${extra[@]}"
+    done
+    for ((i = 0; i < shards; i++)); do
+      address="$(wait_for "ps-$i" "listening on")"
+      metrics="$(wait_for "ps-$i" "metrics on")"
+      echo "EMBER_PS_$i=$address" >>"$run_dir/cluster.env"
+      echo "EMBER_PS_${i}_METRICS=$metrics" >>"$run_dir/cluster.env"
+      echo "ps-$i on $address (metrics http://$metrics/metrics)"
+    done
+    ;;
+  train)
+    [[ -x "$bin/ember-worker" ]] || die "$bin/ember-worker not found: build first"
+    [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
+    coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
+    # A fresh rendezvous generation per job, so a rerun never meets an old one.
+    generation="$(date +%s%N)"
+    for ((r = 0; r < workers; r++)); do
+      # shellcheck disable=SC2086
+      start "worker-$r" "$bin/ember-worker" --config="$config" --coordinator="$coordinator" \
+        --rank="$r" --world_size="$workers" --generation="$generation" \
+        --run_dir="$run_dir/job" $( ((r == 0)) && echo "--metrics_port=0" ) $worker_args
+    done
+    echo "training with $workers worker(s); progress: $run_dir/logs/worker-0.log"
+    tail -n +1 -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.pid")" &
+    tail_pid=$!
+    failed=0
+    for ((r = 0; r < workers; r++)); do
+      if ! wait "$(cat "$run_dir/pids/worker-$r.pid")"; then
+        failed=1
+        echo "worker-$r failed; last lines of $run_dir/logs/worker-$r.log:" >&2
+        tail -5 "$run_dir/logs/worker-$r.log" >&2
+      fi
+      rm -f "$run_dir/pids/worker-$r.pid"
+    done
+    wait "$tail_pid" 2>/dev/null || true
+    exit "$failed"
+    ;;
+  status)
+    [[ -f "$run_dir/cluster.env" ]] && cat "$run_dir/cluster.env"
+    shopt -s nullglob
+    for pidfile in "$run_dir"/pids/*.pid; do
+      name="$(basename "$pidfile" .pid)"
+      if alive "$name"; then state=running; else state=dead; fi
+      printf '%-12s pid %-8s %s\n' "$name" "$(cat "$pidfile")" "$state"
+    done
+    ;;
+  down)
+    shopt -s nullglob
+    for pidfile in "$run_dir"/pids/worker-*.pid; do stop "$(basename "$pidfile" .pid)"; done
+    for pidfile in "$run_dir"/pids/ps-*.pid; do stop "$(basename "$pidfile" .pid)"; done
+    stop coordinator
+    ;;
+  *)
+    echo "cluster.sh: unknown command $cmd" >&2; usage >&2; exit 2 ;;
+esac

@@ -1,0 +1,169 @@
+// Copyright 2026 The Ember Authors.
+//
+// World: the planted truth behind ember-datagen's synthetic e-commerce clicks. Users,
+// items, categories and shops get hidden parameters drawn once from the seed; each
+// example draws a user and an item by Zipf popularity, its context (hour, device,
+// session depth) and the user's recently clicked items, and its label from a known
+// logistic model:
+//
+//   logit = b0 + b_user + b_item + b_category + b_shop
+//         + w_taste  * <p_user, q_item>                      (latent dim kLatentDim)
+//         + w_recent * mean over recent items r of <q_r, q_item>
+//         + segment, hour and device effects
+//         + price (relative to the category's price level), age and depth terms
+//
+// where p_user = taste of the user's segment + a personal deviation, and q_item =
+// factor of the item's category + an item deviation. Recent items are drawn with the
+// same popularity skew, each the best of a few candidates for the user's taste, so
+// they reveal the taste (also of users never seen in training). b0 is calibrated so
+// the training click rate is about Truth::base_ctr.
+//
+// IDs: users 1..users (training population) and users+1..users+cold_users (only in
+// test data); items 1..items; categories 1..categories; shops 1..shops; segments
+// 1000..1019, hours 2000..2023, devices 3000..3003. Popularity ranks map to IDs
+// through a seeded shuffle, so popular IDs are not the small ones.
+//
+// Thread-safety: immutable after construction; Sample* may run on many threads, each
+// with its own Rng.
+
+#ifndef EMBER_TOOLS_DATAGEN_WORLD_H_
+#define EMBER_TOOLS_DATAGEN_WORLD_H_
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "tools/datagen/random.h"
+
+namespace ember::datagen {
+
+inline constexpr int kLatentDim = 8;
+inline constexpr int kMaxRecent = 5;
+inline constexpr int kNumSegments = 20;
+inline constexpr int kNumHours = 24;
+inline constexpr int kNumDevices = 4;
+inline constexpr uint32_t kSegmentIdBase = 1000;
+inline constexpr uint32_t kHourIdBase = 2000;
+inline constexpr uint32_t kDeviceIdBase = 3000;
+
+// The magnitudes of the planted truth (standard deviations of the hidden parameters
+// and weights of the terms). Tuned so that the signal is learnable from about 1M
+// examples by the quickstart model but not trivial (oracle test AUC around 0.78).
+struct Truth {
+  double base_ctr = 0.12;  // target mean click probability of training data
+  double user_bias_sd = 0.25;
+  double item_bias_sd = 0.3;
+  double category_bias_sd = 0.5;
+  double shop_bias_sd = 0.3;
+  double segment_bias_sd = 0.3;
+  double segment_taste_sd = 0.5;   // per latent dim
+  double user_taste_sd = 0.2;       // personal deviation, per latent dim
+  double category_factor_sd = 0.45;  // per latent dim
+  double item_factor_sd = 0.15;     // item deviation, per latent dim
+  double taste_weight = 1.0;
+  double recent_weight = 0.5;
+  int recent_candidates = 3;        // each recent item is the best of this many draws
+  double price_rel_weight = -0.35;  // per unit of log(price) above the category level
+  double price_weight = -0.1;       // per unit of log(price) above log(20)
+  double age_weight = -0.3;         // times ((age - 35) / 15)^2
+  double depth_weight = -0.15;      // times log(1 + session_depth)
+};
+
+struct WorldOptions {
+  uint64_t users = 200000;
+  uint64_t cold_users = 20000;  // IDs users+1 .. users+cold_users; 0 = none
+  uint64_t items = 100000;
+  uint64_t categories = 500;
+  uint64_t shops = 5000;
+  double zipf = 1.1;  // popularity exponent of users and items
+  uint64_t seed = 1;
+  Truth truth;
+};
+
+// One generated example, as written to the files.
+struct Example {
+  int label = 0;
+  uint64_t user_id = 0;
+  uint64_t item_id = 0;
+  uint64_t category_id = 0;
+  uint64_t shop_id = 0;
+  uint32_t user_segment = 0;
+  uint32_t hour = 0;
+  uint32_t device = 0;
+  int num_recent = 0;
+  std::array<uint64_t, kMaxRecent> recent{};
+  double price = 0;     // rounded to cents
+  double user_age = 0;  // rounded to 0.1
+  uint32_t session_depth = 0;
+  double prob = 0;  // the true click probability
+};
+
+class World {
+ public:
+  // REQUIRES: every count in `options` >= 1 except cold_users; zipf >= 0.
+  explicit World(const WorldOptions& options);
+
+  // A user of the training population, by popularity.
+  uint64_t SampleTrainUser(Rng& rng) const;
+  // A user of the cold population (never in training data). REQUIRES: cold_users >= 1.
+  uint64_t SampleColdUser(Rng& rng) const;
+
+  // Draws everything else of an example for `user_id` (a training or cold user): item,
+  // context, recent items, probability and label.
+  void SampleExample(uint64_t user_id, Rng& rng, Example* example) const;
+
+  uint64_t CategoryOf(uint64_t item_id) const { return items_[item_id - 1].category; }
+  uint64_t ShopOf(uint64_t item_id) const { return items_[item_id - 1].shop; }
+  double bias() const { return b0_; }
+  const WorldOptions& options() const { return options_; }
+
+ private:
+  struct User {
+    float bias;
+    float age;
+    uint32_t segment;  // 0..kNumSegments-1
+    std::array<float, kLatentDim> taste;
+  };
+  struct Item {
+    float bias;
+    float price;
+    float log_price_rel;  // log(price) - category's price level
+    uint32_t category;
+    uint32_t shop;
+    std::array<float, kLatentDim> factor;
+  };
+  struct Category {
+    float bias;
+    float log_price_level;
+    std::array<float, kLatentDim> factor;
+  };
+
+  void BuildEntities();
+  // Everything of the logit but b0.
+  double LogitWithoutBias(const Example& example) const;
+  // Fills everything but prob and label.
+  void SampleFeatures(uint64_t user_id, Rng& rng, Example* example) const;
+  void CalibrateBias();
+
+  WorldOptions options_;
+  ZipfTable user_zipf_;
+  ZipfTable cold_user_zipf_;
+  ZipfTable item_zipf_;
+  std::vector<uint64_t> user_of_rank_;
+  std::vector<uint64_t> cold_user_of_rank_;
+  std::vector<uint64_t> item_of_rank_;
+  std::vector<User> users_;           // index id-1, training then cold users
+  std::vector<Item> items_;           // index id-1
+  std::vector<Category> categories_;  // index id-1
+  std::vector<float> shop_bias_;      // index id-1
+  std::array<float, kNumSegments> segment_bias_{};
+  std::array<std::array<float, kLatentDim>, kNumSegments> segment_taste_{};
+  std::array<float, kNumSegments> segment_age_{};
+  std::array<double, kNumHours> hour_cdf_{};
+  std::array<double, kNumHours> hour_effect_{};
+  double b0_ = 0;
+};
+
+}  // namespace ember::datagen
+
+#endif  // EMBER_TOOLS_DATAGEN_WORLD_H_

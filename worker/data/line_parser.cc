@@ -1,0 +1,281 @@
+// Copyright 2026 The Ember Authors.
+
+#include "worker/data/line_parser.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "common/hash.h"
+
+namespace ember::worker {
+namespace {
+
+using v1::ColumnConfig;
+
+// How much of a bad value an error message quotes.
+constexpr size_t kQuoteBytes = 40;
+
+bool ParseFloat(absl::string_view value, float* out) {
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, *out);
+  return ec == std::errc() && ptr == end && std::isfinite(*out);
+}
+
+bool ParseId(ColumnConfig::IdEncoding encoding, absl::string_view value, uint64_t* id) {
+  if (encoding == ColumnConfig::HASH) {
+    *id = HashBytes(value);
+    return true;
+  }
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, *id, encoding == ColumnConfig::HEX ? 16 : 10);
+  return ec == std::errc() && ptr == end;
+}
+
+void BadValue(absl::string_view column, absl::string_view what, absl::string_view value,
+              std::string* error) {
+  *error = absl::StrCat("column '", column, "': ", what, " '", value.substr(0, kQuoteBytes),
+                        value.size() > kQuoteBytes ? "...'" : "'");
+}
+
+}  // namespace
+
+const std::vector<std::string>& CriteoColumnNames() {
+  static const std::vector<std::string>* const names = [] {
+    auto* v = new std::vector<std::string>{"label"};
+    for (int i = 1; i <= 13; ++i) v->push_back(absl::StrCat("I", i));
+    for (int i = 1; i <= 26; ++i) v->push_back(absl::StrCat("C", i));
+    return v;
+  }();
+  return *names;
+}
+
+void SplitTabs(absl::string_view line, std::vector<absl::string_view>* fields) {
+  fields->clear();
+  if (line.empty()) {
+    fields->emplace_back();
+    return;
+  }
+  const char* p = line.data();
+  const char* const end = p + line.size();
+  while (true) {
+    const char* tab = static_cast<const char*>(std::memchr(p, '\t', end - p));
+    if (tab == nullptr) {
+      fields->emplace_back(p, end - p);
+      return;
+    }
+    fields->emplace_back(p, tab - p);
+    p = tab + 1;
+  }
+}
+
+absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
+                                              const ReaderOptions& options,
+                                              const std::vector<absl::string_view>& file_columns,
+                                              absl::string_view path) {
+  std::map<absl::string_view, int> index;
+  std::map<absl::string_view, int> count;
+  for (int i = 0; i < static_cast<int>(file_columns.size()); ++i) {
+    index.emplace(file_columns[i], i);
+    ++count[file_columns[i]];
+  }
+  auto field_of = [&](const std::string& name) -> absl::StatusOr<int> {
+    auto it = index.find(name);
+    if (it == index.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": the header has no column '", name, "' (from data.columns)"));
+    }
+    if (count[name] > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": column '", name, "' appears ",
+                                                     count[name], " times in the header"));
+    }
+    return it->second;
+  };
+
+  LineParser p;
+  p.num_fields_ = file_columns.size();
+  p.rank_ = options.rank;
+  p.world_size_ = options.world_size;
+  std::map<std::string, IdColumn> sparse;  // every sparse column, by name
+  for (const ColumnConfig& c : config.data().columns()) {
+    if (c.kind() == ColumnConfig::IGNORE || c.kind() == ColumnConfig::KIND_UNSPECIFIED) continue;
+    if (c.kind() == ColumnConfig::EVAL && !options.with_eval_columns) continue;
+    absl::StatusOr<int> field = field_of(c.name());
+    if (!field.ok()) return field.status();
+    switch (c.kind()) {
+      case ColumnConfig::LABEL:
+        p.label_field_ = *field;
+        p.label_name_ = c.name();
+        break;
+      case ColumnConfig::WEIGHT:
+        p.weight_field_ = *field;
+        p.weight_name_ = c.name();
+        break;
+      case ColumnConfig::DENSE:
+      case ColumnConfig::EVAL:
+        (c.kind() == ColumnConfig::DENSE ? p.dense_ : p.eval_)
+            .push_back({*field, c.name(), c.transform() == ColumnConfig::LOG1P, c.missing_value()});
+        break;
+      case ColumnConfig::CATEGORICAL:
+      case ColumnConfig::MULTI_HOT:
+        sparse[c.name()] = {*field, c.name(), c.id_encoding(), c.kind() == ColumnConfig::MULTI_HOT,
+                            c.separator().empty() ? "|" : c.separator()};
+        break;
+      default:
+        break;
+    }
+  }
+  if (p.label_field_ < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the config has no LABEL column"));
+  }
+  std::map<std::string, int> id_column_index;
+  for (const v1::FeatureConfig& f : config.features()) {
+    auto it = sparse.find(f.column());
+    if (it == sparse.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": feature '", f.name(), "' reads column '", f.column(), "', not a sparse column"));
+    }
+    auto [pos, added] = id_column_index.emplace(f.column(), p.id_columns_.size());
+    if (added) p.id_columns_.push_back(it->second);
+    p.feature_column_.push_back(pos->second);
+  }
+  const std::string& partition_by = config.data().partition_by();
+  if (!partition_by.empty() && partition_by != "file") {
+    auto it = sparse.find(partition_by);
+    if (it == sparse.end() || it->second.multi_hot) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": partition_by '", partition_by, "' is not a CATEGORICAL column"));
+    }
+    p.partition_ = it->second;
+  }
+  p.fields_.reserve(p.num_fields_ + 1);
+  p.dense_values_.resize(p.dense_.size());
+  p.eval_values_.resize(p.eval_.size());
+  p.id_ends_.resize(p.id_columns_.size());
+  return p;
+}
+
+bool LineParser::ParseIds(const IdColumn& c, absl::string_view value, std::string* error) {
+  if (value.empty()) return true;
+  if (!c.multi_hot) {
+    uint64_t id;
+    if (!ParseId(c.encoding, value, &id)) {
+      BadValue(c.name, "bad ID", value, error);
+      return false;
+    }
+    ids_.push_back(id);
+    return true;
+  }
+  const bool one_char = c.separator.size() == 1;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t stop;
+    if (one_char) {
+      const void* hit = std::memchr(value.data() + start, c.separator[0], value.size() - start);
+      stop = hit == nullptr ? value.size() : static_cast<const char*>(hit) - value.data();
+    } else {
+      stop = value.find(c.separator, start);
+      if (stop == absl::string_view::npos) stop = value.size();
+    }
+    const absl::string_view item = value.substr(start, stop - start);
+    if (!item.empty()) {
+      uint64_t id;
+      if (!ParseId(c.encoding, item, &id)) {
+        BadValue(c.name, "bad ID", item, error);
+        return false;
+      }
+      ids_.push_back(id);
+    }
+    start = stop + c.separator.size();
+  }
+  return true;
+}
+
+LineParser::Result LineParser::Parse(absl::string_view line, std::string* error) {
+  SplitTabs(line, &fields_);
+  if (fields_.size() != num_fields_) {
+    *error = absl::StrCat("expected ", num_fields_, " fields, got ", fields_.size());
+    return Result::kMalformed;
+  }
+  if (partition_.field >= 0) {
+    const absl::string_view value = fields_[partition_.field];
+    uint64_t id = 0;  // an empty value counts as id 0
+    if (!value.empty() && !ParseId(partition_.encoding, value, &id)) {
+      BadValue(partition_.name, "bad ID", value, error);
+      return Result::kMalformed;
+    }
+    if (Mix64(id) % static_cast<uint64_t>(world_size_) != static_cast<uint64_t>(rank_)) {
+      return Result::kOtherPartition;
+    }
+  }
+
+  const absl::string_view label = fields_[label_field_];
+  if (label.size() == 1 && (label[0] == '0' || label[0] == '1')) {
+    label_ = static_cast<float>(label[0] - '0');
+  } else if (!ParseFloat(label, &label_) || (label_ != 0 && label_ != 1)) {
+    BadValue(label_name_, "label must be 0 or 1, got", label, error);
+    return Result::kMalformed;
+  }
+
+  weight_ = 1;
+  if (weight_field_ >= 0 && !fields_[weight_field_].empty()) {
+    const absl::string_view value = fields_[weight_field_];
+    if (!ParseFloat(value, &weight_) || weight_ < 0) {
+      BadValue(weight_name_, "weight must be a float >= 0, got", value, error);
+      return Result::kMalformed;
+    }
+  }
+
+  for (size_t i = 0; i < dense_.size(); ++i) {
+    const FloatColumn& c = dense_[i];
+    const absl::string_view value = fields_[c.field];
+    float x = c.missing_value;
+    if (!value.empty()) {
+      if (!ParseFloat(value, &x)) {
+        BadValue(c.name, "bad number", value, error);
+        return Result::kMalformed;
+      }
+    }
+    if (c.log1p) x = std::copysign(std::log1p(std::fabs(x)), x);
+    dense_values_[i] = x;
+  }
+
+  ids_.clear();
+  for (size_t i = 0; i < id_columns_.size(); ++i) {
+    if (!ParseIds(id_columns_[i], fields_[id_columns_[i].field], error)) return Result::kMalformed;
+    id_ends_[i] = static_cast<uint32_t>(ids_.size());
+  }
+
+  for (size_t i = 0; i < eval_.size(); ++i) {
+    const absl::string_view value = fields_[eval_[i].field];
+    float x = std::numeric_limits<float>::quiet_NaN();
+    if (!value.empty() && !ParseFloat(value, &x)) {
+      BadValue(eval_[i].name, "bad number", value, error);
+      return Result::kMalformed;
+    }
+    eval_values_[i] = x;
+  }
+  return Result::kOk;
+}
+
+void LineParser::AppendTo(ExampleBatch* batch) const {
+  batch->labels.push_back(label_);
+  batch->weights.push_back(weight_);
+  batch->dense.insert(batch->dense.end(), dense_values_.begin(), dense_values_.end());
+  for (size_t f = 0; f < feature_column_.size(); ++f) {
+    const int c = feature_column_[f];
+    const uint32_t begin = c == 0 ? 0 : id_ends_[c - 1];
+    SparseColumn& column = batch->sparse[f];
+    column.ids.insert(column.ids.end(), ids_.begin() + begin, ids_.begin() + id_ends_[c]);
+    column.offsets.push_back(static_cast<uint32_t>(column.ids.size()));
+  }
+  for (size_t i = 0; i < eval_values_.size(); ++i) batch->eval[i].push_back(eval_values_[i]);
+  ++batch->size;
+}
+
+}  // namespace ember::worker

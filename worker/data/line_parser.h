@@ -1,0 +1,121 @@
+// Copyright 2026 The Ember Authors.
+//
+// LineParser: turns one tab-separated data line into one example of an ExampleBatch,
+// following a normalized model config and the column names of the file (a schema TSV
+// header, or the fixed Criteo layout). Also decides the line's partition when the
+// data is partitioned by a column.
+//
+//   EMBER_ASSIGN_OR_RETURN(LineParser parser,
+//                          LineParser::Create(config, options, header_names, path));
+//   std::string error;
+//   switch (parser.Parse(line, &error)) {
+//     case LineParser::Result::kOk: parser.AppendTo(&batch); break;
+//     case LineParser::Result::kOtherPartition: break;
+//     case LineParser::Result::kMalformed: ...error...; break;
+//   }
+//
+// Values (see proto/ember/v1/model.proto ColumnConfig):
+//   LABEL: "0"/"1" (any float spelling of 0 or 1, e.g. "1.0"); anything else malformed.
+//   WEIGHT: finite float >= 0; empty = 1.
+//   DENSE: finite float (std::from_chars syntax: no '+', no spaces); empty =
+//     missing_value; then the transform (LOG1P = sign(x) * log1p(|x|)).
+//   CATEGORICAL: empty = no ID; else one ID. MULTI_HOT: items joined by the separator,
+//     empty items skipped. An ID is HashBytes(item) (HASH), the decimal (DECIMAL) or
+//     hexadecimal (HEX, no "0x") uint64 value of the whole item.
+//   EVAL: finite float; empty = NaN.
+// The ID goes into the batch as is: features sharing a table share IDs.
+//
+// Thread-safety: none (Parse reuses internal buffers).
+
+#ifndef EMBER_WORKER_DATA_LINE_PARSER_H_
+#define EMBER_WORKER_DATA_LINE_PARSER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ember/v1/model.pb.h"
+#include "worker/data/example_batch.h"
+#include "worker/data/reader.h"
+
+namespace ember::worker {
+
+// The column names of the fixed Criteo layout: label, I1..I13, C1..C26.
+const std::vector<std::string>& CriteoColumnNames();
+
+// Splits `line` on tabs into `fields` (cleared first).
+void SplitTabs(absl::string_view line, std::vector<absl::string_view>* fields);
+
+class LineParser {
+ public:
+  enum class Result { kOk, kMalformed, kOtherPartition };
+
+  // Maps `config`'s columns (normalized) onto a file whose columns are `file_columns`
+  // in order. Columns of kind EVAL are used only with options.with_eval_columns;
+  // IGNORE columns need not be present. INVALID_ARGUMENT naming `path` when a used
+  // column is missing from `file_columns` or appears in it twice.
+  static absl::StatusOr<LineParser> Create(const v1::ModelConfig& config,
+                                           const ReaderOptions& options,
+                                           const std::vector<absl::string_view>& file_columns,
+                                           absl::string_view path);
+
+  // Parses `line` (no line break). kOk: the example is held until the next Parse and
+  // can be appended with AppendTo. kOtherPartition: the line belongs to another rank
+  // (partition by column; only the partition column was parsed). kMalformed: `*error`
+  // says why (e.g. "column 'price': bad number 'x'").
+  Result Parse(absl::string_view line, std::string* error);
+
+  // Appends the example of the last kOk Parse to `batch`, which must have been Reset
+  // with this parser's num_dense(), num_features(), num_eval().
+  void AppendTo(ExampleBatch* batch) const;
+
+  int num_dense() const { return static_cast<int>(dense_.size()); }
+  int num_features() const { return static_cast<int>(feature_column_.size()); }
+  int num_eval() const { return static_cast<int>(eval_.size()); }
+
+ private:
+  struct FloatColumn {
+    int field = -1;
+    std::string name;
+    bool log1p = false;
+    float missing_value = 0;
+  };
+  struct IdColumn {
+    int field = -1;
+    std::string name;
+    v1::ColumnConfig::IdEncoding encoding = v1::ColumnConfig::HASH;
+    bool multi_hot = false;
+    std::string separator;
+  };
+
+  LineParser() = default;
+  bool ParseIds(const IdColumn& c, absl::string_view value, std::string* error);
+
+  size_t num_fields_ = 0;
+  int label_field_ = -1;
+  int weight_field_ = -1;
+  std::string label_name_;
+  std::string weight_name_;
+  std::vector<FloatColumn> dense_;
+  std::vector<FloatColumn> eval_;
+  std::vector<IdColumn> id_columns_;  // the sparse columns some feature uses
+  std::vector<int> feature_column_;   // features[f] reads id_columns_[feature_column_[f]]
+  IdColumn partition_;                // field -1: partition by file
+  int rank_ = 0;
+  int world_size_ = 1;
+
+  // Scratch of the last parsed line.
+  std::vector<absl::string_view> fields_;
+  float label_ = 0;
+  float weight_ = 1;
+  std::vector<float> dense_values_;
+  std::vector<float> eval_values_;
+  std::vector<uint64_t> ids_;
+  std::vector<uint32_t> id_ends_;  // id_columns_[i] holds ids_[id_ends_[i-1] .. id_ends_[i])
+};
+
+}  // namespace ember::worker
+
+#endif  // EMBER_WORKER_DATA_LINE_PARSER_H_

@@ -1,0 +1,113 @@
+// Copyright 2026 The Ember Authors.
+//
+// DenseTower: the dense part of a DLRM-style CTR model on the CPU (OpenBLAS).
+//
+//   dense features [B x num_dense] -> bottom MLP (ReLU after every layer)
+//   pooled embeddings, F features [B x dim_f each]
+//   interaction: DOT (pairwise dots of [bottom, f_1..f_F], lower triangle, plus the
+//                bottom output) or CONCAT ([bottom, f_1..f_F])
+//   -> top MLP (ReLU after every hidden layer) -> 1 logit
+//
+// All parameters (weights then bias of every layer, bottom first) live in one flat
+// buffer, and so do their gradients, so a worker all-reduces one array and a dense
+// optimizer steps one array.
+//
+//   absl::StatusOr<std::unique_ptr<DenseTower>> tower =
+//       DenseTower::Create(config.dense(), /*num_dense=*/3, /*feature_dims=*/{16, 16});
+//   tower->Forward(batch_size, dense, pooled, logits);      // logits [B]
+//   float loss = BceWithLogits(logits, labels, weights, scale, dlogits);
+//   tower->Backward(dlogits, d_pooled);   // fills gradients(), writes d_pooled
+//   optimizer->Step(tower->parameters(), tower->gradients());
+//
+// Thread-safety: none; one tower per training thread. Forward must precede Backward
+// with the same batch (the tower keeps the activations).
+//
+// Determinism: the same parameters and inputs give bitwise the same logits, gradients
+// and d_pooled on one CPU type (fixed summation orders; OpenBLAS single-threaded, see
+// Create). Across CPU types the last bits may differ (OpenBLAS and Ember pick SIMD
+// kernels per CPU). Forward + backward of the benchmark model (3 dense, bottom [64, 16],
+// 8 features of dim 16, DOT, top [64, 32]) at batch 1024 takes about 0.85 ms of one core.
+
+#ifndef EMBER_WORKER_DENSE_DENSE_TOWER_H_
+#define EMBER_WORKER_DENSE_DENSE_TOWER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "ember/v1/model.pb.h"
+
+namespace ember::worker {
+
+class DenseTower {
+ public:
+  // `config` as normalized (defaults filled in: see model.proto); a zero interaction
+  // or init_seed still means its default (DOT, 1). `num_dense` >= 0 dense inputs;
+  // `feature_dims` the dim of each pooled feature, in order. Weights are Xavier-uniform
+  // U(-sqrt(6 / (in + out)), +) from one splitmix64 stream seeded with init_seed over
+  // the flat buffer in order (the same bits on every platform), biases 0.
+  //  - bottom_mlp empty: the dense features themselves are the bottom output.
+  //  - num_dense == 0: no bottom output and bottom_mlp is ignored. CONCAT uses the
+  //    features alone; DOT interacts the features alone (Z = [f_1..f_F], output the
+  //    pairwise dots only), which needs F >= 2 features of one dim.
+  // INVALID_ARGUMENT when the shapes do not fit (DOT with a feature dim that differs
+  // from the bottom output size, or fewer than two vectors to interact; no inputs at
+  // all; a layer size of 0 or above 65536; num_dense < 0; a feature dim < 1).
+  // Sets OpenBLAS to one thread, process-wide (its threads would change the bits; the
+  // worker's threads are the parallelism).
+  static absl::StatusOr<std::unique_ptr<DenseTower>> Create(const v1::DenseTowerConfig& config,
+                                                            int num_dense,
+                                                            std::vector<int> feature_dims);
+  virtual ~DenseTower() = default;
+
+  // The width of the pooled input row: sum of feature_dims.
+  virtual int pooled_width() const = 0;
+
+  // Computes the logits of a batch. `dense` is [batch x num_dense] row-major; `pooled`
+  // is [batch x pooled_width] row-major, the features side by side in order; `logits`
+  // is [batch]. The inputs are copied where Backward needs them: the caller may reuse
+  // its buffers at once. batch may change between calls (0 is allowed). REQUIRES:
+  // sizes match.
+  virtual void Forward(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
+                       absl::Span<float> logits) = 0;
+
+  // Back-propagates d(loss)/d(logit) of the last Forward: overwrites gradients() with
+  // the parameter gradients and d_pooled ([batch x pooled_width]) with the gradient of
+  // the pooled inputs. REQUIRES: a Forward with the same batch before.
+  virtual void Backward(absl::Span<const float> dlogits, absl::Span<float> d_pooled) = 0;
+
+  // The flat parameter and gradient buffers (same size and layout).
+  virtual absl::Span<float> parameters() = 0;
+  virtual absl::Span<float> gradients() = 0;
+};
+
+// Weighted binary cross-entropy on logits, numerically stable. Returns
+// sum_i w_i * bce(logit_i, label_i) * scale and writes dlogits_i = w_i * (sigmoid(logit_i) -
+// label_i) * scale. Use scale = 1 / (global batch size) for a mean over the global batch.
+// `weights` empty means every w_i = 1. REQUIRES: labels, dlogits (and weights unless
+// empty) the size of logits.
+float BceWithLogits(absl::Span<const float> logits, absl::Span<const float> labels,
+                    absl::Span<const float> weights, float scale, absl::Span<float> dlogits);
+
+// A dense optimizer over one flat parameter array (the tower's), state included.
+class DenseOptimizer {
+ public:
+  // `config` normalized; `num_parameters` the buffer size. Zero fields still mean
+  // their defaults (ADAM, lr 0.001, betas 0.9 / 0.999, epsilon 1e-8; Adagrad's
+  // initial_accumulator 0.1 when unset). Returns nullptr for an unknown kind.
+  static std::unique_ptr<DenseOptimizer> Create(const v1::DenseOptimizerConfig& config,
+                                                size_t num_parameters);
+  virtual ~DenseOptimizer() = default;
+  // One step: parameters -= update(gradients). REQUIRES: sizes equal num_parameters.
+  virtual void Step(absl::Span<float> parameters, absl::Span<const float> gradients) = 0;
+  // Optimizer state (kind, step count, moments) as a flat float array, for checkpoints.
+  virtual std::vector<float> SaveState() const = 0;
+  // INVALID_ARGUMENT when `state` does not come from SaveState of an equal optimizer.
+  virtual absl::Status LoadState(absl::Span<const float> state) = 0;
+};
+
+}  // namespace ember::worker
+
+#endif  // EMBER_WORKER_DENSE_DENSE_TOWER_H_

@@ -1,0 +1,516 @@
+// Copyright 2026 The Ember Authors.
+
+#include "worker/trainer.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/hash.h"
+#include "common/ps_client.h"
+#include "common/status_macros.h"
+#include "worker/batch_pipeline.h"
+#include "worker/collective/collective.h"
+#include "worker/data/reader.h"
+#include "worker/dense/dense_tower.h"
+#include "worker/model_config.h"
+#include "worker/run_report.h"
+#include "worker/sparse_exchange.h"
+#include "worker/sparse_features.h"
+#include "worker/worker_metrics.h"
+
+namespace ember::worker {
+namespace {
+
+using v1::TrainingConfig;
+
+// Adds the stage to an error's message, keeping its code.
+absl::Status InStage(const absl::Status& s, absl::string_view stage) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(stage, ": ", s.message()));
+}
+
+// Issues one pull per table of `sparse` (each split per shard and run in parallel by
+// the client) into the tables' `rows`.
+void StartPulls(PsClient& client, const SparseLayout& layout, SparseBatch& sparse,
+                std::vector<PsHandle>* handles) {
+  for (int t = 0; t < sparse.num_tables(); ++t) {
+    SparseBatch::TableData& table = sparse.table(t);
+    if (table.ids.empty()) continue;
+    handles->push_back(
+        client.PullAsync(layout.tables[t].name, table.ids, absl::MakeSpan(table.rows)));
+  }
+}
+
+// Waits for every handle (all of them, even after an error) and returns the first error.
+absl::Status WaitAll(std::vector<PsHandle>* handles) {
+  absl::Status first;
+  for (PsHandle& h : *handles) {
+    absl::Status s = h.Wait();
+    if (!s.ok() && first.ok()) first = s;
+  }
+  handles->clear();
+  return first;
+}
+
+uint64_t DigestFloats(absl::Span<const float> values) {
+  uint64_t h = Mix64(values.size());
+  for (float v : values) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof(bits));
+    h = Mix64(h ^ bits);
+  }
+  return h;
+}
+
+// Training lines in the plain (non-gzip) files of a partition: a quick pre-pass for
+// the progress ETA. 0 when unknown (a gzip file).
+uint64_t CountLines(const std::vector<std::string>& files, bool header) {
+  uint64_t total = 0;
+  std::vector<char> buffer(1 << 20);
+  for (const std::string& path : files) {
+    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) return 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return 0;
+    uint64_t lines = 0;
+    while (in) {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      const std::streamsize n = in.gcount();
+      for (std::streamsize i = 0; i < n; ++i) lines += buffer[i] == '\n';
+    }
+    total += lines - (header && lines > 0 ? 1 : 0);
+  }
+  return total;
+}
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int s = static_cast<int>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+// A push in flight (SSP/ASP): the batch stays alive until its pushes complete.
+struct InFlight {
+  uint64_t step = 0;
+  std::unique_ptr<PreparedBatch> batch;
+  std::vector<PsHandle> handles;
+};
+
+class Trainer {
+ public:
+  explicit Trainer(const TrainerOptions& options)
+      : options_(options),
+        config_(options.config),
+        training_(options.config.training()),
+        log_(options.log != nullptr ? *options.log : std::cout),
+        layout_(SparseLayout::FromConfig(options.config)) {}
+
+  absl::StatusOr<TrainResult> Run();
+
+ private:
+  absl::Status Setup();
+  absl::Status Loop();
+  // One training step on `batch`; `global_examples` is the step's batch size summed
+  // over workers. Takes ownership of the batch (kept alive by in-flight pushes).
+  absl::Status Step(std::unique_ptr<PreparedBatch> batch, double global_examples);
+  absl::Status PushSparse(std::unique_ptr<PreparedBatch> batch);
+  absl::Status DrainPushes(size_t keep);
+  absl::Status Finish();
+  void MaybeLog(bool force);
+  absl::Status MaybeEvaluate(bool final);
+  bool rank0() const { return options_.rank == 0; }
+
+  const TrainerOptions& options_;
+  const v1::ModelConfig& config_;
+  const TrainingConfig& training_;
+  std::ostream& log_;
+  SparseLayout layout_;
+
+  std::unique_ptr<PsClient> client_;
+  std::unique_ptr<DenseTower> tower_;
+  std::unique_ptr<DenseOptimizer> optimizer_;
+  std::unique_ptr<Collective> collective_;
+  std::unique_ptr<BatchPipeline> pipeline_;
+  std::unique_ptr<WorkerMetrics> metrics_;
+
+  std::vector<float> pooled_, d_pooled_, logits_, dlogits_, reduce_;
+  std::vector<PsHandle> prefetch_;       // pulls of the batch at the pipeline's head
+  PreparedBatch* prefetched_ = nullptr;  // that batch
+  std::deque<InFlight> in_flight_;
+  std::vector<OwnedGradients> owned_;
+
+  uint64_t step_ = 0;
+  uint64_t examples_ = 0;
+  uint64_t estimated_steps_ = 0;
+  absl::Time start_;
+  // Progress since the last line.
+  double interval_loss_ = 0;
+  double interval_examples_ = 0;
+  std::vector<CurvePoint> curve_;
+  TrainResult result_;
+};
+
+absl::Status Trainer::Setup() {
+  const int world = options_.world_size;
+  if (world < 1 || options_.rank < 0 || options_.rank >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", options_.rank, " is not in [0, world_size ", world, ")"));
+  }
+  if (options_.coordinator_address.empty()) {
+    return absl::InvalidArgumentError("a coordinator address is required");
+  }
+  log_ << "worker " << options_.rank << "/" << world << " starting (pid " << getpid() << ")"
+       << std::endl;
+  if (options_.metrics_port >= 0) {
+    EMBER_ASSIGN_OR_RETURN(metrics_,
+                           WorkerMetrics::Start(options_.metrics_host, options_.metrics_port));
+    if (rank0()) log_ << "worker metrics on " << metrics_->address() << std::endl;
+  }
+
+  // The PS cluster: wait (bounded) until the coordinator has a slot map.
+  PsClientOptions ps;
+  ps.coordinator_address = options_.coordinator_address;
+  ps.worker_id = Mix64(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
+                       (static_cast<uint64_t>(getpid()) << 20) ^ options_.rank);
+  ps.deadline = options_.ps_deadline;
+  const absl::Time cluster_deadline = absl::Now() + options_.collective_timeout;
+  while (true) {
+    absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(ps);
+    if (client.ok()) {
+      client_ = std::move(*client);
+      break;
+    }
+    if (client.status().code() != absl::StatusCode::kUnavailable ||
+        absl::Now() > cluster_deadline) {
+      return InStage(client.status(), "connecting to the PS cluster");
+    }
+    absl::SleepFor(absl::Milliseconds(200));  // retry pacing, not event ordering
+  }
+  for (const v1::TableConfig& table : config_.tables()) {
+    EMBER_RETURN_IF_ERROR(InStage(client_->CreateTableEverywhere(table),
+                                  absl::StrCat("creating table ", table.name())));
+  }
+
+  const int num_dense = static_cast<int>(DenseColumns(config_).size());
+  absl::StatusOr<std::unique_ptr<DenseTower>> tower =
+      DenseTower::Create(config_.dense(), num_dense, layout_.FeatureDims());
+  if (!tower.ok()) return InStage(tower.status(), "dense tower");
+  tower_ = std::move(*tower);
+  optimizer_ = DenseOptimizer::Create(config_.dense_optimizer(), tower_->parameters().size());
+
+  CollectiveOptions collective;
+  collective.coordinator_address = options_.coordinator_address;
+  collective.job = config_.name();
+  collective.generation = options_.generation;
+  collective.rank = options_.rank;
+  collective.world_size = world;
+  collective.timeout = options_.collective_timeout;
+  absl::StatusOr<std::unique_ptr<Collective>> c = Collective::Connect(collective);
+  if (!c.ok()) {
+    return InStage(c.status(), absl::StrCat("worker rendezvous (job '", config_.name(),
+                                            "', generation ", options_.generation,
+                                            "; every run of a job on one coordinator needs its own "
+                                            "--generation)"));
+  }
+  collective_ = std::move(*c);
+
+  ReaderOptions reader_options;
+  reader_options.rank = options_.rank;
+  reader_options.world_size = world;
+  absl::StatusOr<std::unique_ptr<DatasetReader>> reader =
+      DatasetReader::Open(config_, config_.data().train_path(), reader_options);
+  if (!reader.ok()) return InStage(reader.status(), "training data");
+  const uint64_t lines =
+      CountLines((*reader)->files(), config_.data().format() == v1::DataConfig::SCHEMA_TSV);
+  const uint64_t per_rank =
+      config_.data().partition_by() == "file" ? lines : lines / static_cast<uint64_t>(world);
+  estimated_steps_ =
+      (per_rank + training_.batch_size() - 1) / training_.batch_size() * training_.epochs();
+  if (training_.max_steps() > 0 &&
+      (estimated_steps_ == 0 || training_.max_steps() < estimated_steps_)) {
+    estimated_steps_ = training_.max_steps();
+  }
+  pipeline_ = std::make_unique<BatchPipeline>(std::move(*reader), layout_, training_.batch_size(),
+                                              training_.epochs(), /*depth=*/3);
+  log_ << "worker " << options_.rank << "/" << world << " ready" << std::endl;
+  if (rank0()) {
+    log_ << "training " << config_.name() << ": " << world << " worker(s), "
+         << client_->slot_map().Shards().size() << " PS shard(s), "
+         << TrainingConfig::Consistency_Name(training_.consistency()) << ", batch "
+         << training_.batch_size() << " per worker, " << tower_->parameters().size()
+         << " dense parameters"
+         << (estimated_steps_ > 0 ? absl::StrCat(", about ", estimated_steps_, " steps") : "")
+         << std::endl;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::DrainPushes(size_t keep) {
+  while (in_flight_.size() > keep) {
+    InFlight& oldest = in_flight_.front();
+    absl::Status s = WaitAll(&oldest.handles);
+    pipeline_->Recycle(std::move(oldest.batch));
+    in_flight_.pop_front();
+    EMBER_RETURN_IF_ERROR(InStage(s, "push"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::PushSparse(std::unique_ptr<PreparedBatch> batch) {
+  const int64_t step = static_cast<int64_t>(step_);
+  const auto consistency = training_.consistency();
+  if (consistency == TrainingConfig::BSP) {
+    std::vector<PsHandle> handles;
+    if (collective_->world_size() == 1) {
+      for (int t = 0; t < batch->sparse.num_tables(); ++t) {
+        const SparseBatch::TableData& table = batch->sparse.table(t);
+        if (table.ids.empty()) continue;
+        handles.push_back(client_->PushAsync(layout_.tables[t].name, table.ids, table.grads, step));
+      }
+    } else {
+      EMBER_RETURN_IF_ERROR(
+          InStage(ReduceSparseGradients(*collective_, batch->sparse, &owned_), "sparse exchange"));
+      for (size_t t = 0; t < owned_.size(); ++t) {
+        if (owned_[t].ids.empty()) continue;
+        handles.push_back(
+            client_->PushAsync(layout_.tables[t].name, owned_[t].ids, owned_[t].grads, step));
+      }
+    }
+    absl::Status pushed = WaitAll(&handles);
+    pipeline_->Recycle(std::move(batch));
+    EMBER_RETURN_IF_ERROR(InStage(pushed, "push"));
+    // Nobody pulls for the next step before every worker's push is applied.
+    return InStage(collective_->Barrier(), "step barrier");
+  }
+  InFlight flight;
+  flight.step = step_;
+  for (int t = 0; t < batch->sparse.num_tables(); ++t) {
+    const SparseBatch::TableData& table = batch->sparse.table(t);
+    if (table.ids.empty()) continue;
+    flight.handles.push_back(
+        client_->PushAsync(layout_.tables[t].name, table.ids, table.grads, step));
+  }
+  flight.batch = std::move(batch);
+  in_flight_.push_back(std::move(flight));
+  // SSP: pushes older than `staleness` steps must be applied before the next step;
+  // every worker is within one step of the others (the dense all-reduce), so a pull
+  // misses at most `staleness` steps of anyone's updates. ASP: bound memory only.
+  return DrainPushes(consistency == TrainingConfig::SSP ? training_.staleness() - 1 : 4);
+}
+
+absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_examples) {
+  const absl::Time t0 = absl::Now();
+  SparseBatch& sparse = batch->sparse;
+  const ExampleBatch& ex = batch->examples;
+  // Pull (or collect the prefetched pull) of this batch.
+  if (prefetched_ == batch.get()) {
+    EMBER_RETURN_IF_ERROR(InStage(WaitAll(&prefetch_), "pull"));
+    prefetched_ = nullptr;
+  } else {
+    std::vector<PsHandle> handles;
+    StartPulls(*client_, layout_, sparse, &handles);
+    EMBER_RETURN_IF_ERROR(InStage(WaitAll(&handles), "pull"));
+  }
+  const absl::Time t1 = absl::Now();
+  // SSP/ASP: the next batch's pull overlaps this step's compute and push.
+  if (training_.consistency() != TrainingConfig::BSP) {
+    absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
+    if (next.ok() && *next != nullptr) {
+      prefetched_ = *next;
+      StartPulls(*client_, layout_, prefetched_->sparse, &prefetch_);
+    }
+  }
+
+  const int b = ex.size;
+  const int width = layout_.pooled_width;
+  pooled_.resize(static_cast<size_t>(b) * width);
+  d_pooled_.resize(pooled_.size());
+  logits_.resize(b);
+  dlogits_.resize(b);
+  sparse.Pool(absl::MakeSpan(pooled_));
+  tower_->Forward(b, ex.dense, pooled_, absl::MakeSpan(logits_));
+  const float loss_sum =
+      BceWithLogits(logits_, ex.labels, ex.weights, static_cast<float>(1.0 / global_examples),
+                    absl::MakeSpan(dlogits_)) *
+      static_cast<float>(global_examples);
+  tower_->Backward(dlogits_, absl::MakeSpan(d_pooled_));
+  sparse.Backward(d_pooled_);
+  const absl::Time t2 = absl::Now();
+
+  // Dense gradients, all-reduced together with the step's loss sum.
+  absl::Span<float> grads = tower_->gradients();
+  reduce_.resize(grads.size() + 1);
+  std::memcpy(reduce_.data(), grads.data(), grads.size() * sizeof(float));
+  reduce_.back() = loss_sum;
+  EMBER_RETURN_IF_ERROR(
+      InStage(collective_->AllReduceSum(absl::MakeSpan(reduce_)), "dense gradient all-reduce"));
+  optimizer_->Step(tower_->parameters(), absl::MakeConstSpan(reduce_.data(), grads.size()));
+  const absl::Time t3 = absl::Now();
+
+  EMBER_RETURN_IF_ERROR(PushSparse(std::move(batch)));
+  const absl::Time t4 = absl::Now();
+
+  interval_loss_ += reduce_.back();
+  interval_examples_ += global_examples;
+  examples_ += static_cast<uint64_t>(global_examples);
+  ++step_;
+  if (metrics_ != nullptr) {
+    metrics_->RecordStep(b, reduce_.back() / global_examples, absl::ToDoubleSeconds(t1 - t0),
+                         absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t3 - t2),
+                         absl::ToDoubleSeconds(t4 - t3));
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::MaybeLog(bool force) {
+  if (interval_examples_ == 0 || (!force && step_ % training_.log_every_steps() != 0)) return;
+  CurvePoint point;
+  point.step = step_;
+  point.examples = examples_;
+  point.loss = interval_loss_ / interval_examples_;
+  curve_.push_back(point);
+  result_.final_loss = point.loss;
+  interval_loss_ = 0;
+  interval_examples_ = 0;
+  if (!rank0()) return;
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
+  const double rate = examples_ / std::max(elapsed, 1e-9);
+  const std::string eta =
+      estimated_steps_ > step_
+          ? FormatDuration(elapsed / step_ * static_cast<double>(estimated_steps_ - step_))
+          : std::string(estimated_steps_ > 0 ? "0s" : "?");
+  log_ << absl::StrFormat("step %6d  examples %9d  %8.0f ex/s  loss %.5f  ETA %s", step_, examples_,
+                          rate, point.loss, eta)
+       << std::endl;
+}
+
+absl::Status Trainer::MaybeEvaluate(bool final) {
+  if (!rank0() || options_.skip_eval || config_.data().test_path().empty()) return absl::OkStatus();
+  const uint32_t every = training_.eval_every_steps();
+  if (!final && (every == 0 || step_ % every != 0)) return absl::OkStatus();
+  // The pushes of earlier steps must be applied for the evaluation to see them.
+  EMBER_RETURN_IF_ERROR(DrainPushes(0));
+  absl::StatusOr<TestSetResult> eval = Evaluate(config_, layout_, *client_, *tower_);
+  if (!eval.ok()) return InStage(eval.status(), "evaluation");
+  if (curve_.empty() || curve_.back().step != step_) {
+    CurvePoint point;
+    point.step = step_;
+    point.examples = examples_;
+    point.loss = curve_.empty() ? 0 : curve_.back().loss;
+    curve_.push_back(point);
+  }
+  curve_.back().test_auc = eval->auc;
+  curve_.back().test_logloss = eval->logloss;
+  log_ << absl::StrFormat("eval at step %d: test AUC %.4f  logloss %.4f", step_, eval->auc,
+                          eval->logloss);
+  if (eval->oracle_auc.has_value())
+    log_ << absl::StrFormat("  (oracle AUC %.4f)", *eval->oracle_auc);
+  log_ << absl::StrFormat("  [%d examples, %.1fs]", eval->examples, eval->seconds) << std::endl;
+  if (final) result_.eval = *eval;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Loop() {
+  const int world = collective_->world_size();
+  int epoch = 0;
+  start_ = absl::Now();
+  while (true) {
+    if (training_.max_steps() > 0 && step_ >= training_.max_steps()) break;
+    absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
+    if (!head.ok()) return InStage(head.status(), "training data");
+    const bool has = *head != nullptr && (*head)->epoch == epoch;
+    // Every worker must agree to run this step: an epoch ends for all when the first
+    // worker runs out of data in it.
+    float agree[2] = {has ? 1.0f : 0.0f, has ? static_cast<float>((*head)->examples.size) : 0.0f};
+    EMBER_RETURN_IF_ERROR(
+        InStage(collective_->AllReduceSum(absl::MakeSpan(agree, 2)), "step agreement"));
+    if (agree[0] < static_cast<float>(world) - 0.5f) {
+      if (!prefetch_.empty()) {
+        absl::Status s = WaitAll(&prefetch_);  // the prefetched batch is being dropped
+        prefetched_ = nullptr;
+        EMBER_RETURN_IF_ERROR(InStage(s, "pull"));
+      }
+      if (has) EMBER_RETURN_IF_ERROR(InStage(pipeline_->SkipEpoch(epoch), "training data"));
+      if (++epoch >= static_cast<int>(training_.epochs())) break;
+      continue;
+    }
+    EMBER_RETURN_IF_ERROR(Step(pipeline_->Pop(), agree[1]));
+    MaybeLog(/*force=*/false);
+    EMBER_RETURN_IF_ERROR(MaybeEvaluate(/*final=*/false));
+  }
+  if (!prefetch_.empty()) {
+    absl::Status s = WaitAll(&prefetch_);
+    prefetched_ = nullptr;
+    EMBER_RETURN_IF_ERROR(InStage(s, "pull"));
+  }
+  EMBER_RETURN_IF_ERROR(DrainPushes(0));
+  // Every worker's updates are applied before anyone evaluates or checksums.
+  EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "final barrier"));
+  result_.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  MaybeLog(/*force=*/true);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Finish() {
+  result_.steps = step_;
+  result_.examples = examples_;
+  result_.examples_per_sec = examples_ / std::max(result_.train_seconds, 1e-9);
+  result_.malformed_lines = pipeline_->stats().malformed;
+  result_.dense_checksum = DigestFloats(tower_->parameters());
+  if (!rank0()) return absl::OkStatus();
+  EMBER_RETURN_IF_ERROR(MaybeEvaluate(/*final=*/true));
+  absl::StatusOr<std::map<std::string, PsClient::TableDigest>> sums = client_->Checksum();
+  if (!sums.ok()) return InStage(sums.status(), "model checksum");
+  for (const v1::TableConfig& table : config_.tables()) {
+    auto it = sums->find(table.name());
+    if (it == sums->end()) continue;
+    result_.sparse_rows += it->second.rows;
+    result_.sparse_checksum = Mix64(result_.sparse_checksum ^ it->second.digest);
+  }
+  result_.model_checksum = Mix64(result_.sparse_checksum ^ Mix64Alt(result_.dense_checksum));
+  log_ << absl::StrFormat("done: %d steps, %d examples in %.1fs (%.0f ex/s), model checksum %016x",
+                          step_, examples_, result_.train_seconds, result_.examples_per_sec,
+                          result_.model_checksum)
+       << std::endl;
+  if (!options_.run_dir.empty()) {
+    EMBER_RETURN_IF_ERROR(InStage(
+        WriteRunDirectory(options_.run_dir, config_, options_, result_, curve_), "run directory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainResult> Trainer::Run() {
+  EMBER_RETURN_IF_ERROR(Setup());
+  absl::Status s = Loop();
+  if (!s.ok()) {
+    // Leave nothing in flight referencing batches about to be destroyed.
+    WaitAll(&prefetch_).IgnoreError();
+    for (InFlight& f : in_flight_) WaitAll(&f.handles).IgnoreError();
+    return absl::Status(
+        s.code(), absl::StrCat("worker ", options_.rank, " at step ", step_, ": ", s.message()));
+  }
+  EMBER_RETURN_IF_ERROR(Finish());
+  return result_;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
+  Trainer trainer(options);
+  return trainer.Run();
+}
+
+}  // namespace ember::worker

@@ -1,0 +1,193 @@
+// Copyright 2026 The Ember Authors.
+//
+// ember-worker: one stateless training worker (worker/trainer.h).
+//
+//   ember-worker --config=configs/quickstart.pbtxt --coordinator=127.0.0.1:6000
+//       --rank=0 --world_size=2 --run_dir=run/job1
+//
+// Rank, world size and the coordinator come from flags, or else from the environment
+// (EMBER_RANK, then JOB_COMPLETION_INDEX as set by a Kubernetes Indexed Job;
+// EMBER_WORLD_SIZE; EMBER_COORDINATOR), read here and nowhere else. Rank 0 prints
+// progress to stdout and writes the run directory. Exit codes: 0 done, 1 the job
+// failed (the message says which stage), 2 bad flags or a bad config.
+
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
+#include "worker/model_config.h"
+#include "worker/trainer.h"
+
+namespace ember::worker {
+namespace {
+
+constexpr char kUsage[] =
+    R"(usage: ember-worker --config=FILE --coordinator=HOST:PORT [--flag=value ...]
+
+  --config=FILE              model config (text proto, or JSON if FILE ends in .json).
+                             Required.
+  --coordinator=HOST:PORT    the coordinator (cluster map, tables, rendezvous).
+                             Default: $EMBER_COORDINATOR. Required.
+  --rank=N                   this worker's rank. Default: $EMBER_RANK, else
+                             $JOB_COMPLETION_INDEX, else 0
+  --world_size=N             number of workers. Default: $EMBER_WORLD_SIZE, else 1
+  --generation=N             rendezvous generation (bump it to restart a job). Default: 0
+  --run_dir=DIR              where rank 0 writes result.json, metrics.tsv and
+                             training.svg. Default: none
+  --metrics_port=N           Prometheus metrics port; 0 picks one, -1 none. Default: -1
+  --metrics_host=ADDR        metrics bind address. Default: 127.0.0.1
+  --ps_deadline_ms=N         budget of one pull/push, retries included. Default: 30000
+  --collective_timeout_ms=N  rendezvous and all-reduce deadline: a dead peer fails the
+                             job within about this long. Default: 60000
+  --skip_eval                no test-set evaluation
+Overrides of the config's training section (for experiments and benchmarks):
+  --train=PATH --test=PATH   data paths
+  --batch_size=N --epochs=N --max_steps=N --eval_every_steps=N --log_every_steps=N
+  --consistency=bsp|ssp|asp --staleness=N
+  --help                     this text
+)";
+
+// Reads an integer from the environment, or keeps *out.
+absl::Status FromEnv(const char* name, int* out) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return absl::OkStatus();
+  Flag flag{name, value, true};
+  return ParseNumber(flag, out);
+}
+
+absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
+  TrainerOptions o;
+  std::string config_path, train, test, consistency;
+  int64_t ps_deadline_ms = 30000, collective_timeout_ms = 60000;
+  int rank = -1, world_size = -1;
+  int64_t batch_size = -1, epochs = -1, max_steps = -1, eval_every = -1, log_every = -1;
+  int64_t staleness = -1;
+  for (const Flag& flag : flags) {
+    const absl::string_view name = flag.name;
+    if (name == "config") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &config_path));
+    } else if (name == "coordinator") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.coordinator_address));
+    } else if (name == "rank") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &rank));
+    } else if (name == "world_size") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &world_size));
+    } else if (name == "generation") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.generation));
+    } else if (name == "run_dir") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.run_dir));
+    } else if (name == "metrics_port") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
+    } else if (name == "metrics_host") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.metrics_host));
+    } else if (name == "ps_deadline_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &ps_deadline_ms));
+    } else if (name == "collective_timeout_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &collective_timeout_ms));
+    } else if (name == "skip_eval") {
+      EMBER_RETURN_IF_ERROR(ParseBool(flag, &o.skip_eval));
+    } else if (name == "train") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &train));
+    } else if (name == "test") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &test));
+    } else if (name == "batch_size") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &batch_size));
+    } else if (name == "epochs") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &epochs));
+    } else if (name == "max_steps") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &max_steps));
+    } else if (name == "eval_every_steps") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &eval_every));
+    } else if (name == "log_every_steps") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &log_every));
+    } else if (name == "consistency") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &consistency));
+    } else if (name == "staleness") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &staleness));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+  }
+  if (config_path.empty()) return absl::InvalidArgumentError("--config is required");
+  if (o.coordinator_address.empty()) {
+    if (const char* env = std::getenv("EMBER_COORDINATOR"); env != nullptr) {
+      o.coordinator_address = env;
+    }
+  }
+  if (o.coordinator_address.empty()) {
+    return absl::InvalidArgumentError("--coordinator (or $EMBER_COORDINATOR) is required");
+  }
+  if (rank < 0) {
+    rank = 0;
+    EMBER_RETURN_IF_ERROR(FromEnv("JOB_COMPLETION_INDEX", &rank));
+    EMBER_RETURN_IF_ERROR(FromEnv("EMBER_RANK", &rank));
+  }
+  if (world_size < 0) {
+    world_size = 1;
+    EMBER_RETURN_IF_ERROR(FromEnv("EMBER_WORLD_SIZE", &world_size));
+  }
+  if (world_size < 1) return absl::InvalidArgumentError("--world_size must be >= 1");
+  if (rank >= world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rank=", rank, " must be below --world_size=", world_size));
+  }
+  o.rank = rank;
+  o.world_size = world_size;
+  if (ps_deadline_ms <= 0 || collective_timeout_ms <= 0) {
+    return absl::InvalidArgumentError("--ps_deadline_ms and --collective_timeout_ms must be > 0");
+  }
+  o.ps_deadline = absl::Milliseconds(ps_deadline_ms);
+  o.collective_timeout = absl::Milliseconds(collective_timeout_ms);
+  if (o.metrics_port < -1 || o.metrics_port > 65535) {
+    return absl::InvalidArgumentError("--metrics_port must be -1..65535");
+  }
+
+  EMBER_ASSIGN_OR_RETURN(v1::ModelConfig config, LoadModelConfig(config_path));
+  v1::TrainingConfig* t = config.mutable_training();
+  if (!train.empty()) config.mutable_data()->set_train_path(train);
+  if (!test.empty()) config.mutable_data()->set_test_path(test);
+  if (batch_size >= 0) t->set_batch_size(static_cast<uint32_t>(batch_size));
+  if (epochs >= 0) t->set_epochs(static_cast<uint32_t>(epochs));
+  if (max_steps >= 0) t->set_max_steps(static_cast<uint64_t>(max_steps));
+  if (eval_every >= 0) t->set_eval_every_steps(static_cast<uint32_t>(eval_every));
+  if (log_every >= 0) t->set_log_every_steps(static_cast<uint32_t>(log_every));
+  if (staleness >= 0) t->set_staleness(static_cast<uint32_t>(staleness));
+  if (!consistency.empty()) {
+    if (consistency == "bsp") {
+      t->set_consistency(v1::TrainingConfig::BSP);
+    } else if (consistency == "ssp") {
+      t->set_consistency(v1::TrainingConfig::SSP);
+    } else if (consistency == "asp") {
+      t->set_consistency(v1::TrainingConfig::ASP);
+    } else {
+      return absl::InvalidArgumentError("--consistency must be bsp, ssp or asp");
+    }
+  }
+  // The overrides are checked like the file itself.
+  EMBER_ASSIGN_OR_RETURN(o.config, NormalizeModelConfig(std::move(config), config_path));
+  return o;
+}
+
+absl::Status Run(const TrainerOptions& options) {
+  absl::StatusOr<TrainResult> result = Train(options);
+  if (!result.ok()) return result.status();
+  if (options.rank == 0 && !options.run_dir.empty()) {
+    std::cout << "result: " << options.run_dir << "/result.json, plot: " << options.run_dir
+              << "/training.svg" << std::endl;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace ember::worker
+
+int main(int argc, char** argv) {
+  return ember::RunMain<ember::worker::TrainerOptions>("ember-worker", ember::worker::kUsage, argc,
+                                                       argv, ember::worker::ParseFlags,
+                                                       ember::worker::Run);
+}

@@ -1,0 +1,58 @@
+// Copyright 2026 The Ember Authors.
+
+#include "worker/worker_metrics.h"
+
+#include <utility>
+
+#include "common/status_macros.h"
+
+namespace ember::worker {
+
+absl::StatusOr<std::unique_ptr<WorkerMetrics>> WorkerMetrics::Start(const std::string& host,
+                                                                    int port) {
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<MetricsServer> server, MetricsServer::Start(host, port));
+  auto registry = std::make_shared<prometheus::Registry>();
+  server->Register(registry);
+  return std::unique_ptr<WorkerMetrics>(new WorkerMetrics(std::move(server), std::move(registry)));
+}
+
+WorkerMetrics::WorkerMetrics(std::unique_ptr<MetricsServer> server,
+                             std::shared_ptr<prometheus::Registry> r)
+    : server_(std::move(server)), registry_(std::move(r)) {
+  steps_ = &prometheus::BuildCounter()
+                .Name("ember_worker_steps_total")
+                .Help("Training steps this worker completed.")
+                .Register(*registry_)
+                .Add({});
+  examples_ = &prometheus::BuildCounter()
+                   .Name("ember_worker_examples_total")
+                   .Help("Training examples this worker processed.")
+                   .Register(*registry_)
+                   .Add({});
+  loss_ = &prometheus::BuildGauge()
+               .Name("ember_worker_loss")
+               .Help("Mean training loss of the latest step over all workers.")
+               .Register(*registry_)
+               .Add({});
+  auto& stage = prometheus::BuildCounter()
+                    .Name("ember_worker_stage_seconds_total")
+                    .Help("Seconds spent per stage of a training step.")
+                    .Register(*registry_);
+  pull_seconds_ = &stage.Add({{"stage", "pull"}});
+  compute_seconds_ = &stage.Add({{"stage", "compute"}});
+  allreduce_seconds_ = &stage.Add({{"stage", "allreduce"}});
+  push_seconds_ = &stage.Add({{"stage", "push"}});
+}
+
+void WorkerMetrics::RecordStep(int examples, double loss, double pull_s, double compute_s,
+                               double allreduce_s, double push_s) {
+  steps_->Increment();
+  examples_->Increment(examples);
+  loss_->Set(loss);
+  pull_seconds_->Increment(pull_s);
+  compute_seconds_->Increment(compute_s);
+  allreduce_seconds_->Increment(allreduce_s);
+  push_seconds_->Increment(push_s);
+}
+
+}  // namespace ember::worker
