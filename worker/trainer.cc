@@ -160,6 +160,8 @@ class Trainer {
   double interval_loss_ = 0;
   double interval_examples_ = 0;
   std::vector<CurvePoint> curve_;
+  // This worker's seconds in pull, compute, all-reduce and push (incl. BSP barrier).
+  double stage_seconds_[4] = {0, 0, 0, 0};
   TrainResult result_;
 };
 
@@ -367,6 +369,10 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   interval_examples_ += global_examples;
   examples_ += static_cast<uint64_t>(global_examples);
   ++step_;
+  stage_seconds_[0] += absl::ToDoubleSeconds(t1 - t0);
+  stage_seconds_[1] += absl::ToDoubleSeconds(t2 - t1);
+  stage_seconds_[2] += absl::ToDoubleSeconds(t3 - t2);
+  stage_seconds_[3] += absl::ToDoubleSeconds(t4 - t3);
   if (metrics_ != nullptr) {
     metrics_->RecordStep(b, reduce_.back() / global_examples, absl::ToDoubleSeconds(t1 - t0),
                          absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t3 - t2),
@@ -484,6 +490,13 @@ absl::Status Trainer::Finish() {
   log_ << absl::StrFormat("done: %d steps, %d examples in %.1fs (%.0f ex/s), model checksum %016x",
                           step_, examples_, result_.train_seconds, result_.examples_per_sec,
                           result_.model_checksum)
+       << std::endl;
+  const double staged =
+      std::max(stage_seconds_[0] + stage_seconds_[1] + stage_seconds_[2] + stage_seconds_[3], 1e-9);
+  log_ << absl::StrFormat(
+              "rank 0 step time: pull %.0f%%, compute %.0f%%, all-reduce %.0f%%, push %.0f%%",
+              100 * stage_seconds_[0] / staged, 100 * stage_seconds_[1] / staged,
+              100 * stage_seconds_[2] / staged, 100 * stage_seconds_[3] / staged)
        << std::endl;
   if (!options_.run_dir.empty()) {
     EMBER_RETURN_IF_ERROR(InStage(
