@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -153,7 +155,11 @@ class Trainer {
   std::vector<OwnedGradients> owned_;
 
   uint64_t step_ = 0;
+  int epoch_ = 0;
   uint64_t examples_ = 0;
+  // The agreement on the next step (workers with a batch, their examples), carried by
+  // the previous step's all-reduce; empty at the start of an epoch.
+  std::optional<std::array<float, 2>> next_agreement_;
   uint64_t estimated_steps_ = 0;
   absl::Time start_;
   // Progress since the last line.
@@ -293,9 +299,9 @@ absl::Status Trainer::PushSparse(std::unique_ptr<PreparedBatch> batch) {
     }
     absl::Status pushed = WaitAll(&handles);
     pipeline_->Recycle(std::move(batch));
-    EMBER_RETURN_IF_ERROR(InStage(pushed, "push"));
-    // Nobody pulls for the next step before every worker's push is applied.
-    return InStage(collective_->Barrier(), "step barrier");
+    // Nobody pulls for the next step before every worker's push is applied: the next
+    // step's agreement all-reduce (Loop) is the barrier.
+    return InStage(pushed, "push");
   }
   InFlight flight;
   flight.step = step_;
@@ -352,31 +358,42 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   sparse.Backward(d_pooled_);
   const absl::Time t2 = absl::Now();
 
-  // Dense gradients, all-reduced together with the step's loss sum.
+  // Sparse gradients first: in BSP every worker's push is applied before the dense
+  // all-reduce below returns anywhere, so that all-reduce is also the step barrier.
+  EMBER_RETURN_IF_ERROR(PushSparse(std::move(batch)));
+  const absl::Time t3 = absl::Now();
+
+  // Dense gradients, all-reduced together with the step's loss sum and the agreement
+  // on the next step (does every worker have a batch of this epoch, and how many
+  // examples in all).
+  absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
+  if (!next.ok()) return InStage(next.status(), "training data");
+  const bool has_next = *next != nullptr && (*next)->epoch == epoch_;
   absl::Span<float> grads = tower_->gradients();
-  reduce_.resize(grads.size() + 1);
+  reduce_.resize(grads.size() + 3);
   std::memcpy(reduce_.data(), grads.data(), grads.size() * sizeof(float));
-  reduce_.back() = loss_sum;
+  const size_t extra = grads.size();
+  reduce_[extra] = loss_sum;
+  reduce_[extra + 1] = has_next ? 1.0f : 0.0f;
+  reduce_[extra + 2] = has_next ? static_cast<float>((*next)->examples.size) : 0.0f;
   EMBER_RETURN_IF_ERROR(
       InStage(collective_->AllReduceSum(absl::MakeSpan(reduce_)), "dense gradient all-reduce"));
   optimizer_->Step(tower_->parameters(), absl::MakeConstSpan(reduce_.data(), grads.size()));
-  const absl::Time t3 = absl::Now();
-
-  EMBER_RETURN_IF_ERROR(PushSparse(std::move(batch)));
+  next_agreement_ = {reduce_[extra + 1], reduce_[extra + 2]};
   const absl::Time t4 = absl::Now();
 
-  interval_loss_ += reduce_.back();
+  interval_loss_ += reduce_[extra];
   interval_examples_ += global_examples;
   examples_ += static_cast<uint64_t>(global_examples);
   ++step_;
   stage_seconds_[0] += absl::ToDoubleSeconds(t1 - t0);
   stage_seconds_[1] += absl::ToDoubleSeconds(t2 - t1);
-  stage_seconds_[2] += absl::ToDoubleSeconds(t3 - t2);
-  stage_seconds_[3] += absl::ToDoubleSeconds(t4 - t3);
+  stage_seconds_[2] += absl::ToDoubleSeconds(t4 - t3);
+  stage_seconds_[3] += absl::ToDoubleSeconds(t3 - t2);
   if (metrics_ != nullptr) {
-    metrics_->RecordStep(b, reduce_.back() / global_examples, absl::ToDoubleSeconds(t1 - t0),
-                         absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t3 - t2),
-                         absl::ToDoubleSeconds(t4 - t3));
+    metrics_->RecordStep(b, reduce_[extra] / global_examples, absl::ToDoubleSeconds(t1 - t0),
+                         absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t4 - t3),
+                         absl::ToDoubleSeconds(t3 - t2));
   }
   return absl::OkStatus();
 }
@@ -404,11 +421,14 @@ void Trainer::MaybeLog(bool force) {
 }
 
 absl::Status Trainer::MaybeEvaluate(bool final) {
-  if (!rank0() || options_.skip_eval || config_.data().test_path().empty()) return absl::OkStatus();
+  if (options_.skip_eval || config_.data().test_path().empty()) return absl::OkStatus();
   const uint32_t every = training_.eval_every_steps();
   if (!final && (every == 0 || step_ % every != 0)) return absl::OkStatus();
-  // The pushes of earlier steps must be applied for the evaluation to see them.
+  // Every worker's pushes so far are applied before rank 0 evaluates (the final
+  // evaluation follows the final barrier).
   EMBER_RETURN_IF_ERROR(DrainPushes(0));
+  if (!final) EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "evaluation barrier"));
+  if (!rank0()) return absl::OkStatus();
   absl::StatusOr<TestSetResult> eval = Evaluate(config_, layout_, *client_, *tower_);
   if (!eval.ok()) return InStage(eval.status(), "evaluation");
   if (curve_.empty() || curve_.back().step != step_) {
@@ -431,26 +451,36 @@ absl::Status Trainer::MaybeEvaluate(bool final) {
 
 absl::Status Trainer::Loop() {
   const int world = collective_->world_size();
-  int epoch = 0;
   start_ = absl::Now();
   while (true) {
     if (training_.max_steps() > 0 && step_ >= training_.max_steps()) break;
-    absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
-    if (!head.ok()) return InStage(head.status(), "training data");
-    const bool has = *head != nullptr && (*head)->epoch == epoch;
     // Every worker must agree to run this step: an epoch ends for all when the first
-    // worker runs out of data in it.
-    float agree[2] = {has ? 1.0f : 0.0f, has ? static_cast<float>((*head)->examples.size) : 0.0f};
-    EMBER_RETURN_IF_ERROR(
-        InStage(collective_->AllReduceSum(absl::MakeSpan(agree, 2)), "step agreement"));
+    // worker runs out of data in it. The previous step's all-reduce carried the
+    // agreement; the first step of an epoch asks for it.
+    std::array<float, 2> agree;
+    bool has = false;
+    if (next_agreement_.has_value()) {
+      agree = *next_agreement_;
+      next_agreement_.reset();
+      absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
+      if (!head.ok()) return InStage(head.status(), "training data");
+      has = *head != nullptr && (*head)->epoch == epoch_;
+    } else {
+      absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
+      if (!head.ok()) return InStage(head.status(), "training data");
+      has = *head != nullptr && (*head)->epoch == epoch_;
+      agree = {has ? 1.0f : 0.0f, has ? static_cast<float>((*head)->examples.size) : 0.0f};
+      EMBER_RETURN_IF_ERROR(
+          InStage(collective_->AllReduceSum(absl::MakeSpan(agree)), "step agreement"));
+    }
     if (agree[0] < static_cast<float>(world) - 0.5f) {
       if (!prefetch_.empty()) {
         absl::Status s = WaitAll(&prefetch_);  // the prefetched batch is being dropped
         prefetched_ = nullptr;
         EMBER_RETURN_IF_ERROR(InStage(s, "pull"));
       }
-      if (has) EMBER_RETURN_IF_ERROR(InStage(pipeline_->SkipEpoch(epoch), "training data"));
-      if (++epoch >= static_cast<int>(training_.epochs())) break;
+      if (has) EMBER_RETURN_IF_ERROR(InStage(pipeline_->SkipEpoch(epoch_), "training data"));
+      if (++epoch_ >= static_cast<int>(training_.epochs())) break;
       continue;
     }
     EMBER_RETURN_IF_ERROR(Step(pipeline_->Pop(), agree[1]));
