@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # Copyright 2026 The Ember Authors.
 """The Ember model in plain PyTorch, single process: the reference a user would run
-instead of Ember for a small job, and the baseline ember-bench compares against.
+instead of Ember for a small job, and the single-machine baseline for Ember's figures.
 
     /usr/bin/python3 tools/bench/torch_reference.py --config=configs/quickstart.pbtxt --json
 
@@ -9,11 +9,14 @@ Reads the model config (protobuf text format or JSON, proto/ember/v1/model.proto
 loads the whole train and test sets into tensors first (not timed), then trains
 exactly Ember's model for the configured epochs in file order (no shuffle):
 
-  * one embedding table per config table, shared by the features that name it; SUM
-    or MEAN pooling (MEAN = sum / count, no IDs = zeros); UNIFORM(-scale, scale),
-    NORMAL(0, scale) or ZEROS init; sparse gradients; per-table SGD or Adagrad exactly
-    as Ember's PS applies them (Adagrad: a += g^2; w -= lr * g / (sqrt(a) + eps), a
-    starting at initial_accumulator);
+  * one embedding table per config table (a weight used through F.embedding_bag, or
+    F.embedding when every example has exactly one ID), shared by the features that
+    name it; raw IDs remapped to dense rows over train and test; SUM or MEAN pooling
+    (MEAN = sum / count, no IDs = zeros); UNIFORM(-scale, scale), NORMAL(0, scale) or
+    ZEROS init; sparse gradients; per-table SGD or Adagrad exactly as Ember's PS
+    applies them (Adagrad: a += g^2; w -= lr * g / (sqrt(a) + eps), a starting at
+    initial_accumulator; SparseRowOptimizer below, numerically torch.optim.Adagrad
+    but O(rows touched) per step);
   * dense features: DENSE columns in config order, missing -> missing_value, LOG1P =
     sign(x) * log1p(|x|);
   * dense tower: bottom MLP (ReLU after every layer), DOT (DLRM: pairwise dots of
@@ -25,8 +28,9 @@ exactly Ember's model for the configured epochs in file order (no shuffle):
 Then evaluates exact test AUC (average ranks for ties) and logloss. With --json the last
 line of stdout is one JSON object: test_auc, test_logloss, examples_per_sec (training
 examples / training wall time, data loading excluded), train_seconds, steps,
-load_seconds, and, when the test data comes with ember-datagen's oracle.json,
-oracle_auc and auc_gap (oracle_auc - test_auc).
+load_seconds, train_examples, test_examples, threads; when the test data comes with
+ember-datagen's oracle.json also oracle_auc and auc_gap (oracle_auc - test_auc); and
+with the config's eval columns, AUC of cold and warm users (model and oracle).
 
 Needs /usr/bin/python3 with Debian's python3-torch, python3-numpy and python3-protobuf,
 and protoc on PATH (the config schema is compiled to a temporary directory).
@@ -58,14 +62,19 @@ def log(*args):
 # Config
 
 def load_config(path):
-    """Parses the ModelConfig at `path` (text format, or JSON for *.json)."""
-    out = tempfile.mkdtemp(prefix="ember-proto-")
+    """Parses the ModelConfig at `path` (text format, or JSON for *.json). Returns
+    (config, model_pb2, table_pb2)."""
     proto_dir = os.path.join(REPO, "proto")
     protos = [os.path.join("ember", "v1", f) for f in ("model.proto", "table.proto")]
-    subprocess.run(["protoc", "--python_out=" + out, "-I" + proto_dir] + protos, check=True,
-                   cwd=proto_dir)
-    sys.path.insert(0, out)
-    model_pb2 = importlib.import_module("ember.v1.model_pb2")
+    with tempfile.TemporaryDirectory(prefix="ember-proto-") as out:
+        subprocess.run(["protoc", "--python_out=" + out, "-I" + proto_dir] + protos,
+                       check=True, cwd=proto_dir)
+        sys.path.insert(0, out)
+        try:
+            model_pb2 = importlib.import_module("ember.v1.model_pb2")
+            table_pb2 = importlib.import_module("ember.v1.table_pb2")
+        finally:
+            sys.path.remove(out)
     from google.protobuf import json_format, text_format
     config = model_pb2.ModelConfig()
     with open(path) as f:
@@ -74,7 +83,7 @@ def load_config(path):
         json_format.Parse(text, config)
     else:
         text_format.Parse(text, config)
-    return config, model_pb2
+    return config, model_pb2, table_pb2
 
 
 def resolve(path, config_path):
@@ -235,7 +244,7 @@ def remap_ids(config, splits):
     return rows
 
 
-def make_batches(split, config, batch_size):
+def make_batches(split, batch_size):
     """Cuts a split into per-batch tensors (done once, before timing)."""
     n = len(split["labels"])
     labels = torch.from_numpy(split["labels"])
@@ -289,7 +298,6 @@ class Model(torch.nn.Module):
         top = list(dense_cfg.top_mlp) or [64, 32]
         self.dot = (dense_cfg.interaction or tower_pb2.DOT) == tower_pb2.DOT
         self.bottom = mlp(num_dense, bottom)
-        dims = [t.dim for t in config.tables]
         feature_dims = [{t.name: t.dim for t in config.tables}[f.table] for f in config.features]
         n = len(feature_dims) + 1
         if self.dot:
@@ -301,7 +309,6 @@ class Model(torch.nn.Module):
             top_in = bottom[-1] + n * (n - 1) // 2
         else:
             top_in = bottom[-1] + sum(feature_dims)
-        del dims
         self.top = mlp(top_in, top)
         self.out = torch.nn.Linear(top[-1], 1)
         for layer in list(self.bottom) + list(self.top) + [self.out]:
@@ -444,13 +451,14 @@ def main():
     ap.add_argument("--train", help="training data (file or directory); default: the config's")
     ap.add_argument("--test", help="test data (file or directory); default: the config's")
     ap.add_argument("--epochs", type=int, help="default: the config's (1)")
-    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch intra-op threads (default 1: this model's ops are too small "
+                    "for more to pay off; 2 threads ran 2-5x slower on a 2-core machine)")
     ap.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = ap.parse_args()
 
     torch.set_num_threads(max(1, args.threads))
-    config, model_pb2 = load_config(args.config)
-    table_pb2 = importlib.import_module("ember.v1.table_pb2")
+    config, model_pb2, table_pb2 = load_config(args.config)
     train_path = args.train or resolve(config.data.train_path, args.config)
     test_path = args.test or resolve(config.data.test_path, args.config)
     epochs = args.epochs if args.epochs is not None else (config.training.epochs or 1)
@@ -465,8 +473,8 @@ def main():
     torch.manual_seed(config.dense.init_seed or 1)
     model = Model(config, model_pb2, table_pb2, rows, train["dense"].shape[1])
     optimizers = make_optimizers(model, config, model_pb2, table_pb2)
-    train_batches = make_batches(train, config, batch_size)
-    test_batches = make_batches(test, config, 8192)
+    train_batches = make_batches(train, batch_size)
+    test_batches = make_batches(test, 8192)
     load_seconds = time.time() - t0
     n_train = len(train["labels"])
     log("loaded %d train / %d test examples in %.1f s; table rows %s" %

@@ -100,8 +100,15 @@ absl::Status WriteText(const fs::path& path, const std::string& text) {
   return file->Close();
 }
 
-std::string JsonNumber(double value, const char* format) {
+// `value` with 6 decimals, or in its shortest round-trip form when `format` is null;
+// NaN and infinities as null.
+std::string JsonNumber(double value, const char* format = nullptr) {
   if (!std::isfinite(value)) return "null";
+  if (format == nullptr) {
+    std::string out;
+    AppendNumber(&out, value);
+    return out;
+  }
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), format, value);
   return buffer;
@@ -126,7 +133,7 @@ std::string JsonString(const std::string& s) {
 
 // What writing the training files learns about them.
 struct TrainCounts {
-  std::vector<uint32_t> item_count;  // index item_id - 1
+  std::vector<uint64_t> item_count;  // index item_id - 1
   std::vector<uint8_t> user_seen;    // index user_id - 1, training population only
   uint64_t examples = 0;
   uint64_t positives = 0;
@@ -231,13 +238,13 @@ absl::Status Validate(const DatagenOptions& o) {
   if (o.train_files == 0 || o.train_files > 100000) {
     return absl::InvalidArgumentError("--train_files must be in [1, 100000]");
   }
-  constexpr uint64_t kMaxEntities = uint64_t{1} << 31;
+  constexpr uint64_t kMaxEntities = 100000000;  // the world keeps ~50 bytes per entity
   for (const auto& [name, value] : {std::pair<const char*, uint64_t>{"users", o.users},
                                     {"items", o.items},
                                     {"categories", o.categories},
                                     {"shops", o.shops}}) {
     if (value == 0 || value > kMaxEntities) {
-      return absl::InvalidArgumentError(absl::StrCat("--", name, " must be in [1, 2^31]"));
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " must be in [1, 100000000]"));
     }
   }
   if (!(o.zipf >= 0 && o.zipf <= 10)) {
@@ -357,7 +364,7 @@ absl::StatusOr<DatagenSummary> Generate(const DatagenOptions& options, std::ostr
   summary.cold_user_fraction = options.test_examples > 0
                                    ? static_cast<double>(cold_examples) / options.test_examples
                                    : std::numeric_limits<double>::quiet_NaN();
-  std::vector<uint32_t> item_counts = train.item_count;
+  std::vector<uint64_t> item_counts = train.item_count;
   const size_t top = std::max<size_t>(1, item_counts.size() / 100);
   std::partial_sort(item_counts.begin(), item_counts.begin() + top, item_counts.end(),
                     std::greater<>());
@@ -375,16 +382,15 @@ absl::StatusOr<DatagenSummary> Generate(const DatagenOptions& options, std::ostr
           ", \"cold_user_fraction\": ", JsonNumber(summary.cold_user_fraction, "%.6f"), "}\n")));
   EMBER_RETURN_IF_ERROR(WriteText(
       out / "datagen.json",
-      absl::StrCat(
-          "{\"out\": ", JsonString(options.out), ", \"train_examples\": ", options.train_examples,
-          ", \"test_examples\": ", options.test_examples,
-          ", \"train_files\": ", options.train_files, ", \"users\": ", options.users,
-          ", \"items\": ", options.items, ", \"categories\": ", options.categories,
-          ", \"shops\": ", options.shops, ", \"zipf\": ", JsonNumber(options.zipf, "%.17g"),
-          ", \"cold_user_fraction\": ", JsonNumber(options.cold_user_fraction, "%.17g"),
-          ", \"seed\": ", options.seed, ", \"gzip\": ", options.gzip ? "true" : "false",
-          ", \"cold_users\": ", world_options.cold_users,
-          ", \"true_bias\": ", JsonNumber(world.bias(), "%.17g"), "}\n")));
+      absl::StrCat("{\"out\": ", JsonString(options.out), ", \"train_examples\": ",
+                   options.train_examples, ", \"test_examples\": ", options.test_examples,
+                   ", \"train_files\": ", options.train_files, ", \"users\": ", options.users,
+                   ", \"items\": ", options.items, ", \"categories\": ", options.categories,
+                   ", \"shops\": ", options.shops, ", \"zipf\": ", JsonNumber(options.zipf),
+                   ", \"cold_user_fraction\": ", JsonNumber(options.cold_user_fraction),
+                   ", \"seed\": ", options.seed, ", \"gzip\": ", options.gzip ? "true" : "false",
+                   ", \"cold_users\": ", world_options.cold_users,
+                   ", \"true_bias\": ", JsonNumber(world.bias()), "}\n")));
   summary.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return summary;
 }

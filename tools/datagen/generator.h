@@ -7,7 +7,8 @@
 //   test/part-00000.tsv
 //   oracle.json    {"test_auc", "test_logloss", "test_examples", "train_examples",
 //                   "base_ctr", "cold_user_fraction"} of the true probabilities
-//   datagen.json   the options used
+//   datagen.json   the options used, plus cold_users (size of the cold population)
+//                  and true_bias (the calibrated b0 of the truth)
 //
 // Every file starts with a header line; columns, tab-separated:
 //   label user_id item_id category_id shop_id user_segment hour device recent_items
@@ -18,9 +19,10 @@
 // is computed from the values as written.
 //
 // Test users: a cold_user_fraction share of test examples (each independently) have a
-// user from the cold population (IDs above --users, never in training); the others a
-// training-population user drawn by popularity among those that appear in training.
-// So cold_user == 1 exactly for the IDs above --users.
+// user from the cold population (max(1, users / 10) users with IDs above --users,
+// never in training, drawn by popularity); the others a training-population user
+// drawn by popularity among those that appear in training. So cold_user == 1 exactly
+// for the IDs above --users.
 //
 // Deterministic: the same options give byte-identical plain files, whatever the
 // number of threads (every file has its own random stream).
@@ -43,10 +45,10 @@ struct DatagenOptions {
   uint64_t train_examples = 1000000;  // >= 1
   uint64_t test_examples = 100000;
   uint32_t train_files = 8;         // >= 1
-  uint64_t users = 200000;          // training population; >= 1
-  uint64_t items = 100000;          // >= 1
-  uint64_t categories = 500;        // >= 1
-  uint64_t shops = 5000;            // >= 1
+  uint64_t users = 200000;          // training population; in [1, 1e8]
+  uint64_t items = 100000;          // in [1, 1e8]
+  uint64_t categories = 500;        // in [1, 1e8]
+  uint64_t shops = 5000;            // in [1, 1e8]
   double zipf = 1.1;                // popularity exponent, in [0, 10]
   double cold_user_fraction = 0.1;  // in [0, 1]
   uint64_t seed = 1;

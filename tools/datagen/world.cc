@@ -45,12 +45,16 @@ World::World(const WorldOptions& options)
     : options_(options),
       user_zipf_(options.users, options.zipf),
       cold_user_zipf_(std::max<uint64_t>(options.cold_users, 1), options.zipf),
-      item_zipf_(options.items, options.zipf) {
+      item_zipf_(options.items, options.zipf),
+      category_size_zipf_(options.categories, options.truth.category_size_zipf),
+      shop_size_zipf_(options.shops, options.truth.shop_size_zipf) {
   Rng global = Rng::ForStream(options.seed, kGlobalStream, 0);
   user_of_rank_ = ShuffledIds(options.users, global);
   cold_user_of_rank_ = ShuffledIds(options.cold_users, global);
   for (uint64_t& id : cold_user_of_rank_) id += options.users;
   item_of_rank_ = ShuffledIds(options.items, global);
+  category_of_rank_ = ShuffledIds(options.categories, global);
+  shop_of_rank_ = ShuffledIds(options.shops, global);
   for (int s = 0; s < kNumSegments; ++s) {
     segment_bias_[s] = static_cast<float>(options.truth.segment_bias_sd * global.Gaussian());
     FillGaussian(global, options.truth.segment_taste_sd, &segment_taste_[s]);
@@ -88,8 +92,8 @@ void World::BuildEntities() {
   for (uint64_t i = 0; i < options_.items; ++i) {
     Rng rng = Rng::ForStream(options_.seed, kItemStream, i + 1);
     Item& item = items_[i];
-    item.category = static_cast<uint32_t>(1 + rng.Below(options_.categories));
-    item.shop = static_cast<uint32_t>(1 + rng.Below(options_.shops));
+    item.category = static_cast<uint32_t>(category_of_rank_[category_size_zipf_.Sample(rng)]);
+    item.shop = static_cast<uint32_t>(shop_of_rank_[shop_size_zipf_.Sample(rng)]);
     const Category& category = categories_[item.category - 1];
     item.bias = static_cast<float>(t.item_bias_sd * rng.Gaussian());
     FillGaussian(rng, t.item_factor_sd, &item.factor);
@@ -175,8 +179,7 @@ double World::LogitWithoutBias(const Example& example) const {
   }
   logit += t.price_rel_weight * item.log_price_rel +
            t.price_weight * (std::log(example.price) - std::log(20.0));
-  const double age = (example.user_age - 35.0) / 15.0;
-  logit += t.age_weight * age * age;
+  logit += t.age_weight * (example.user_age - 40.0) / 15.0;
   logit += t.depth_weight * std::log1p(static_cast<double>(example.session_depth));
   return logit;
 }
