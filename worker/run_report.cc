@@ -172,7 +172,7 @@ absl::Status WriteRunDirectory(const std::string& run_dir, const v1::ModelConfig
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", run_dir, ": ", ec.message()));
   std::string tsv = "step\texamples\ttrain_loss\ttest_auc\ttest_logloss\n";
   for (const CurvePoint& p : points) {
-    absl::StrAppend(&tsv, p.step, "\t", p.examples, "\t", Number(p.loss), "\t",
+    absl::StrAppend(&tsv, p.step, "\t", p.examples, "\t", p.loss > 0 ? Number(p.loss) : "", "\t",
                     p.test_auc ? Number(*p.test_auc) : "", "\t",
                     p.test_logloss ? Number(*p.test_logloss) : "", "\n");
   }

@@ -23,7 +23,7 @@ namespace ember::worker {
 struct CurvePoint {
   uint64_t step = 0;
   uint64_t examples = 0;
-  double loss = 0;                 // mean training loss since the previous point
+  double loss = 0;  // mean training loss since the previous point; 0 = none (eval only)
   std::optional<double> test_auc;  // when an evaluation ran at this step
   std::optional<double> test_logloss;
 };

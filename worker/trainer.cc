@@ -435,7 +435,7 @@ absl::Status Trainer::MaybeEvaluate(bool final) {
     CurvePoint point;
     point.step = step_;
     point.examples = examples_;
-    point.loss = curve_.empty() ? 0 : curve_.back().loss;
+    point.loss = 0;  // an evaluation between progress points: no training loss here
     curve_.push_back(point);
   }
   curve_.back().test_auc = eval->auc;
