@@ -507,6 +507,16 @@ PsHandle::~PsHandle() {
   if (op_ != nullptr && !done_) Wait().IgnoreError();  // the caller dropped it
 }
 
+absl::Status WaitAll(std::vector<PsHandle>* handles) {
+  absl::Status first;
+  for (PsHandle& h : *handles) {
+    absl::Status s = h.Wait();
+    if (!s.ok() && first.ok()) first = s;
+  }
+  handles->clear();
+  return first;
+}
+
 absl::Status PsHandle::Wait() {
   if (done_) return status_;
   status_ = op_ == nullptr ? absl::FailedPreconditionError("empty PsHandle") : op_->Wait();

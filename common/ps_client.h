@@ -140,6 +140,10 @@ class PsHandle {
   absl::Status status_;
 };
 
+// Waits for every handle (all of them, even after an error: none is left in flight)
+// and returns the first error; clears `handles`.
+absl::Status WaitAll(std::vector<PsHandle>* handles);
+
 class PsClient {
  public:
   // Connects (lazily) to every shard in options.shard_addresses, or loads the cluster

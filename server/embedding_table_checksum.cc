@@ -18,30 +18,15 @@ namespace {
 
 // A 64-bit hash of one row's model-relevant content: the id, the meta fields that
 // do not depend on the shard (last_seen_step, count) and the floats (embedding and
-// optimizer state), word by word.
+// optimizer state).
 uint64_t RowDigest(uint64_t id, std::string_view value) {
   RowMeta meta;
   std::memcpy(&meta, value.data(), sizeof(RowMeta));
   uint32_t count_bits;
   std::memcpy(&count_bits, &meta.count, sizeof(count_bits));
-  uint64_t h = Mix64(id ^ 0x9e3779b97f4a7c15ull);
-  h = Mix64(h ^ static_cast<uint64_t>(meta.last_seen_step));
-  h = Mix64(h ^ count_bits);
-  const char* p = value.data() + sizeof(RowMeta);
-  size_t left = value.size() - sizeof(RowMeta);
-  while (left >= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    h = Mix64(h ^ word);
-    p += 8;
-    left -= 8;
-  }
-  if (left > 0) {
-    uint64_t word = 0;
-    std::memcpy(&word, p, left);
-    h = Mix64(h ^ word ^ (uint64_t{left} << 56));
-  }
-  return h;
+  const uint64_t h = Mix64(Mix64(id) ^ static_cast<uint64_t>(meta.last_seen_step)) ^ count_bits;
+  return Mix64(h ^ HashBytes(absl::string_view(value.data() + sizeof(RowMeta),
+                                               value.size() - sizeof(RowMeta))));
 }
 
 }  // namespace

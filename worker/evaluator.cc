@@ -63,18 +63,8 @@ absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const Spar
     seen += batch.size;
     sparse.Build(batch);
     std::vector<PsHandle> pulls;
-    for (int t = 0; t < sparse.num_tables(); ++t) {
-      SparseBatch::TableData& table = sparse.table(t);
-      if (table.ids.empty()) continue;
-      pulls.push_back(
-          client.PullAsync(layout.tables[t].name, table.ids, absl::MakeSpan(table.rows)));
-    }
-    absl::Status pulled;
-    for (PsHandle& h : pulls) {
-      absl::Status s = h.Wait();
-      if (!s.ok() && pulled.ok()) pulled = s;
-    }
-    EMBER_RETURN_IF_ERROR(pulled);
+    StartPulls(client, sparse, &pulls);
+    EMBER_RETURN_IF_ERROR(WaitAll(&pulls));
 
     const int b = batch.size;
     pooled.resize(static_cast<size_t>(b) * layout.pooled_width);

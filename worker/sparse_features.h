@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
+#include "common/ps_client.h"
 #include "ember/v1/model.pb.h"
 #include "worker/data/example_batch.h"
 
@@ -94,6 +95,11 @@ class SparseBatch {
   std::vector<std::vector<uint32_t>> offsets_;
   std::vector<absl::flat_hash_map<uint64_t, uint32_t>> seen_;  // per table, reused
 };
+
+// Issues one pull per table of `sparse` with IDs (the client splits it per shard and
+// runs the parts in parallel) into the tables' `rows`; wait with WaitAll. `sparse`
+// must stay alive and unchanged until then.
+void StartPulls(PsClient& client, SparseBatch& sparse, std::vector<PsHandle>* handles);
 
 }  // namespace ember::worker
 

@@ -43,39 +43,6 @@ absl::Status InStage(const absl::Status& s, absl::string_view stage) {
   return absl::Status(s.code(), absl::StrCat(stage, ": ", s.message()));
 }
 
-// Issues one pull per table of `sparse` (each split per shard and run in parallel by
-// the client) into the tables' `rows`.
-void StartPulls(PsClient& client, const SparseLayout& layout, SparseBatch& sparse,
-                std::vector<PsHandle>* handles) {
-  for (int t = 0; t < sparse.num_tables(); ++t) {
-    SparseBatch::TableData& table = sparse.table(t);
-    if (table.ids.empty()) continue;
-    handles->push_back(
-        client.PullAsync(layout.tables[t].name, table.ids, absl::MakeSpan(table.rows)));
-  }
-}
-
-// Waits for every handle (all of them, even after an error) and returns the first error.
-absl::Status WaitAll(std::vector<PsHandle>* handles) {
-  absl::Status first;
-  for (PsHandle& h : *handles) {
-    absl::Status s = h.Wait();
-    if (!s.ok() && first.ok()) first = s;
-  }
-  handles->clear();
-  return first;
-}
-
-uint64_t DigestFloats(absl::Span<const float> values) {
-  uint64_t h = Mix64(values.size());
-  for (float v : values) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    h = Mix64(h ^ bits);
-  }
-  return h;
-}
-
 // Training lines in the plain (non-gzip) files of a partition: a quick pre-pass for
 // the progress ETA. 0 when unknown (a gzip file).
 uint64_t CountLines(const std::vector<std::string>& files, bool header) {
@@ -194,6 +161,9 @@ absl::Status Trainer::Setup() {
   ps.worker_id = Mix64(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
                        (static_cast<uint64_t>(getpid()) << 20) ^ options_.rank);
   ps.deadline = options_.ps_deadline;
+  // A shard that just started may lag the coordinator's map by a heartbeat (it answers
+  // UNAVAILABLE); keep retrying for a few seconds, always within the call's deadline.
+  ps.max_retries = 12;
   const absl::Time cluster_deadline = absl::Now() + options_.collective_timeout;
   while (true) {
     absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(ps);
@@ -329,7 +299,7 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
     prefetched_ = nullptr;
   } else {
     std::vector<PsHandle> handles;
-    StartPulls(*client_, layout_, sparse, &handles);
+    StartPulls(*client_, sparse, &handles);
     EMBER_RETURN_IF_ERROR(InStage(WaitAll(&handles), "pull"));
   }
   const absl::Time t1 = absl::Now();
@@ -338,7 +308,7 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
     absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
     if (next.ok() && *next != nullptr) {
       prefetched_ = *next;
-      StartPulls(*client_, layout_, prefetched_->sparse, &prefetch_);
+      StartPulls(*client_, prefetched_->sparse, &prefetch_);
     }
   }
 
@@ -457,19 +427,15 @@ absl::Status Trainer::Loop() {
     // Every worker must agree to run this step: an epoch ends for all when the first
     // worker runs out of data in it. The previous step's all-reduce carried the
     // agreement; the first step of an epoch asks for it.
-    std::array<float, 2> agree;
-    bool has = false;
+    absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
+    if (!head.ok()) return InStage(head.status(), "training data");
+    const bool has = *head != nullptr && (*head)->epoch == epoch_;
+    std::array<float, 2> agree = {has ? 1.0f : 0.0f,
+                                  has ? static_cast<float>((*head)->examples.size) : 0.0f};
     if (next_agreement_.has_value()) {
       agree = *next_agreement_;
       next_agreement_.reset();
-      absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
-      if (!head.ok()) return InStage(head.status(), "training data");
-      has = *head != nullptr && (*head)->epoch == epoch_;
     } else {
-      absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
-      if (!head.ok()) return InStage(head.status(), "training data");
-      has = *head != nullptr && (*head)->epoch == epoch_;
-      agree = {has ? 1.0f : 0.0f, has ? static_cast<float>((*head)->examples.size) : 0.0f};
       EMBER_RETURN_IF_ERROR(
           InStage(collective_->AllReduceSum(absl::MakeSpan(agree)), "step agreement"));
     }
@@ -505,7 +471,9 @@ absl::Status Trainer::Finish() {
   result_.examples = examples_;
   result_.examples_per_sec = examples_ / std::max(result_.train_seconds, 1e-9);
   result_.malformed_lines = pipeline_->stats().malformed;
-  result_.dense_checksum = DigestFloats(tower_->parameters());
+  const absl::Span<const float> dense = tower_->parameters();
+  result_.dense_checksum = HashBytes(
+      absl::string_view(reinterpret_cast<const char*>(dense.data()), dense.size() * sizeof(float)));
   if (!rank0()) return absl::OkStatus();
   EMBER_RETURN_IF_ERROR(MaybeEvaluate(/*final=*/true));
   absl::StatusOr<std::map<std::string, PsClient::TableDigest>> sums = client_->Checksum();

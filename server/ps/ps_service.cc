@@ -81,6 +81,13 @@ std::shared_ptr<const SlotMap> PsServiceImpl::slot_map() const {
 absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const uint64_t> ids,
                                          uint64_t epoch) const {
   const std::shared_ptr<const SlotMap> map = slot_map();
+  if (epoch > map->epoch()) {
+    // The client has a newer map than this shard (a shard that just started or missed
+    // a heartbeat): the shard cannot tell who owns what, so the call is retryable.
+    return absl::UnavailableError(absl::StrCat("shard ", shard_id_, "'s slot map (epoch ",
+                                               map->epoch(), ") is behind the request's (epoch ",
+                                               epoch, "); retry once it catches up"));
+  }
   if (epoch != map->epoch()) {
     const uint32_t slot = SlotOf(table_seed, ids[0]);
     return WrongShardError(slot, map->OwnerOf(slot), map->epoch(),

@@ -91,6 +91,7 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   std::shared_ptr<const SlotMap> slot_map() const;
 
   // OK if `epoch` is the current one and every id's slot is owned by this shard;
+  // UNAVAILABLE if `epoch` is newer than the shard's (its map lags: retry);
   // otherwise FAILED_PRECONDITION with a WrongShard payload.
   absl::Status CheckRouting(uint64_t table_seed, absl::Span<const uint64_t> ids,
                             uint64_t epoch) const;
