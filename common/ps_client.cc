@@ -399,6 +399,7 @@ class PsHandle::Op {
         r.set_table(table_.name());
         r.set_ids(PackIds(ids_, rpc->part.index));
         r.set_epoch(epoch);
+        r.set_attempt(impl_->options.attempt);
         r.set_encoding(encoding);
       } else {
         v1::PushRequest& r = rpc->push_request;
@@ -409,6 +410,7 @@ class PsHandle::Op {
         r.set_worker_id(impl_->options.worker_id);
         r.set_sequence(rpc->part.sequence);
         r.set_epoch(epoch);
+        r.set_attempt(impl_->options.attempt);
         const uint32_t dim = table_.dim();
         std::vector<float> g(rpc->part.index.size() * dim);
         for (size_t k = 0; k < rpc->part.index.size(); ++k) {

@@ -91,6 +91,10 @@ struct PsClientOptions {
   // The first push sequence this client uses (>= 1). A restarted worker that reuses
   // its worker_id must start past every sequence it used before. Default: 1.
   uint64_t first_sequence = 1;
+  // The training-job attempt every Pull and Push names (ps.proto RestoreShardRequest):
+  // shards restored for a later attempt answer ABORTED, shards not yet restored for
+  // this one UNAVAILABLE. 0: not part of a fenced job. Default: 0.
+  uint64_t attempt = 0;
   // Budget of one Pull/Push including retries and redirects; every RPC carries it as
   // its gRPC deadline. Default: 5 s.
   absl::Duration deadline = absl::Seconds(5);

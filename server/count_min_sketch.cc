@@ -77,4 +77,40 @@ absl::Status CountMinSketch::Restore(absl::string_view data) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> CountMinSketch::MergeSerialized(
+    absl::Span<const std::string> sketches) {
+  if (sketches.empty()) return absl::InvalidArgumentError("no sketches to merge");
+  // Layout (Serialize): width u32 | depth u32 | width * depth u32 counters.
+  auto shape = [](const std::string& data, uint32_t* width, uint32_t* depth) {
+    if (data.size() < 8) return false;
+    std::memcpy(width, data.data(), 4);
+    std::memcpy(depth, data.data() + 4, 4);
+    return data.size() == 8 + uint64_t{*width} * *depth * sizeof(uint32_t);
+  };
+  uint32_t width = 0, depth = 0;
+  if (!shape(sketches[0], &width, &depth)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sketch 0 of ", sketches[0].size(), " bytes is malformed"));
+  }
+  std::string out = sketches[0];
+  for (size_t s = 1; s < sketches.size(); ++s) {
+    uint32_t w = 0, d = 0;
+    if (!shape(sketches[s], &w, &d) || w != width || d != depth) {
+      return absl::InvalidArgumentError(absl::StrCat("sketch ", s, " of ", sketches[s].size(),
+                                                     " bytes does not match a ", width, "x", depth,
+                                                     " sketch"));
+    }
+    for (size_t i = 8; i < out.size(); i += 4) {
+      uint32_t a, b;
+      std::memcpy(&a, out.data() + i, 4);
+      std::memcpy(&b, sketches[s].data() + i, 4);
+      const uint32_t sum = a > std::numeric_limits<uint32_t>::max() - b
+                               ? std::numeric_limits<uint32_t>::max()
+                               : a + b;
+      std::memcpy(out.data() + i, &sum, 4);
+    }
+  }
+  return out;
+}
+
 }  // namespace ember

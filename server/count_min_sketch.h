@@ -16,7 +16,9 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace ember {
 
@@ -37,6 +39,12 @@ class CountMinSketch {
   // returns INVALID_ARGUMENT (and changes nothing) if `data` has another shape.
   std::string Serialize() const;
   absl::Status Restore(absl::string_view data);
+
+  // The serialized sketch whose counters are the element-wise (saturating) sums of
+  // `sketches`' counters: the sketch of the union of their ID streams, so it too never
+  // undercounts. Errors: INVALID_ARGUMENT for an empty span, malformed data or sketches
+  // of different shapes.
+  static absl::StatusOr<std::string> MergeSerialized(absl::Span<const std::string> sketches);
 
  private:
   size_t Index(uint32_t row, uint64_t id) const;

@@ -3,6 +3,7 @@
 #include "server/rocksdb_backend.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <filesystem>
 #include <utility>
 
@@ -14,6 +15,7 @@
 #include "rocksdb/statistics.h"
 #include "rocksdb/table.h"
 #include "rocksdb/transaction_log.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 #include "server/rocksdb_status.h"
 
@@ -52,11 +54,26 @@ absl::StatusOr<rocksdb::CompressionType> ToCompressionType(RocksDbCompression c)
   return type;
 }
 
+// Drops RocksDB's informational log. Read-only opens use it: otherwise RocksDB creates
+// (and rotates) a LOG file inside the database directory, which for a checkpoint would
+// change the files its manifest digests.
+class DiscardLogger final : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char* /*format*/, va_list /*ap*/) override {}
+};
+
+absl::Status ReadOnlyError(const std::string& what, const std::string& path) {
+  return absl::FailedPreconditionError(absl::StrCat(what, " on the read-only database at ", path));
+}
+
 rocksdb::DBOptions MakeDbOptions(const RocksDbOptions& options, rocksdb::Env* env) {
   rocksdb::DBOptions db;
   if (env != nullptr) db.env = env;
-  db.create_if_missing = options.create_if_missing;
-  db.create_missing_column_families = true;  // the meta column family on first open
+  db.create_if_missing = options.create_if_missing && !options.read_only;
+  // The meta column family on first open.
+  db.create_missing_column_families = !options.read_only;
+  if (options.read_only) db.info_log = std::make_shared<DiscardLogger>();
   db.max_background_jobs = options.max_background_jobs;
   db.max_open_files = options.max_open_files;
   if (options.enable_statistics) db.statistics = rocksdb::CreateDBStatistics();
@@ -105,7 +122,7 @@ RocksDbBackend::RocksDbBackend(const RocksDbOptions& options, std::unique_ptr<ro
 absl::StatusOr<std::unique_ptr<RocksDbBackend>> RocksDbBackend::Open(
     const RocksDbOptions& options) {
   if (options.path.empty()) return absl::InvalidArgumentError("RocksDbOptions.path is empty");
-  if (options.create_if_missing) {
+  if (options.create_if_missing && !options.read_only) {
     // RocksDB creates only the last path component; operators expect `mkdir -p`.
     std::error_code error;
     std::filesystem::create_directories(options.path, error);
@@ -147,7 +164,11 @@ absl::StatusOr<std::unique_ptr<RocksDbBackend>> RocksDbBackend::Open(
   for (const std::string& name : names) descriptors.emplace_back(name, cf_options);
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  s = rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db);
+  // A read-only open must name every column family the database holds; the list above
+  // does (and includes the meta family, which every Ember database has).
+  s = options.read_only
+          ? rocksdb::DB::OpenForReadOnly(db_options, options.path, descriptors, &handles, &db)
+          : rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db);
   if (!s.ok()) return FromRocksDb(s, absl::StrCat("open rocksdb at ", options.path));
   backend->db_.reset(db);
   backend->default_cf_ = handles[0];
@@ -198,6 +219,7 @@ absl::StatusOr<BackendTable> RocksDbBackend::OpenTable(const std::string& table)
     auto it = tables_.find(table);
     if (it != tables_.end()) return it->second;
   }
+  if (options_.read_only) return ReadOnlyError(absl::StrCat("create table ", table), options_.path);
   absl::MutexLock create_lock(&create_mu_);
   {
     absl::MutexLock lock(&mu_);
@@ -271,6 +293,7 @@ absl::Status RocksDbBackend::MaybeResume() {
 }
 
 absl::Status RocksDbBackend::Write(const BackendWriteBatch& batch) {
+  if (options_.read_only) return ReadOnlyError("write", options_.path);
   if (batch.empty()) return absl::OkStatus();
   size_t bytes = 16;
   for (const BackendWrite& w : batch) bytes += w.key.size() + w.value.size() + 16;
@@ -315,6 +338,7 @@ absl::Status RocksDbBackend::Scan(
 }
 
 absl::Status RocksDbBackend::Flush() {
+  if (options_.read_only) return ReadOnlyError("flush", options_.path);
   EMBER_RETURN_IF_ERROR(MaybeResume());
   rocksdb::Status s;
   if (options_.enable_wal) {
@@ -351,6 +375,27 @@ int64_t RocksDbBackend::DiskBytes() const {
     }
   }
   return static_cast<int64_t>(total);
+}
+
+absl::Status RocksDbBackend::CreateCheckpoint(const std::string& dir) {
+  if (options_.read_only) return ReadOnlyError("checkpoint", options_.path);
+  std::error_code error;
+  if (std::filesystem::exists(dir, error)) {
+    return absl::AlreadyExistsError(absl::StrCat("checkpoint directory ", dir, " exists"));
+  }
+  EMBER_RETURN_IF_ERROR(MaybeResume());
+  rocksdb::Checkpoint* raw = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &raw);
+  if (!s.ok()) return FromRocksDb(s, "create checkpoint object");
+  const std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  // log_size_for_flush 0: always flush the memtables first, so the checkpoint is SST
+  // files (hard links) rather than a WAL to replay, and is complete with the WAL off.
+  s = checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0);
+  if (!s.ok()) {
+    needs_resume_.store(true, std::memory_order_release);
+    return FromRocksDb(s, absl::StrCat("checkpoint into ", dir));
+  }
+  return absl::OkStatus();
 }
 
 std::string RocksDbBackend::Property(std::string_view name) const {

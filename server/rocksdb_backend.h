@@ -54,8 +54,15 @@ struct RocksDbOptions {
   std::string path;
 
   // Creates the database if `path` holds none; otherwise Open fails on a missing one.
+  // Ignored when read_only.
   // Default: true
   bool create_if_missing = true;
+
+  // Opens an existing database (e.g. a checkpoint) without ever writing to its
+  // directory: no lock file, no info log, no recovery writes. Write, Flush and
+  // OpenTable of a table the database lacks return FAILED_PRECONDITION.
+  // Default: false
+  bool read_only = false;
 
   // Logs every write to the write-ahead log. When false, writes skip the WAL (faster)
   // and are durable only after Flush(), which then flushes all memtables atomically;
@@ -129,7 +136,8 @@ class RocksDbBackend final : public RowBackend {
 
   // RowBackend. OpenTable also fails with INVALID_ARGUMENT for the reserved names
   // "default" and "__ember_meta", and with RESOURCE_EXHAUSTED past kMaxTables. An
-  // unknown table handle is INVALID_ARGUMENT everywhere.
+  // unknown table handle is INVALID_ARGUMENT everywhere. On a read-only backend,
+  // Write, Flush and OpenTable of a new table fail with FAILED_PRECONDITION.
   absl::StatusOr<BackendTable> OpenTable(const std::string& table) override;
   std::vector<std::string> ListTables() const override;
   absl::Status MultiGet(BackendTable table, absl::Span<const std::string> keys,
@@ -143,6 +151,13 @@ class RocksDbBackend final : public RowBackend {
   // SST bytes of all column families plus live WAL bytes. Lists the WAL directory: for
   // metrics, not for hot paths.
   int64_t DiskBytes() const override;
+
+  // Writes a RocksDB checkpoint of the whole database into `dir`, which must not exist
+  // (its parent must): memtables are flushed first, then SST files are hard-linked
+  // (copied across file systems) and the small metadata files copied. The result opens
+  // as a database of its own (e.g. with read_only). Errors: ALREADY_EXISTS if `dir`
+  // exists; FAILED_PRECONDITION on a read-only backend; IO errors as for Flush.
+  absl::Status CreateCheckpoint(const std::string& dir);
 
   // The database, for benchmarks and metrics. Owned by the backend; valid until it is
   // destroyed.

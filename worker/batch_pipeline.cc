@@ -8,11 +8,13 @@
 namespace ember::worker {
 
 BatchPipeline::BatchPipeline(std::unique_ptr<DatasetReader> reader, SparseLayout layout,
-                             int batch_size, int epochs, int depth)
+                             int batch_size, int epochs, int depth,
+                             std::optional<std::pair<int, ReaderPosition>> resume)
     : layout_(std::move(layout)),
       batch_size_(batch_size),
       epochs_(epochs),
       depth_(depth),
+      resume_(std::move(resume)),
       reader_(std::move(reader)) {
   thread_ = std::thread([this] { Load(); });
 }
@@ -26,9 +28,10 @@ BatchPipeline::~BatchPipeline() {
 }
 
 void BatchPipeline::Load() {
-  for (int epoch = 0; epoch < epochs_; ++epoch) {
-    if (epoch > 0) {
-      absl::Status s = reader_->Rewind();
+  const int first = resume_.has_value() ? resume_->first : 0;
+  for (int epoch = first; epoch < epochs_; ++epoch) {
+    if (epoch > first || resume_.has_value()) {
+      absl::Status s = epoch == first ? reader_->Seek(resume_->second) : reader_->Rewind();
       if (!s.ok()) {
         absl::MutexLock lock(&mu_);
         error_ = s;
@@ -53,6 +56,7 @@ void BatchPipeline::Load() {
         }
       }
       if (batch == nullptr) batch = std::make_unique<PreparedBatch>(layout_);
+      batch->start = reader_->position();
       absl::StatusOr<bool> more = reader_->Next(batch_size_, &batch->examples);
       absl::MutexLock lock(&mu_);
       stats_ = reader_->stats();

@@ -26,6 +26,8 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -41,6 +43,7 @@ namespace ember::worker {
 struct PreparedBatch {
   explicit PreparedBatch(const SparseLayout& layout) : sparse(layout) {}
   int epoch = 0;
+  ReaderPosition start;  // the reader's position before this batch (a checkpoint cursor)
   ExampleBatch examples;
   SparseBatch sparse;
 };
@@ -48,8 +51,11 @@ struct PreparedBatch {
 class BatchPipeline {
  public:
   // Starts the loader thread. REQUIRES: batch_size >= 1, epochs >= 1, depth >= 1.
+  // With `resume`, the loader starts in epoch resume->first at reader position
+  // resume->second (a checkpoint's cursor) instead of at the start of epoch 0.
   BatchPipeline(std::unique_ptr<DatasetReader> reader, SparseLayout layout, int batch_size,
-                int epochs, int depth);
+                int epochs, int depth,
+                std::optional<std::pair<int, ReaderPosition>> resume = std::nullopt);
   // Stops and joins the loader thread (it finishes the batch it is reading).
   ~BatchPipeline();
 
@@ -76,6 +82,7 @@ class BatchPipeline {
   const int batch_size_;
   const int epochs_;
   const int depth_;
+  const std::optional<std::pair<int, ReaderPosition>> resume_;
   std::unique_ptr<DatasetReader> reader_;  // used by the loader thread only
 
   mutable absl::Mutex mu_;

@@ -26,6 +26,7 @@
 #include "worker/collective/collective.h"
 #include "worker/data/reader.h"
 #include "worker/dense/dense_tower.h"
+#include "worker/job_client.h"
 #include "worker/model_config.h"
 #include "worker/run_report.h"
 #include "worker/sparse_exchange.h"
@@ -80,8 +81,10 @@ struct InFlight {
 
 class Trainer {
  public:
-  explicit Trainer(const TrainerOptions& options)
+  Trainer(const TrainerOptions& options, JobClient* jobs, const v1::JoinJobResponse& join)
       : options_(options),
+        jobs_(jobs),
+        join_(join),
         config_(options.config),
         training_(options.config.training()),
         log_(options.log != nullptr ? *options.log : std::cout),
@@ -98,11 +101,19 @@ class Trainer {
   absl::Status PushSparse(std::unique_ptr<PreparedBatch> batch);
   absl::Status DrainPushes(size_t keep);
   absl::Status Finish();
+  // Loads the dense model, step and counters of the checkpoint the attempt restored.
+  absl::Status Restore(const v1::WorkerState& state);
+  // A checkpoint at the current step barrier (every worker calls it at the same step).
+  absl::Status TakeCheckpoint();
+  // Rank 0: whether a checkpoint is due by time or was requested by an operator.
+  bool CheckpointWanted();
   void MaybeLog(bool force);
   absl::Status MaybeEvaluate(bool final);
   bool rank0() const { return options_.rank == 0; }
 
   const TrainerOptions& options_;
+  JobClient* const jobs_;
+  const v1::JoinJobResponse& join_;
   const v1::ModelConfig& config_;
   const TrainingConfig& training_;
   std::ostream& log_;
@@ -123,6 +134,10 @@ class Trainer {
 
   uint64_t step_ = 0;
   int epoch_ = 0;
+  absl::Time last_checkpoint_ = absl::Now();
+  absl::Time last_poll_ = absl::Now();
+  bool checkpoint_next_ = false;  // agreed by the last step's all-reduce
+  std::optional<uint64_t> checkpoint_step_;  // step of the last checkpoint taken
   uint64_t examples_ = 0;
   // The agreement on the next step (workers with a batch, their examples), carried by
   // the previous step's all-reduce; empty at the start of an epoch.
@@ -161,6 +176,7 @@ absl::Status Trainer::Setup() {
   ps.worker_id = Mix64(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
                        (static_cast<uint64_t>(getpid()) << 20) ^ options_.rank);
   ps.deadline = options_.ps_deadline;
+  ps.attempt = join_.attempt();
   // A shard that just started may lag the coordinator's map by a heartbeat (it answers
   // UNAVAILABLE); keep retrying for a few seconds, always within the call's deadline.
   ps.max_retries = 12;
@@ -191,7 +207,8 @@ absl::Status Trainer::Setup() {
 
   CollectiveOptions collective;
   collective.coordinator_address = options_.coordinator_address;
-  collective.job = config_.name();
+  // Every attempt meets under its own name: attempts are unique across runs.
+  collective.job = absl::StrCat(config_.name(), ".a", join_.attempt());
   collective.generation = options_.generation;
   collective.rank = options_.rank;
   collective.world_size = world;
@@ -221,8 +238,15 @@ absl::Status Trainer::Setup() {
       (estimated_steps_ == 0 || training_.max_steps() < estimated_steps_)) {
     estimated_steps_ = training_.max_steps();
   }
+  std::optional<std::pair<int, ReaderPosition>> resume;
+  if (!join_.checkpoint().empty()) {
+    EMBER_RETURN_IF_ERROR(Restore(join_.state()));
+    const v1::WorkerCursor& cursor = join_.state().cursors(options_.rank);
+    resume.emplace(static_cast<int>(cursor.epoch()),
+                   ReaderPosition{cursor.file_index(), cursor.line()});
+  }
   pipeline_ = std::make_unique<BatchPipeline>(std::move(*reader), layout_, training_.batch_size(),
-                                              training_.epochs(), /*depth=*/3);
+                                              training_.epochs(), /*depth=*/3, resume);
   log_ << "worker " << options_.rank << "/" << world << " ready" << std::endl;
   if (rank0()) {
     log_ << "training " << config_.name() << ": " << world << " worker(s), "
@@ -340,16 +364,19 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   if (!next.ok()) return InStage(next.status(), "training data");
   const bool has_next = *next != nullptr && (*next)->epoch == epoch_;
   absl::Span<float> grads = tower_->gradients();
-  reduce_.resize(grads.size() + 3);
+  reduce_.resize(grads.size() + 4);
   std::memcpy(reduce_.data(), grads.data(), grads.size() * sizeof(float));
   const size_t extra = grads.size();
   reduce_[extra] = loss_sum;
   reduce_[extra + 1] = has_next ? 1.0f : 0.0f;
   reduce_[extra + 2] = has_next ? static_cast<float>((*next)->examples.size) : 0.0f;
+  // Rank 0 decides time-based and requested checkpoints; the sum tells every worker.
+  reduce_[extra + 3] = rank0() && CheckpointWanted() ? 1.0f : 0.0f;
   EMBER_RETURN_IF_ERROR(
       InStage(collective_->AllReduceSum(absl::MakeSpan(reduce_)), "dense gradient all-reduce"));
   optimizer_->Step(tower_->parameters(), absl::MakeConstSpan(reduce_.data(), grads.size()));
   next_agreement_ = {reduce_[extra + 1], reduce_[extra + 2]};
+  checkpoint_next_ = reduce_[extra + 3] > 0.5f;
   const absl::Time t4 = absl::Now();
 
   interval_loss_ += reduce_[extra];
@@ -365,6 +392,137 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
                          absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t4 - t3),
                          absl::ToDoubleSeconds(t3 - t2));
   }
+  return absl::OkStatus();
+}
+
+// A digest of what the model's state depends on: not the schedule (max_steps,
+// checkpoint, logging and evaluation settings), which a resumed run may change.
+uint64_t ConfigDigest(const v1::ModelConfig& config) {
+  v1::ModelConfig model = config;
+  model.clear_checkpoint();
+  model.clear_eval();
+  model.mutable_data()->clear_test_path();
+  v1::TrainingConfig* t = model.mutable_training();
+  t->clear_max_steps();
+  t->clear_log_every_steps();
+  t->clear_eval_every_steps();
+  t->clear_eval_max_examples();
+  std::string bytes;
+  model.SerializeToString(&bytes);
+  return HashBytes(bytes);
+}
+
+absl::Status Trainer::Restore(const v1::WorkerState& state) {
+  const auto fail = [&](absl::string_view why) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", join_.checkpoint(), " does not fit this job: ", why));
+  };
+  if (state.world_size() != static_cast<uint32_t>(options_.world_size) ||
+      state.cursors_size() != options_.world_size) {
+    return fail(absl::StrCat("it has ", state.world_size(), " workers, the job ",
+                             options_.world_size));
+  }
+  if (state.config_digest() != ConfigDigest(config_)) return fail("another model config");
+  absl::Span<float> params = tower_->parameters();
+  if (state.dense_parameters().size() != params.size() * sizeof(float)) {
+    return fail(absl::StrCat(state.dense_parameters().size() / sizeof(float),
+                             " dense parameters, the tower has ", params.size()));
+  }
+  std::memcpy(params.data(), state.dense_parameters().data(), state.dense_parameters().size());
+  std::vector<float> opt(state.dense_optimizer_state().size() / sizeof(float));
+  std::memcpy(opt.data(), state.dense_optimizer_state().data(), opt.size() * sizeof(float));
+  EMBER_RETURN_IF_ERROR(InStage(optimizer_->LoadState(opt), "dense optimizer state"));
+  step_ = state.step();
+  examples_ = state.examples();
+  epoch_ = static_cast<int>(state.epoch());
+  checkpoint_step_ = step_;
+  if (rank0()) {
+    log_ << "resuming from checkpoint " << join_.checkpoint() << " at step " << step_
+         << " (attempt " << join_.attempt() << ")" << std::endl;
+  }
+  return absl::OkStatus();
+}
+
+bool Trainer::CheckpointWanted() {
+  if (!join_.checkpoints()) return false;
+  const absl::Time now = absl::Now();
+  const uint32_t every_seconds = config_.checkpoint().every_seconds();
+  if (every_seconds > 0 && now - last_checkpoint_ >= absl::Seconds(every_seconds)) return true;
+  if (now - last_poll_ < absl::Seconds(1)) return false;
+  last_poll_ = now;
+  absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(config_.name(), absl::Milliseconds(500));
+  return job.ok() && job->checkpoint_requested();  // an unreachable coordinator: not now
+}
+
+absl::Status Trainer::TakeCheckpoint() {
+  // Every push is applied before the cut: in BSP the step's all-reduce already waited
+  // for every worker's pushes; otherwise drain them and meet.
+  EMBER_RETURN_IF_ERROR(DrainPushes(0));
+  if (training_.consistency() != TrainingConfig::BSP) {
+    EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "checkpoint barrier"));
+  }
+  // This worker's cursor: the next batch it will train on.
+  v1::WorkerCursor cursor;
+  cursor.set_rank(static_cast<uint32_t>(options_.rank));
+  absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
+  if (!head.ok()) return InStage(head.status(), "training data");
+  if (*head == nullptr) {
+    cursor.set_epoch(training_.epochs());
+  } else {
+    cursor.set_epoch(static_cast<uint32_t>((*head)->epoch));
+    cursor.set_file_index((*head)->start.file_index);
+    cursor.set_line((*head)->start.line);
+  }
+  std::vector<std::string> send(static_cast<size_t>(options_.world_size));
+  send[0] = cursor.SerializeAsString();
+  absl::StatusOr<std::vector<std::string>> cursors = collective_->AllToAll(send);
+  if (!cursors.ok()) return InStage(cursors.status(), "checkpoint cursors");
+
+  absl::Status failed;
+  if (rank0()) {
+    v1::CheckpointRequest request;
+    request.set_job(config_.name());
+    request.set_generation(options_.generation);
+    request.set_attempt(join_.attempt());
+    request.set_allow_incremental(true);
+    v1::WorkerState* state = request.mutable_state();
+    state->set_step(step_);
+    state->set_examples(examples_);
+    state->set_world_size(static_cast<uint32_t>(options_.world_size));
+    state->set_epoch(static_cast<uint32_t>(epoch_));
+    state->set_config_digest(ConfigDigest(config_));
+    const absl::Span<const float> params = tower_->parameters();
+    state->set_dense_parameters(params.data(), params.size() * sizeof(float));
+    const std::vector<float> opt = optimizer_->SaveState();
+    state->set_dense_optimizer_state(opt.data(), opt.size() * sizeof(float));
+    for (const std::string& bytes : *cursors) {
+      if (!state->add_cursors()->ParseFromString(bytes)) {
+        return absl::InternalError("a worker's checkpoint cursor does not parse");
+      }
+    }
+    absl::StatusOr<v1::CheckpointManifest> manifest =
+        jobs_->Checkpoint(request, options_.recovery_timeout);
+    if (manifest.ok()) {
+      uint64_t bytes = 0;
+      for (const v1::ShardSnapshot& shard : manifest->shards()) bytes += shard.bytes();
+      log_ << absl::StrFormat("checkpoint %s at step %d (%s, %.1f MB, %.2fs)", manifest->name(),
+                              step_, manifest->incremental() ? "delta" : "full", bytes / 1e6,
+                              manifest->seconds())
+           << std::endl;
+    } else {
+      failed = manifest.status();
+    }
+  }
+  // Every worker learns whether it worked: a failed checkpoint ends the attempt.
+  std::array<float, 1> flag = {failed.ok() ? 0.0f : 1.0f};
+  EMBER_RETURN_IF_ERROR(InStage(collective_->AllReduceSum(absl::MakeSpan(flag)), "checkpoint"));
+  if (!failed.ok()) return InStage(failed, absl::StrCat("checkpoint at step ", step_));
+  if (flag[0] > 0.5f) {
+    return absl::AbortedError(absl::StrCat("checkpoint at step ", step_, " failed on rank 0"));
+  }
+  last_checkpoint_ = absl::Now();
+  checkpoint_step_ = step_;
+  ++result_.checkpoints;
   return absl::OkStatus();
 }
 
@@ -422,6 +580,9 @@ absl::Status Trainer::MaybeEvaluate(bool final) {
 absl::Status Trainer::Loop() {
   const int world = collective_->world_size();
   start_ = absl::Now();
+  const uint32_t checkpoint_every = config_.checkpoint().every_steps();
+  // A fresh run checkpoints before its first push: a failure rolls back to it.
+  if (join_.checkpoints() && join_.checkpoint().empty()) EMBER_RETURN_IF_ERROR(TakeCheckpoint());
   while (true) {
     if (training_.max_steps() > 0 && step_ >= training_.max_steps()) break;
     // Every worker must agree to run this step: an epoch ends for all when the first
@@ -451,6 +612,10 @@ absl::Status Trainer::Loop() {
     }
     EMBER_RETURN_IF_ERROR(Step(pipeline_->Pop(), agree[1]));
     MaybeLog(/*force=*/false);
+    if (join_.checkpoints() &&
+        (checkpoint_next_ || (checkpoint_every > 0 && step_ % checkpoint_every == 0))) {
+      EMBER_RETURN_IF_ERROR(TakeCheckpoint());
+    }
     EMBER_RETURN_IF_ERROR(MaybeEvaluate(/*final=*/false));
   }
   if (!prefetch_.empty()) {
@@ -462,6 +627,10 @@ absl::Status Trainer::Loop() {
   // Every worker's updates are applied before anyone evaluates or checksums.
   EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "final barrier"));
   result_.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  const bool periodic = checkpoint_every > 0 || config_.checkpoint().every_seconds() > 0;
+  if (join_.checkpoints() && periodic && checkpoint_step_ != step_) {
+    EMBER_RETURN_IF_ERROR(TakeCheckpoint());
+  }
   MaybeLog(/*force=*/true);
   return absl::OkStatus();
 }
@@ -519,9 +688,61 @@ absl::StatusOr<TrainResult> Trainer::Run() {
 
 }  // namespace
 
+static bool Recoverable(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:
+      return true;
+    default:
+      return false;
+  }
+}
+
 absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
-  Trainer trainer(options);
-  return trainer.Run();
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " is not in [0, world_size ",
+                                                   options.world_size, ")"));
+  }
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<JobClient> jobs,
+                         JobClient::Create(options.coordinator_address));
+  std::ostream& log = options.log != nullptr ? *options.log : std::cout;
+  v1::JoinJobRequest join;
+  join.set_job(options.config.name());
+  join.set_generation(options.generation);
+  join.set_rank(static_cast<uint32_t>(options.rank));
+  join.set_world_size(static_cast<uint32_t>(options.world_size));
+  join.set_resume_from(options.resume_from);
+  join.set_config_digest(ConfigDigest(options.config));
+  for (int recoveries = 0;; ++recoveries) {
+    absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, options.recovery_timeout);
+    if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
+    absl::StatusOr<TrainResult> result;
+    {
+      Trainer trainer(options, jobs.get(), *attempt);
+      result = trainer.Run();
+    }
+    if (result.ok()) {
+      result->attempt = attempt->attempt();
+      result->recoveries = static_cast<uint64_t>(recoveries);
+      if (options.rank == 0) {
+        v1::FinishJobRequest finish;
+        finish.set_job(options.config.name());
+        finish.set_generation(options.generation);
+        finish.set_attempt(attempt->attempt());
+        jobs->Finish(finish, absl::Seconds(30)).IgnoreError();  // the model is done either way
+      }
+      return result;
+    }
+    if (!Recoverable(result.status()) || recoveries >= options.max_recoveries) {
+      return result.status();
+    }
+    log << "worker " << options.rank << ": attempt " << attempt->attempt()
+        << " failed, rejoining: " << result.status().message() << std::endl;
+    join.set_after_attempt(attempt->attempt());
+    join.set_reason(std::string(result.status().message()));
+  }
 }
 
 }  // namespace ember::worker

@@ -55,6 +55,15 @@ struct TrainerOptions {
   bool skip_eval = false;
   // Progress lines go here (rank 0 only). Default: stdout.
   std::ostream* log = nullptr;
+  // A new run of the job starts from: "" the PS shards' current rows, "latest" the
+  // job's newest checkpoint, or a checkpoint name. Default: "".
+  std::string resume_from;
+  // Recoveries (rejoining a restored attempt after a failure) before the worker gives
+  // up. Default: 100.
+  int max_recoveries = 100;
+  // How long a worker waits for a recovery (or a checkpoint) before giving up.
+  // Default: 10 min.
+  absl::Duration recovery_timeout = absl::Minutes(10);
 };
 
 struct TrainResult {
@@ -71,9 +80,17 @@ struct TrainResult {
   uint64_t dense_checksum = 0;
   uint64_t model_checksum = 0;
   uint64_t malformed_lines = 0;  // this worker's reader
+  uint64_t attempt = 0;          // the job attempt that finished the run
+  uint64_t recoveries = 0;       // attempts this worker rejoined after a failure
+  uint64_t checkpoints = 0;      // checkpoints taken in the last attempt
 };
 
-// Runs the job to the end (epochs or max_steps). Errors: bad options
+// Runs the job to the end (epochs or max_steps), in attempts (coordinator.proto
+// JoinJob): after a failure that a rollback can repair (UNAVAILABLE, DEADLINE_EXCEEDED,
+// ABORTED from the PS cluster, the collective or a checkpoint) the worker rejoins the
+// job, which the coordinator restores to its newest valid checkpoint, and resumes
+// from that checkpoint's step and reader position. In BSP the model is then bitwise
+// the one of a run without the failure (DESIGN.md invariant 5). Errors: bad options
 // (INVALID_ARGUMENT), the data (reader errors, too many malformed lines), the PS
 // cluster (after the client's retries), a peer's failure (the collective's
 // DEADLINE_EXCEEDED / UNAVAILABLE), IO errors writing the run directory. Each error

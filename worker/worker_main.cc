@@ -45,10 +45,17 @@ constexpr char kUsage[] =
   --collective_timeout_ms=N  rendezvous and all-reduce deadline: a dead peer fails the
                              job within about this long. Default: 60000
   --skip_eval                no test-set evaluation
+  --resume_from=NAME         a new run starts from checkpoint NAME of the job, or
+                             "latest"; empty: from the PS shards' rows. Default: ""
+  --max_recoveries=N         failed attempts this worker rejoins before giving up.
+                             Default: 100
+  --recovery_timeout_ms=N    longest wait for a recovery or a checkpoint.
+                             Default: 600000
 Overrides of the config's training section (for experiments and benchmarks):
   --train=PATH --test=PATH   data paths
   --batch_size=N --epochs=N --max_steps=N --eval_every_steps=N --log_every_steps=N
   --consistency=bsp|ssp|asp --staleness=N
+  --checkpoint_every_steps=N --checkpoint_every_seconds=N
   --help                     this text
 )";
 
@@ -66,7 +73,8 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
   int64_t ps_deadline_ms = 30000, collective_timeout_ms = 60000;
   int rank = -1, world_size = -1;
   int64_t batch_size = -1, epochs = -1, max_steps = -1, eval_every = -1, log_every = -1;
-  int64_t staleness = -1;
+  int64_t staleness = -1, checkpoint_steps = -1, checkpoint_seconds = -1;
+  int64_t recovery_timeout_ms = 600000;
   for (const Flag& flag : flags) {
     const absl::string_view name = flag.name;
     if (name == "config") {
@@ -109,6 +117,16 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &consistency));
     } else if (name == "staleness") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &staleness));
+    } else if (name == "checkpoint_every_steps") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &checkpoint_steps));
+    } else if (name == "checkpoint_every_seconds") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &checkpoint_seconds));
+    } else if (name == "resume_from") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.resume_from));
+    } else if (name == "max_recoveries") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.max_recoveries));
+    } else if (name == "recovery_timeout_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &recovery_timeout_ms));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -141,6 +159,9 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
   if (ps_deadline_ms <= 0 || collective_timeout_ms <= 0) {
     return absl::InvalidArgumentError("--ps_deadline_ms and --collective_timeout_ms must be > 0");
   }
+  if (o.max_recoveries < 0) return absl::InvalidArgumentError("--max_recoveries must be >= 0");
+  if (recovery_timeout_ms <= 0) return absl::InvalidArgumentError("--recovery_timeout_ms must be > 0");
+  o.recovery_timeout = absl::Milliseconds(recovery_timeout_ms);
   o.ps_deadline = absl::Milliseconds(ps_deadline_ms);
   o.collective_timeout = absl::Milliseconds(collective_timeout_ms);
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
@@ -157,6 +178,12 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
   if (eval_every >= 0) t->set_eval_every_steps(static_cast<uint32_t>(eval_every));
   if (log_every >= 0) t->set_log_every_steps(static_cast<uint32_t>(log_every));
   if (staleness >= 0) t->set_staleness(static_cast<uint32_t>(staleness));
+  if (checkpoint_steps >= 0) {
+    config.mutable_checkpoint()->set_every_steps(static_cast<uint32_t>(checkpoint_steps));
+  }
+  if (checkpoint_seconds >= 0) {
+    config.mutable_checkpoint()->set_every_seconds(static_cast<uint32_t>(checkpoint_seconds));
+  }
   if (!consistency.empty()) {
     if (consistency == "bsp") {
       t->set_consistency(v1::TrainingConfig::BSP);

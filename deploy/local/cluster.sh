@@ -13,7 +13,14 @@
 #   pids/NAME.pid        one per process started (coordinator, ps-0.., worker-0..)
 #   logs/NAME.log        its stdout and stderr
 #   data/NAME/           RocksDB directories
+#   checkpoints/         the coordinator's --checkpoint_dir (every job's checkpoints)
 #   job/                 the training job's run directory (result.json, training.svg)
+#
+# Every process runs under a supervisor loop that restarts it when it dies from a
+# signal (a crash, kill -9), as a Kubernetes StatefulSet would: a PS restarts on its
+# data directory, the coordinator on its port and directory, a worker with its rank;
+# the coordinator then rolls the job back to its newest checkpoint (README,
+# "Checkpoints and recovery"). `down` stops the supervisors first.
 set -euo pipefail
 
 usage() {
@@ -66,11 +73,31 @@ mkdir -p "$run_dir"
 run_dir="$(cd "$run_dir" && pwd)"
 mkdir -p "$run_dir/pids" "$run_dir/logs" "$run_dir/data"
 
-# start NAME COMMAND...: runs COMMAND in the background, logging to logs/NAME.log.
+# start NAME COMMAND...: runs COMMAND in the background under a supervisor, logging to
+# logs/NAME.log; pids/NAME.pid holds the current process, pids/NAME.supervisor its
+# supervisor. The supervisor restarts COMMAND when it dies from a signal (exit status
+# > 128) and exits with COMMAND's status otherwise. In COMMAND, the word @PORT@ is
+# replaced by the port in NAME.port once known (the coordinator keeps its port).
 start() {
   local name="$1"; shift
-  "$@" >"$run_dir/logs/$name.log" 2>&1 &
-  echo $! >"$run_dir/pids/$name.pid"
+  rm -f "$run_dir/pids/$name.pid"
+  (
+    trap '' TERM  # only `down` (which kills the child first) ends the supervisor
+    while true; do
+      port="$(cat "$run_dir/$name.port" 2>/dev/null || echo 0)"
+      args=("${@//@PORT@/$port}")
+      "${args[@]}" >>"$run_dir/logs/$name.log" 2>&1 &
+      echo $! >"$run_dir/pids/$name.pid"
+      rc=0
+      wait $! || rc=$?
+      [[ -f "$run_dir/stopping" ]] && exit "$rc"
+      (( rc > 128 )) || exit "$rc"
+      echo "cluster.sh: $name died (status $rc); restarting" >>"$run_dir/logs/$name.log"
+      sleep 0.5
+    done
+  ) &
+  echo $! >"$run_dir/pids/$name.supervisor"
+  for _ in $(seq 100); do [[ -s "$run_dir/pids/$name.pid" ]] && break; sleep 0.05; done
 }
 
 # alive NAME: the process of pids/NAME.pid runs and is one of ours (an ember binary).
@@ -116,9 +143,11 @@ case "$cmd" in
       [[ -x "$bin/$b" ]] || die "$bin/$b not found: build first (cmake --build $build_dir)"
     done
     alive coordinator && die "a cluster already runs in $run_dir (cluster.sh down first)"
-    start coordinator "$bin/ember-coordinator" --data_dir="$run_dir/data/coordinator" --port=0 \
-      --expected_shards="$shards"
+    rm -f "$run_dir/stopping" "$run_dir/coordinator.port"
+    start coordinator "$bin/ember-coordinator" --data_dir="$run_dir/data/coordinator" \
+      --port=@PORT@ --expected_shards="$shards" --checkpoint_dir="$run_dir/checkpoints"
     coordinator="$(wait_for coordinator "listening on")"
+    echo "${coordinator##*:}" >"$run_dir/coordinator.port"
     echo "EMBER_COORDINATOR=$coordinator" >"$run_dir/cluster.env"
     echo "coordinator on $coordinator"
     for ((i = 0; i < shards; i++)); do
@@ -148,16 +177,16 @@ case "$cmd" in
         --run_dir="$run_dir/job" $( ((r == 0)) && echo "--metrics_port=0" ) $worker_args
     done
     echo "training with $workers worker(s); progress: $run_dir/logs/worker-0.log"
-    tail -n +1 -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.pid")" &
+    tail -n +1 -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &
     tail_pid=$!
     failed=0
     for ((r = 0; r < workers; r++)); do
-      if ! wait "$(cat "$run_dir/pids/worker-$r.pid")"; then
+      if ! wait "$(cat "$run_dir/pids/worker-$r.supervisor")"; then
         failed=1
         echo "worker-$r failed; last lines of $run_dir/logs/worker-$r.log:" >&2
         tail -5 "$run_dir/logs/worker-$r.log" >&2
       fi
-      rm -f "$run_dir/pids/worker-$r.pid"
+      rm -f "$run_dir/pids/worker-$r.pid" "$run_dir/pids/worker-$r.supervisor"
     done
     wait "$tail_pid" 2>/dev/null || true
     exit "$failed"
@@ -165,6 +194,7 @@ case "$cmd" in
   status)
     [[ -f "$run_dir/cluster.env" ]] && cat "$run_dir/cluster.env"
     shopt -s nullglob
+    grep -h "restarting" "$run_dir"/logs/*.log 2>/dev/null || true
     for pidfile in "$run_dir"/pids/*.pid; do
       name="$(basename "$pidfile" .pid)"
       if alive "$name"; then state=running; else state=dead; fi
@@ -173,9 +203,11 @@ case "$cmd" in
     ;;
   down)
     shopt -s nullglob
+    touch "$run_dir/stopping"  # supervisors exit instead of restarting
     for pidfile in "$run_dir"/pids/worker-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     for pidfile in "$run_dir"/pids/ps-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     stop coordinator
+    rm -f "$run_dir"/pids/*.supervisor "$run_dir/stopping"
     ;;
   *)
     echo "cluster.sh: unknown command $cmd" >&2; usage >&2; exit 2 ;;

@@ -96,4 +96,12 @@ grpc::ServerUnaryReactor* AdminServiceImpl::SetSlotOwner(grpc::CallbackServerCon
   return FinishNow(context, epoch.status());
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::RequestCheckpoint(
+    grpc::CallbackServerContext* context, const v1::RequestCheckpointRequest* request,
+    v1::RequestCheckpointResponse* response) {
+  if (absl::Status s = Authenticate(context); !s.ok()) return FinishNow(context, s);
+  if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
+  return FinishNow(context, jobs_->RequestCheckpoint(request->job()));
+}
+
 }  // namespace ember

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "ember/v1/admin.grpc.pb.h"
+#include "server/coordinator/job_manager.h"
 #include "server/coordinator/coordinator_state.h"
 
 namespace ember {
@@ -33,6 +34,8 @@ std::string TokenId(absl::string_view token);
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
   AdminServiceImpl(CoordinatorState* state, std::string token);
+  // Serves RequestCheckpoint with `jobs` (not owned); without it UNIMPLEMENTED.
+  void SetJobManager(JobManager* jobs) { jobs_ = jobs; }
 
   grpc::ServerUnaryReactor* ListShards(grpc::CallbackServerContext* context,
                                        const v1::ListShardsRequest* request,
@@ -43,6 +46,9 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* SetSlotOwner(grpc::CallbackServerContext* context,
                                          const v1::SetSlotOwnerRequest* request,
                                          v1::SetSlotOwnerResponse* response) override;
+  grpc::ServerUnaryReactor* RequestCheckpoint(grpc::CallbackServerContext* context,
+                                              const v1::RequestCheckpointRequest* request,
+                                              v1::RequestCheckpointResponse* response) override;
 
  private:
   // OK if the call carries the right token; UNAUTHENTICATED otherwise.
@@ -51,6 +57,7 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   std::string Who(const grpc::CallbackServerContext* context) const;
 
   CoordinatorState* const state_;
+  JobManager* jobs_ = nullptr;
   const std::string token_;
   const std::string token_id_;
 };

@@ -35,6 +35,7 @@
 #include "server/coordinator/admin_service.h"
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/job_manager.h"
 #include "server/graceful_shutdown.h"
 
 namespace ember {
@@ -51,12 +52,21 @@ constexpr char kUsage[] = R"(usage: ember-coordinator --data_dir=DIR [--flag=val
   --admin_token=TOKEN        token AdminService calls must carry (metadata
                              ember-admin-token). Default: none (admin disabled)
   --admin_token_file=FILE    read the token from FILE (surrounding whitespace dropped)
+  --checkpoint_dir=DIR       root of the jobs' checkpoints, reachable by every PS
+                             shard at the same path. Without it jobs take no
+                             checkpoints and a failed attempt fails its job.
+                             Default: none
+  --keep_checkpoints=N       checkpoints kept per job (plus the delta chains they
+                             need). Default: 3
+  --checkpoint_full_every=N  every Nth checkpoint of a run is full, the others are
+                             deltas against the previous one (1: all full). Default: 4
   --shutdown_grace_ms=N      time calls in flight get at shutdown. Default: 5000
   --help                     this text
 )";
 
 struct CoordinatorMainOptions {
   CoordinatorOptions state;
+  JobManagerOptions jobs;
   std::string host = "127.0.0.1";
   uint32_t port = 0;
   std::string admin_token;
@@ -82,6 +92,12 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token));
     } else if (name == "admin_token_file") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token_file));
+    } else if (name == "checkpoint_dir") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.jobs.checkpoint_dir));
+    } else if (name == "keep_checkpoints") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.jobs.keep_checkpoints));
+    } else if (name == "checkpoint_full_every") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.jobs.full_every));
     } else if (name == "shutdown_grace_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
     } else {
@@ -97,6 +113,10 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
     return absl::InvalidArgumentError("--heartbeat_timeout_ms must be > 0");
   }
   if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
+  if (o.jobs.keep_checkpoints < 1) return absl::InvalidArgumentError("--keep_checkpoints must be >= 1");
+  if (o.jobs.full_every < 1) {
+    return absl::InvalidArgumentError("--checkpoint_full_every must be >= 1");
+  }
   if (!o.admin_token.empty() && !o.admin_token_file.empty()) {
     return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
   }
@@ -128,6 +148,11 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorState> state, CoordinatorState::Open(o.state));
   CoordinatorServiceImpl service(state.get(), CoordinatorServiceOptions());
   AdminServiceImpl admin(state.get(), o.admin_token);
+  JobManager jobs(state.get(), o.jobs,
+                  [&service](const std::string& address) { return service.StubFor(address); });
+  EMBER_RETURN_IF_ERROR(jobs.Start());
+  service.SetJobManager(&jobs);
+  admin.SetJobManager(&jobs);
 
   ServerCallTracker calls;
   grpc::ServerBuilder builder;
@@ -152,6 +177,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   sigwait(&signals, &signal_number);
   std::cerr << "ember-coordinator: signal " << signal_number << ", shutting down" << std::endl;
   service.Shutdown();
+  jobs.Stop();  // waiting JoinJobs return UNAVAILABLE
   // Calls in flight get the grace period; idle client connections do not hold it.
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   return absl::OkStatus();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -95,6 +96,7 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
   absl::StatusOr<v1::RegisterShardResponse> result =
       state_->RegisterShard(request->shard_id(), request->address(), Who(context));
   if (result.ok()) *response = *std::move(result);
+  if (result.ok() && jobs_ != nullptr) jobs_->OnShardSeen(request->shard_id(), request->incarnation());
   return FinishNow(context, result.status());
 }
 
@@ -103,6 +105,7 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::Heartbeat(grpc::CallbackServer
                                                             v1::HeartbeatResponse* response) {
   absl::StatusOr<v1::HeartbeatResponse> result = state_->Heartbeat(*request);
   if (result.ok()) *response = *std::move(result);
+  if (result.ok() && jobs_ != nullptr) jobs_->OnShardSeen(request->shard_id(), request->incarnation());
   return FinishNow(context, result.status());
 }
 
@@ -195,6 +198,50 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::KvGet(grpc::CallbackServerCont
     waiters_.Complete(id, *std::move(value));
   }
   return reactor;
+}
+
+// JoinJob waits for a recovery and Checkpoint runs shard IO: both run on a thread of
+// their own, so they never hold a gRPC callback thread.
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::JoinJob(grpc::CallbackServerContext* context,
+                                                          const v1::JoinJobRequest* request,
+                                                          v1::JoinJobResponse* response) {
+  if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::thread([this, reactor, request, response, who = Who(context)] {
+    absl::StatusOr<v1::JoinJobResponse> result = jobs_->JoinJob(*request, who);
+    if (result.ok()) *response = *std::move(result);
+    reactor->Finish(ToGrpcStatus(result.status(), nullptr));
+  }).detach();
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::Checkpoint(grpc::CallbackServerContext* context,
+                                                             const v1::CheckpointRequest* request,
+                                                             v1::CheckpointResponse* response) {
+  if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  std::thread([this, reactor, request, response] {
+    absl::StatusOr<v1::CheckpointResponse> result = jobs_->Checkpoint(*request);
+    if (result.ok()) *response = *std::move(result);
+    reactor->Finish(ToGrpcStatus(result.status(), nullptr));
+  }).detach();
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::FinishJob(grpc::CallbackServerContext* context,
+                                                            const v1::FinishJobRequest* request,
+                                                            v1::FinishJobResponse* response) {
+  if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
+  return FinishNow(context, jobs_->FinishJob(*request));
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::GetJob(grpc::CallbackServerContext* context,
+                                                         const v1::GetJobRequest* request,
+                                                         v1::GetJobResponse* response) {
+  if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
+  absl::StatusOr<v1::GetJobResponse> result = jobs_->GetJob(request->job());
+  if (result.ok()) *response = *std::move(result);
+  return FinishNow(context, result.status());
 }
 
 }  // namespace ember

@@ -31,6 +31,7 @@
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/job_manager.h"
 #include "server/coordinator/kv_waiters.h"
 
 namespace ember {
@@ -47,6 +48,14 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
  public:
   CoordinatorServiceImpl(CoordinatorState* state, const CoordinatorServiceOptions& options);
   ~CoordinatorServiceImpl() override;
+
+  // Serves the job RPCs (JoinJob, FinishJob, Checkpoint, GetJob) with `jobs` (not
+  // owned, outlives the service) and reports shard registrations and heartbeats to
+  // it. Without one they fail with UNIMPLEMENTED. Call before the server starts.
+  void SetJobManager(JobManager* jobs) { jobs_ = jobs; }
+
+  // The (cached) PsService stub for `address`.
+  std::shared_ptr<v1::PsService::Stub> StubFor(const std::string& address);
 
   // Completes every waiting KvGet with UNAVAILABLE; later KvGets that would wait fail
   // at once. Call before shutting the server down.
@@ -74,12 +83,23 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
                                   const v1::KvGetRequest* request,
                                   v1::KvGetResponse* response) override;
 
- private:
-  // The (cached) PsService stub for `address`.
-  std::shared_ptr<v1::PsService::Stub> StubFor(const std::string& address);
+  grpc::ServerUnaryReactor* JoinJob(grpc::CallbackServerContext* context,
+                                    const v1::JoinJobRequest* request,
+                                    v1::JoinJobResponse* response) override;
+  grpc::ServerUnaryReactor* FinishJob(grpc::CallbackServerContext* context,
+                                      const v1::FinishJobRequest* request,
+                                      v1::FinishJobResponse* response) override;
+  grpc::ServerUnaryReactor* Checkpoint(grpc::CallbackServerContext* context,
+                                       const v1::CheckpointRequest* request,
+                                       v1::CheckpointResponse* response) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
+                                   const v1::GetJobRequest* request,
+                                   v1::GetJobResponse* response) override;
 
+ private:
   CoordinatorState* const state_;
   const CoordinatorServiceOptions options_;
+  JobManager* jobs_ = nullptr;
   KvWaiters waiters_;
 
   absl::Mutex stubs_mu_;

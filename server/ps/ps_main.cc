@@ -45,6 +45,7 @@
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
+#include "server/ps/shard_storage.h"
 #include "server/rocksdb_backend.h"
 
 namespace ember {
@@ -72,6 +73,9 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
   --metrics_port=N         serve Prometheus metrics at /metrics on this port; 0 picks
                            a free one, -1 disables. Default: -1 (disabled)
   --metrics_host=ADDR      address the metrics server binds. Default: --host
+  --test_crash_after_checkpoints=N
+                           fault tests only: SIGKILL this process right after it
+                           writes its Nth checkpoint snapshot. Default: 0 (never)
   --help                   this text
 )";
 
@@ -91,6 +95,7 @@ struct PsMainOptions {
   int64_t shutdown_grace_ms = 5000;
   int32_t metrics_port = -1;  // -1: no metrics server
   std::string metrics_host;   // empty: `host`
+  int crash_after_checkpoints = 0;
 };
 
 absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
@@ -125,6 +130,8 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
     } else if (name == "metrics_port") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
+    } else if (name == "test_crash_after_checkpoints") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.crash_after_checkpoints));
     } else if (name == "metrics_host") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.metrics_host));
     } else {
@@ -162,38 +169,40 @@ absl::Status Run(const PsMainOptions& o) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  RocksDbOptions rocks;
-  rocks.path = o.data_dir;
-  rocks.enable_wal = o.wal;
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbBackend> backend, RocksDbBackend::Open(rocks));
-  const RocksDbBackend* rocksdb = backend.get();  // owned by the store from here on
-  StoreOptions store_options;
-  store_options.memory_budget_bytes = o.memory_budget_mb << 20;
-  store_options.max_batch_keys = o.max_batch_keys;
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingStore> store,
-                         EmbeddingStore::Open(store_options, std::move(backend)));
+  ShardStorageOptions storage_options;
+  storage_options.rocksdb.path = o.data_dir;
+  storage_options.rocksdb.enable_wal = o.wal;
+  storage_options.store.memory_budget_bytes = o.memory_budget_mb << 20;
+  storage_options.store.max_batch_keys = o.max_batch_keys;
+  storage_options.crash_after_checkpoints = o.crash_after_checkpoints;
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ShardStorage> storage,
+                         ShardStorage::Open(storage_options));
 
-  // Metrics, when enabled. Declared after the store and before the service: the server
-  // (and with it every scrape) ends before the store, the metrics outlive the service.
+  // Metrics, when enabled. The registry and PsMetrics outlive the service; the metrics
+  // server (and with it every scrape) is declared after the service, so it ends first.
   const bool metrics_enabled = o.metrics_port >= 0;
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<PsMetrics> metrics;
-  std::shared_ptr<PsStoreCollector> collector;
-  std::unique_ptr<MetricsServer> metrics_server;
-  if (metrics_enabled) {
-    metrics = std::make_unique<PsMetrics>(*registry);
-    collector = std::make_shared<PsStoreCollector>(store.get(), rocksdb);
-    EMBER_ASSIGN_OR_RETURN(metrics_server, MetricsServer::Start(o.metrics_host, o.metrics_port));
-    metrics_server->Register(registry);
-    metrics_server->Register(collector);
-  }
+  if (metrics_enabled) metrics = std::make_unique<PsMetrics>(*registry);
 
   std::vector<uint32_t> shards(o.num_shards);
   for (uint32_t i = 0; i < o.num_shards; ++i) shards[i] = i;
   // With a coordinator the shard owns nothing until the coordinator's map arrives.
-  PsServiceImpl service(store.get(), o.shard_id,
+  PsServiceImpl service(storage->store(), o.shard_id,
                         o.coordinator.empty() ? SlotMap::Even(shards, /*epoch=*/1) : SlotMap(),
                         PsServiceImpl::kDefaultDedupWindow, metrics.get(), o.max_batch_keys);
+  service.EnableCheckpoints(storage.get());
+
+  std::shared_ptr<PsStoreCollector> collector;
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (metrics_enabled) {
+    // The service hands the collector its current store: a restore replaces it.
+    collector = std::make_shared<PsStoreCollector>(
+        [&service](const PsStoreCollector::Visitor& visit) { service.WithStore(visit); });
+    EMBER_ASSIGN_OR_RETURN(metrics_server, MetricsServer::Start(o.metrics_host, o.metrics_port));
+    metrics_server->Register(registry);
+    metrics_server->Register(collector);
+  }
 
   ServerCallTracker calls;
   grpc::ServerBuilder builder;
@@ -216,6 +225,7 @@ absl::Status Run(const PsMainOptions& o) {
     agent_options.advertised_address =
         o.advertise_address.empty() ? absl::StrCat(o.host, ":", port) : o.advertise_address;
     agent_options.heartbeat_interval = absl::Milliseconds(o.heartbeat_ms);
+    agent_options.incarnation = service.incarnation();
     agent = std::make_unique<ShardAgent>(
         agent_options, [&service](const SlotMap& map) { service.SetSlotMap(map); },
         [&service](const v1::TableConfig& config) {
@@ -224,7 +234,7 @@ absl::Status Run(const PsMainOptions& o) {
           v1::CreateTableResponse response;
           return service.DoCreateTable(request, &response);
         },
-        [&store]() { return store->version(); });
+        [&service]() { return service.version(); });
     EMBER_RETURN_IF_ERROR(agent->Start());
   }
   std::cout << "listening on " << o.host << ":" << port << std::endl;
@@ -241,7 +251,7 @@ absl::Status Run(const PsMainOptions& o) {
   if (agent != nullptr) agent->Stop();
   // Calls in flight get the grace period; idle client connections do not hold it.
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
-  const absl::Status closed = store->Close();
+  const absl::Status closed = storage->Close();
   metrics_server.reset();  // no scrape reads the store from here on
   if (!closed.ok()) return closed;
   std::cerr << "ember-ps: flushed and closed" << std::endl;

@@ -75,6 +75,8 @@ PsMetrics::PsMetrics(prometheus::Registry& registry, Clock* clock)
       create_table_(rpcs_.Method("CreateTable")),
       get_shard_info_(rpcs_.Method("GetShardInfo")),
       checksum_(rpcs_.Method("Checksum")),
+      checkpoint_shard_(rpcs_.Method("CheckpointShard")),
+      restore_shard_(rpcs_.Method("RestoreShard")),
       received_bytes_(CounterFamily(registry, "ember_rpc_received_bytes_total",
                                     "Request message bytes received, by method.")),
       sent_bytes_(CounterFamily(registry, "ember_rpc_sent_bytes_total",
@@ -106,10 +108,21 @@ void PsMetrics::CountRowsPushed(absl::string_view table, uint64_t rows) {
   rows_pushed_.Add({{"table", std::string(table)}}).Increment(static_cast<double>(rows));
 }
 
+PsStoreCollector::PsStoreCollector(const EmbeddingStore* store, const RocksDbBackend* rocksdb)
+    : source_([store, rocksdb](const Visitor& visit) { visit(*store, rocksdb); }) {}
+
 std::vector<MetricFamily> PsStoreCollector::Collect() const {
-  const StoreStats s = store_->Stats();
   std::vector<MetricFamily> out;
-  FamilyWriter w(&out);
+  source_([&out](const EmbeddingStore& store, const RocksDbBackend* rocksdb) {
+    CollectStore(store, &out);
+    if (rocksdb != nullptr) CollectRocksDb(*rocksdb, &out);
+  });
+  return out;
+}
+
+void PsStoreCollector::CollectStore(const EmbeddingStore& store, std::vector<MetricFamily>* out) {
+  const StoreStats s = store.Stats();
+  FamilyWriter w(out);
   w.Gauge("ember_store_version", "Version of the newest update applied by this shard.",
           static_cast<double>(s.version));
   w.Gauge("ember_memory_bytes", "Bytes charged to the memory tier's budget.",
@@ -153,12 +166,10 @@ std::vector<MetricFamily> PsStoreCollector::Collect() const {
             static_cast<double>(s.writeback_errors));
   w.Gauge("ember_disk_bytes", "Backend bytes on disk (SST files and live WAL).",
           static_cast<double>(s.disk_bytes));
-  if (rocksdb_ != nullptr) CollectRocksDb(&out);
-  return out;
 }
 
-void PsStoreCollector::CollectRocksDb(std::vector<MetricFamily>* out) const {
-  rocksdb::DB* db = rocksdb_->db();
+void PsStoreCollector::CollectRocksDb(const RocksDbBackend& rocksdb, std::vector<MetricFamily>* out) {
+  rocksdb::DB* db = rocksdb.db();
   if (db == nullptr) return;
   FamilyWriter w(out);
   uint64_t value = 0;

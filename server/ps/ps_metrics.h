@@ -46,6 +46,7 @@
 #define EMBER_SERVER_PS_PS_METRICS_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -78,6 +79,8 @@ class PsMetrics {
   RpcMethodMetrics& create_table() { return create_table_; }
   RpcMethodMetrics& get_shard_info() { return get_shard_info_; }
   RpcMethodMetrics& checksum() { return checksum_; }
+  RpcMethodMetrics& checkpoint_shard() { return checkpoint_shard_; }
+  RpcMethodMetrics& restore_shard() { return restore_shard_; }
 
   // Message bytes received and sent by one call of `method`.
   void CountBytes(absl::string_view method, uint64_t received, uint64_t sent);
@@ -97,6 +100,8 @@ class PsMetrics {
   RpcMethodMetrics& create_table_;
   RpcMethodMetrics& get_shard_info_;
   RpcMethodMetrics& checksum_;
+  RpcMethodMetrics& checkpoint_shard_;
+  RpcMethodMetrics& restore_shard_;
   prometheus::Family<prometheus::Counter>& received_bytes_;
   prometheus::Family<prometheus::Counter>& sent_bytes_;
   prometheus::Family<prometheus::Counter>& rows_pulled_;
@@ -111,16 +116,22 @@ class PsStoreCollector final : public prometheus::Collectable {
   // Neither is owned; both must outlive every scrape (unregister, or destroy the
   // MetricsServer, before destroying the store). `rocksdb` may be null (another
   // backend): the ember_rocksdb_* metrics are then absent.
-  PsStoreCollector(const EmbeddingStore* store, const RocksDbBackend* rocksdb)
-      : store_(store), rocksdb_(rocksdb) {}
+  PsStoreCollector(const EmbeddingStore* store, const RocksDbBackend* rocksdb);
+
+  // A store that can be replaced (a restore): `source` calls its argument with the
+  // current store and RocksDB (may be null) while keeping them alive.
+  using Visitor = std::function<void(const EmbeddingStore&, const RocksDbBackend*)>;
+  using Source = std::function<void(const Visitor&)>;
+  explicit PsStoreCollector(Source source) : source_(std::move(source)) {}
 
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
-  void CollectRocksDb(std::vector<prometheus::MetricFamily>* out) const;
+  static void CollectStore(const EmbeddingStore& store, std::vector<prometheus::MetricFamily>* out);
+  static void CollectRocksDb(const RocksDbBackend& rocksdb,
+                             std::vector<prometheus::MetricFamily>* out);
 
-  const EmbeddingStore* const store_;
-  const RocksDbBackend* const rocksdb_;
+  const Source source_;
 };
 
 }  // namespace ember

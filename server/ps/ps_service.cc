@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/float16.h"
@@ -18,6 +19,7 @@
 #include "common/status_macros.h"
 #include "grpc/grpc.h"
 #include "grpcpp/support/server_interceptor.h"
+#include "server/coordinator/slot_owners.h"
 
 namespace ember {
 namespace {
@@ -57,6 +59,7 @@ absl::StatusOr<std::vector<uint64_t>> DecodeIds(const std::string& bytes, uint32
 PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
                              uint64_t dedup_window, PsMetrics* metrics, uint32_t max_batch_keys)
     : store_(store),
+      incarnation_(absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0})),
       shard_id_(shard_id),
       max_batch_keys_(max_batch_keys),
       metrics_(metrics),
@@ -71,6 +74,36 @@ void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
   // Under the lock, so that racing installs leave the gauge at the installed epoch.
   if (metrics_ != nullptr) metrics_->SetEpoch(next->epoch());
   slot_map_ = std::move(next);
+}
+
+void PsServiceImpl::EnableCheckpoints(ShardStorage* storage) {
+  absl::MutexLock lock(&store_mu_);
+  storage_ = storage;
+}
+
+uint64_t PsServiceImpl::version() const {
+  absl::ReaderMutexLock lock(&store_mu_);
+  return store_->version();
+}
+
+void PsServiceImpl::WithStore(const PsStoreCollector::Visitor& visit) const {
+  absl::ReaderMutexLock lock(&store_mu_);
+  visit(*store_, storage_ != nullptr ? storage_->rocksdb() : nullptr);
+}
+
+absl::Status PsServiceImpl::CheckAttempt(uint64_t attempt) const {
+  if (attempt == 0) return absl::OkStatus();
+  const uint64_t current = attempt_.load(std::memory_order_acquire);
+  if (attempt < current) {
+    return absl::AbortedError(absl::StrCat("job attempt ", attempt, " was rolled back: shard ",
+                                           shard_id_, " serves attempt ", current));
+  }
+  if (attempt > current) {
+    return absl::UnavailableError(absl::StrCat("shard ", shard_id_,
+                                               " is not restored for job attempt ", attempt,
+                                               " yet (it serves attempt ", current, ")"));
+  }
+  return absl::OkStatus();
 }
 
 std::shared_ptr<const SlotMap> PsServiceImpl::slot_map() const {
@@ -105,6 +138,8 @@ absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const u
 }
 
 absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullResponse* response) {
+  absl::ReaderMutexLock lock(&store_mu_);
+  EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
@@ -137,6 +172,8 @@ absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullRespo
 }
 
 absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushResponse* response) {
+  absl::ReaderMutexLock lock(&store_mu_);
+  EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
@@ -180,6 +217,7 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
 
 absl::Status PsServiceImpl::DoCreateTable(const v1::CreateTableRequest& request,
                                           v1::CreateTableResponse* response) {
+  absl::ReaderMutexLock lock(&store_mu_);
   EMBER_RETURN_IF_ERROR(store_->CreateTable(request.config()));
   EMBER_ASSIGN_OR_RETURN(*response->mutable_config(),
                          store_->GetTableConfig(request.config().name()));
@@ -187,6 +225,7 @@ absl::Status PsServiceImpl::DoCreateTable(const v1::CreateTableRequest& request,
 }
 
 absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
+  absl::ReaderMutexLock lock(&store_mu_);
   const std::shared_ptr<const SlotMap> map = slot_map();
   response->set_shard_id(shard_id_);
   response->set_epoch(map->epoch());
@@ -198,6 +237,7 @@ absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
 
 absl::Status PsServiceImpl::DoChecksum(const v1::ChecksumRequest& request,
                                        v1::ChecksumResponse* response) {
+  absl::ReaderMutexLock lock(&store_mu_);
   std::vector<std::string> tables;
   if (request.table().empty()) {
     tables = store_->ListTables();
@@ -212,6 +252,65 @@ absl::Status PsServiceImpl::DoChecksum(const v1::ChecksumRequest& request,
     t->set_rows(sum.rows);
     t->set_digest(sum.digest);
   }
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoCheckpointShard(const v1::CheckpointShardRequest& request,
+                                              v1::CheckpointShardResponse* response) {
+  if (request.dir().empty() || request.name().empty()) {
+    return absl::InvalidArgumentError("CheckpointShard needs a dir and a name");
+  }
+  absl::MutexLock admin(&admin_mu_);
+  // Exclusive: no push is applied while the snapshot is cut.
+  absl::MutexLock lock(&store_mu_);
+  if (storage_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));
+  }
+  EMBER_ASSIGN_OR_RETURN(*response->mutable_snapshot(),
+                         storage_->Checkpoint(shard_id_, request.dir(), request.name(),
+                                              request.base_name(), request.base_version()));
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& request,
+                                           v1::RestoreShardResponse* response) {
+  if (request.attempt() == 0) return absl::InvalidArgumentError("RestoreShard needs attempt >= 1");
+  if (request.chain_size() != request.chain_dirs_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("RestoreShard: ", request.chain_size(),
+                                                   " manifests but ", request.chain_dirs_size(),
+                                                   " directories"));
+  }
+  EMBER_ASSIGN_OR_RETURN(SlotMap map, UnpackSlotOwners(request.slot_owners(), request.epoch()));
+  absl::MutexLock admin(&admin_mu_);
+  if (request.attempt() < attempt_.load()) {
+    return absl::FailedPreconditionError(absl::StrCat("shard ", shard_id_, " serves attempt ",
+                                                      attempt_.load(), "; refusing to go back to ",
+                                                      request.attempt()));
+  }
+  absl::MutexLock lock(&store_mu_);
+  if (request.chain_size() > 0) {
+    if (storage_ == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));
+    }
+    const std::vector<v1::CheckpointManifest> chain(request.chain().begin(),
+                                                    request.chain().end());
+    const std::vector<std::string> dirs(request.chain_dirs().begin(), request.chain_dirs().end());
+    const uint32_t me = shard_id_;
+    EMBER_ASSIGN_OR_RETURN(
+        ShardRestoreReport report,
+        storage_->Restore(chain, dirs, [&map, me](uint32_t slot) { return map.OwnerOf(slot) == me; }));
+    store_ = storage_->store();
+    response->set_rows(report.rows);
+    response->set_seconds(report.seconds);
+  }
+  // Pushes deduplicated before the rollback say nothing about the restored rows.
+  dedup_.Clear();
+  if (map.epoch() >= slot_map()->epoch()) SetSlotMap(std::move(map));
+  attempt_.store(request.attempt(), std::memory_order_release);
+  response->set_version(store_->version());
+  response->set_incarnation(incarnation_);
   return absl::OkStatus();
 }
 
@@ -273,6 +372,22 @@ grpc::ServerUnaryReactor* PsServiceImpl::Checksum(grpc::CallbackServerContext* c
   const int64_t start = CallStart();
   return FinishCall(context, &PsMetrics::checksum, "Checksum", start,
                     DoChecksum(*request, response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::CheckpointShard(grpc::CallbackServerContext* context,
+                                                         const v1::CheckpointShardRequest* request,
+                                                         v1::CheckpointShardResponse* response) {
+  const int64_t start = CallStart();
+  return FinishCall(context, &PsMetrics::checkpoint_shard, "CheckpointShard", start,
+                    DoCheckpointShard(*request, response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::RestoreShard(grpc::CallbackServerContext* context,
+                                                      const v1::RestoreShardRequest* request,
+                                                      v1::RestoreShardResponse* response) {
+  const int64_t start = CallStart();
+  return FinishCall(context, &PsMetrics::restore_shard, "RestoreShard", start,
+                    DoRestoreShard(*request, response), *request, *response);
 }
 
 }  // namespace ember

@@ -28,6 +28,7 @@
 #ifndef EMBER_SERVER_PS_PS_SERVICE_H_
 #define EMBER_SERVER_PS_PS_SERVICE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -42,6 +43,7 @@
 #include "server/embedding_store.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
+#include "server/ps/shard_storage.h"
 
 namespace ember {
 
@@ -63,6 +65,20 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   void SetSlotMap(SlotMap slot_map);
   uint32_t shard_id() const { return shard_id_; }
 
+  // Serves CheckpointShard and RestoreShard with `storage` (not owned; it must own the
+  // store passed to the constructor and outlive the service). Without it both fail
+  // with FAILED_PRECONDITION. Call before the server starts.
+  void EnableCheckpoints(ShardStorage* storage);
+  // The job attempt the shard serves (RestoreShardRequest); 0 until restored.
+  uint64_t attempt() const { return attempt_.load(std::memory_order_acquire); }
+  // Random per service object (per process): tells the coordinator it restarted.
+  uint64_t incarnation() const { return incarnation_; }
+  // The store's version (under the store lock: a restore may be swapping it).
+  uint64_t version() const;
+  // Calls `visit` with the current store and RocksDB (null without checkpoint storage)
+  // under the store lock (metrics scrapes: a restore replaces both).
+  void WithStore(const PsStoreCollector::Visitor& visit) const;
+
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
                                  const v1::PullRequest* request,
                                  v1::PullResponse* response) override;
@@ -78,6 +94,12 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   grpc::ServerUnaryReactor* Checksum(grpc::CallbackServerContext* context,
                                      const v1::ChecksumRequest* request,
                                      v1::ChecksumResponse* response) override;
+  grpc::ServerUnaryReactor* CheckpointShard(grpc::CallbackServerContext* context,
+                                            const v1::CheckpointShardRequest* request,
+                                            v1::CheckpointShardResponse* response) override;
+  grpc::ServerUnaryReactor* RestoreShard(grpc::CallbackServerContext* context,
+                                         const v1::RestoreShardRequest* request,
+                                         v1::RestoreShardResponse* response) override;
 
   // The handlers' bodies, without gRPC (also used by in-process tests).
   absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
@@ -86,6 +108,10 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                              v1::CreateTableResponse* response);
   absl::Status DoGetShardInfo(v1::GetShardInfoResponse* response);
   absl::Status DoChecksum(const v1::ChecksumRequest& request, v1::ChecksumResponse* response);
+  absl::Status DoCheckpointShard(const v1::CheckpointShardRequest& request,
+                                 v1::CheckpointShardResponse* response);
+  absl::Status DoRestoreShard(const v1::RestoreShardRequest& request,
+                              v1::RestoreShardResponse* response);
 
  private:
   std::shared_ptr<const SlotMap> slot_map() const;
@@ -95,6 +121,10 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   // otherwise FAILED_PRECONDITION with a WrongShard payload.
   absl::Status CheckRouting(uint64_t table_seed, absl::Span<const uint64_t> ids,
                             uint64_t epoch) const;
+
+  // OK for attempt 0 and the shard's attempt; ABORTED for an older one (the job rolled
+  // back), UNAVAILABLE for a newer one (this shard is not restored for it yet).
+  absl::Status CheckAttempt(uint64_t attempt) const;
 
   // Starts timing a call: the metrics clock's now, or 0 without metrics.
   int64_t CallStart() const;
@@ -107,7 +137,15 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                                        const google::protobuf::Message& request,
                                        const google::protobuf::Message& response);
 
-  EmbeddingStore* const store_;
+  // Data calls hold store_mu_ shared; CheckpointShard and RestoreShard hold it
+  // exclusively (no push runs during a snapshot; a restore replaces store_).
+  mutable absl::Mutex store_mu_;
+  EmbeddingStore* store_;  // guarded by store_mu_ (written only under it exclusively)
+  ShardStorage* storage_ = nullptr;
+  // Serializes CheckpointShard/RestoreShard with each other (held across their IO).
+  absl::Mutex admin_mu_;
+  std::atomic<uint64_t> attempt_{0};
+  const uint64_t incarnation_;
   const uint32_t shard_id_;
   const uint32_t max_batch_keys_;
   PsMetrics* const metrics_;  // null: not recorded

@@ -38,4 +38,9 @@ void PushDedup::Finish(uint64_t worker_id, uint64_t sequence, bool applied, uint
   }
 }
 
+void PushDedup::Clear() {
+  absl::MutexLock lock(&mu_);
+  workers_.clear();
+}
+
 }  // namespace ember

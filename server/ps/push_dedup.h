@@ -58,6 +58,10 @@ class PushDedup {
   // `version` is what retries will get; otherwise a retry may apply it again.
   void Finish(uint64_t worker_id, uint64_t sequence, bool applied, uint64_t version);
 
+  // Forgets every worker (after a rollback the remembered pushes are not in the rows).
+  // REQUIRES: no push in flight.
+  void Clear();
+
  private:
   struct WorkerState {
     uint64_t highest = 0;                  // highest applied sequence

@@ -112,6 +112,7 @@ absl::Status ShardAgent::Register() {
   v1::RegisterShardRequest request;
   request.set_shard_id(options_.shard_id);
   request.set_address(options_.advertised_address);
+  request.set_incarnation(options_.incarnation);
   v1::RegisterShardResponse response;
   const absl::Status status =
       FromGrpcStatus(stub_->RegisterShard(&context, request, &response), &context);
@@ -128,6 +129,7 @@ absl::Status ShardAgent::Heartbeat() {
   request.set_epoch(epoch());
   request.set_table_count(static_cast<uint32_t>(applied_tables_.size()));
   if (version_) request.set_version(version_());
+  request.set_incarnation(options_.incarnation);
   v1::HeartbeatResponse response;
   const absl::Status status =
       FromGrpcStatus(stub_->Heartbeat(&context, request, &response), &context);

@@ -63,6 +63,9 @@ struct ShardAgentOptions {
   // Default: 100 ms, 2 s
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(2);
+  // This shard process's incarnation (PsServiceImpl::incarnation()), sent with every
+  // registration and heartbeat so the coordinator sees a restart. Default: 0 (unknown)
+  uint64_t incarnation = 0;
 };
 
 class ShardAgent {

@@ -29,26 +29,12 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/process.h"
+#include "tests/worker/result_json.h"
 
 namespace ember {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// The raw JSON value of `key` in a flat JSON object ("" when absent).
-std::string JsonValue(const std::string& json, const std::string& key) {
-  const std::regex re("\"" + key + "\": (\"[^\"]*\"|[^,\\n]*)");
-  std::smatch m;
-  if (!std::regex_search(json, m, re)) return "";
-  return m[1].str();
-}
 
 double JsonNumber(const std::string& json, const std::string& key) {
   const std::string v = JsonValue(json, key);

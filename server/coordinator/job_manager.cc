@@ -1,0 +1,637 @@
+// Copyright 2026 The Ember Authors.
+
+#include "server/coordinator/job_manager.h"
+
+#include <algorithm>
+#include <iostream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "grpcpp/client_context.h"
+#include "server/coordinator/slot_owners.h"
+
+namespace ember {
+namespace {
+
+constexpr char kJobIndexKey[] = "jobs/index";
+constexpr char kLastAttemptKey[] = "jobs/last_attempt";
+constexpr int kMaxRecordedCheckpoints = 64;
+
+std::string JobKey(const std::string& job) { return absl::StrCat("job/", job); }
+
+bool ValidJobName(const std::string& name) {
+  if (name.empty() || name.size() > 128) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '.' || c == '_' || c == '-';
+  });
+}
+
+bool Contains(const google::protobuf::RepeatedField<uint32_t>& values, uint32_t v) {
+  return std::find(values.begin(), values.end(), v) != values.end();
+}
+
+// Runs fn(i) for i in [0, n) on n threads and returns their statuses.
+std::vector<absl::Status> RunParallel(size_t n, const std::function<absl::Status(size_t)>& fn) {
+  std::vector<absl::Status> out(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (size_t i = 0; i < n; ++i) threads.emplace_back([&, i] { out[i] = fn(i); });
+  for (std::thread& t : threads) t.join();
+  return out;
+}
+
+// The alive shards that own slots, or UNAVAILABLE naming a slot owner that is not alive.
+absl::StatusOr<std::vector<v1::ShardInfo>> SlotOwners(const CoordinatorState& state) {
+  const SlotMap map = state.slot_map();
+  if (map.epoch() == 0) return absl::UnavailableError("slots are not assigned yet");
+  std::vector<v1::ShardInfo> owners;
+  for (const v1::ShardInfo& shard : state.Shards()) {
+    if (map.SlotsOf(shard.shard_id()).empty()) continue;
+    if (shard.state() != v1::ShardInfo::ALIVE) {
+      return absl::UnavailableError(absl::StrCat("shard ", shard.shard_id(), " is not alive"));
+    }
+    owners.push_back(shard);
+  }
+  return owners;
+}
+
+}  // namespace
+
+JobManager::JobManager(CoordinatorState* state, JobManagerOptions options, StubFactory stubs)
+    : state_(state),
+      options_(std::move(options)),
+      stubs_(std::move(stubs)),
+      catalog_(options_.checkpoint_dir) {}
+
+JobManager::~JobManager() { Stop(); }
+
+absl::Status JobManager::Start() {
+  absl::MutexLock lock(&mu_);
+  if (std::optional<std::string> last = state_->KvGet(kLastAttemptKey); last.has_value()) {
+    if (!absl::SimpleAtoi(*last, &last_attempt_)) {
+      return absl::DataLossError(absl::StrCat("bad ", kLastAttemptKey, ": '", *last, "'"));
+    }
+  }
+  if (std::optional<std::string> index = state_->KvGet(kJobIndexKey); index.has_value()) {
+    for (absl::string_view name : absl::StrSplit(*index, '\n', absl::SkipEmpty())) {
+      std::optional<std::string> bytes = state_->KvGet(JobKey(std::string(name)));
+      Job job;
+      if (!bytes.has_value() || !job.record.ParseFromString(*bytes)) {
+        return absl::DataLossError(absl::StrCat("job record of '", name, "' is missing or corrupt"));
+      }
+      if (!job.record.restored_from().empty()) {
+        // The state the running attempt's workers resume from (a joining worker needs it).
+        absl::StatusOr<v1::CheckpointManifest> m =
+            catalog_.ReadManifest(job.record.job(), job.record.restored_from());
+        absl::StatusOr<v1::WorkerState> ws =
+            m.ok() ? catalog_.ReadWorkerState(*m) : absl::StatusOr<v1::WorkerState>(m.status());
+        if (ws.ok()) {
+          job.restored_state = *std::move(ws);
+        } else if (job.record.phase() == v1::GetJobResponse::RUNNING) {
+          FailLocked(job, absl::StrCat("checkpoint ", job.record.restored_from(),
+                                       " unreadable after a coordinator restart: ",
+                                       ws.status().message()));
+        }
+      }
+      jobs_.emplace(std::string(name), std::move(job));
+    }
+  }
+  thread_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void JobManager::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::Status JobManager::PersistLocked(const Job& job) {
+  EMBER_RETURN_IF_ERROR(state_->KvPut(JobKey(job.record.job()), job.record.SerializeAsString()));
+  std::vector<std::string> names;
+  for (const auto& [name, unused] : jobs_) names.push_back(name);
+  if (!jobs_.contains(job.record.job())) names.push_back(job.record.job());
+  return state_->KvPut(kJobIndexKey, absl::StrJoin(names, "\n"));
+}
+
+absl::StatusOr<uint64_t> JobManager::NextAttemptLocked() {
+  const uint64_t next = last_attempt_ + 1;
+  EMBER_RETURN_IF_ERROR(state_->KvPut(kLastAttemptKey, absl::StrCat(next)));
+  last_attempt_ = next;
+  return next;
+}
+
+void JobManager::FailLocked(Job& job, const std::string& reason) {
+  std::cerr << "ember-coordinator: job " << job.record.job() << " attempt "
+            << job.record.attempt() << " ended: " << reason << std::endl;
+  job.record.set_failure(reason);
+  if (options_.checkpoint_dir.empty()) {
+    job.record.set_phase(v1::GetJobResponse::FAILED);
+    job.record.set_failure(
+        absl::StrCat(reason, " (no --checkpoint_dir on the coordinator: cannot roll back)"));
+  } else {
+    job.record.set_phase(v1::GetJobResponse::RECOVERING);
+    job.record.set_recoveries(job.record.recoveries() + 1);
+  }
+  job.record.clear_joined();
+  PersistLocked(job).IgnoreError();  // the in-memory phase rules; the next write retries
+}
+
+absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
+  std::string resume;
+  if (!request.resume_from().empty()) {
+    if (options_.checkpoint_dir.empty()) {
+      return absl::FailedPreconditionError(
+          "resume_from needs checkpoints: the coordinator runs without --checkpoint_dir");
+    }
+    if (request.resume_from() == "latest") {
+      EMBER_ASSIGN_OR_RETURN(CheckpointListing listing, catalog_.List(request.job()));
+      if (listing.valid.empty()) {
+        return absl::NotFoundError(
+            absl::StrCat("job '", request.job(), "' has no valid checkpoint to resume from"));
+      }
+      resume = listing.valid.back().name();
+    } else {
+      EMBER_RETURN_IF_ERROR(catalog_.ReadManifest(request.job(), request.resume_from()).status());
+      resume = request.resume_from();
+    }
+  }
+  Job job;
+  job.record.set_job(request.job());
+  job.record.set_generation(request.generation());
+  job.record.set_phase(v1::GetJobResponse::RECOVERING);
+  job.record.set_world_size(request.world_size());
+  job.record.set_resume_from(resume);
+  job.record.set_config_digest(request.config_digest());
+  EMBER_RETURN_IF_ERROR(PersistLocked(job));
+  std::cerr << "ember-coordinator: job " << request.job() << " generation "
+            << request.generation() << ": new run of " << request.world_size() << " worker(s)"
+            << (resume.empty() ? std::string(" from the shards' rows")
+                               : absl::StrCat(" from checkpoint ", resume))
+            << std::endl;
+  jobs_[request.job()] = std::move(job);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest& request,
+                                                        const std::string& who) {
+  if (!ValidJobName(request.job())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job name '", request.job(), "' is not [A-Za-z0-9._-]{1,128}"));
+  }
+  if (request.world_size() == 0 || request.rank() >= request.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", request.rank(),
+                                                   " is not in [0, world_size ",
+                                                   request.world_size(), ")"));
+  }
+  const uint32_t rank = request.rank();
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(request.job());
+  if (it == jobs_.end() || request.generation() > it->second.record.generation()) {
+    EMBER_RETURN_IF_ERROR(StartRunLocked(request));
+    it = jobs_.find(request.job());
+  }
+  Job& job = it->second;
+  if (request.generation() < job.record.generation()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", request.job(), "' generation ", request.generation(),
+                     " was superseded by generation ", job.record.generation()));
+  }
+  if (request.world_size() != job.record.world_size()) {
+    return absl::InvalidArgumentError(absl::StrCat("job '", request.job(), "' runs ",
+                                                   job.record.world_size(),
+                                                   " workers; this one says ",
+                                                   request.world_size()));
+  }
+  if (request.config_digest() != 0 && job.record.config_digest() != 0 &&
+      request.config_digest() != job.record.config_digest()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "worker ", rank, " has another model config than the run of job '", request.job(), "'"));
+  }
+  if (job.record.phase() == v1::GetJobResponse::RUNNING) {
+    if (request.after_attempt() >= job.record.attempt()) {
+      FailLocked(job, absl::StrCat("worker ", rank, " failed: ", request.reason()));
+    } else if (Contains(job.record.joined(), rank)) {
+      FailLocked(job, absl::StrCat("worker ", rank, " restarted (", who, ")"));
+    }
+  }
+  const absl::Duration wait =
+      absl::Milliseconds(std::min<uint32_t>(request.wait_ms(), 60000));
+  auto settled = [this, &job]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return stopping_ || job.record.phase() != v1::GetJobResponse::RECOVERING;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&settled), wait);
+  if (stopping_) return absl::UnavailableError("coordinator is shutting down");
+  v1::JoinJobResponse response;
+  switch (job.record.phase()) {
+    case v1::GetJobResponse::RECOVERING:
+      response.set_ready(false);
+      return response;
+    case v1::GetJobResponse::FINISHED:
+      return absl::FailedPreconditionError(
+          absl::StrCat("job '", request.job(), "' generation ", job.record.generation(),
+                       " has finished; start a new run with a larger --generation"));
+    case v1::GetJobResponse::FAILED:
+      return absl::FailedPreconditionError(
+          absl::StrCat("job '", request.job(), "' failed: ", job.record.failure()));
+    default:
+      break;
+  }
+  if (Contains(job.record.joined(), rank)) {
+    return absl::AlreadyExistsError(absl::StrCat("another worker ", rank, " joined attempt ",
+                                                 job.record.attempt(), " of job '",
+                                                 request.job(), "'"));
+  }
+  job.record.add_joined(rank);
+  EMBER_RETURN_IF_ERROR(PersistLocked(job));
+  response.set_ready(true);
+  response.set_attempt(job.record.attempt());
+  response.set_checkpoint(job.record.restored_from());
+  response.set_checkpoints(!options_.checkpoint_dir.empty());
+  if (!job.record.restored_from().empty()) *response.mutable_state() = job.restored_state;
+  return response;
+}
+
+absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(request.job());
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", request.job(), "'"));
+  Job& job = it->second;
+  if (job.record.generation() != request.generation() ||
+      job.record.attempt() != request.attempt() ||
+      job.record.phase() != v1::GetJobResponse::RUNNING) {
+    return absl::AbortedError(absl::StrCat("attempt ", request.attempt(), " of job '",
+                                           request.job(), "' is not running"));
+  }
+  job.record.set_phase(v1::GetJobResponse::FINISHED);
+  std::cerr << "ember-coordinator: job " << request.job() << " finished (attempt "
+            << request.attempt() << ", " << job.record.recoveries() << " recoveries)" << std::endl;
+  return PersistLocked(job);
+}
+
+absl::StatusOr<v1::GetJobResponse> JobManager::GetJob(const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", name, "'"));
+  const Job& job = it->second;
+  v1::GetJobResponse r;
+  r.set_job(name);
+  r.set_generation(job.record.generation());
+  r.set_attempt(job.record.attempt());
+  r.set_phase(job.record.phase());
+  r.set_world_size(job.record.world_size());
+  r.set_checkpoint_requested(job.checkpoint_requested);
+  if (job.record.checkpoints_size() > 0) r.set_latest_checkpoint(job.record.checkpoints().rbegin()[0]);
+  r.set_recoveries(job.record.recoveries());
+  r.set_failure(job.record.failure());
+  return r;
+}
+
+absl::Status JobManager::RequestCheckpoint(const std::string& name) {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", name, "'"));
+  if (options_.checkpoint_dir.empty()) {
+    return absl::FailedPreconditionError("the coordinator runs without --checkpoint_dir");
+  }
+  it->second.checkpoint_requested = true;
+  return absl::OkStatus();
+}
+
+void JobManager::OnShardSeen(uint32_t shard_id, uint64_t incarnation) {
+  if (incarnation == 0) return;
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, job] : jobs_) {
+    if (job.record.phase() != v1::GetJobResponse::RUNNING) continue;
+    auto it = job.incarnations.find(shard_id);
+    if (it != job.incarnations.end() && it->second != incarnation) {
+      FailLocked(job, absl::StrCat("shard ", shard_id, " restarted"));
+    }
+  }
+}
+
+void JobManager::Loop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stop), options_.tick)) return;
+    }
+    DetectFailures();
+    std::vector<std::string> recovering;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& [name, job] : jobs_) {
+        if (job.record.phase() == v1::GetJobResponse::RECOVERING) recovering.push_back(name);
+      }
+    }
+    for (const std::string& name : recovering) Recover(name);
+  }
+}
+
+void JobManager::DetectFailures() {
+  const SlotMap map = state_->slot_map();
+  std::vector<uint32_t> dead;
+  for (const v1::ShardInfo& shard : state_->Shards()) {
+    if (shard.state() == v1::ShardInfo::DEAD && !map.SlotsOf(shard.shard_id()).empty()) {
+      dead.push_back(shard.shard_id());
+    }
+  }
+  if (dead.empty()) return;
+  absl::MutexLock lock(&mu_);
+  for (auto& [name, job] : jobs_) {
+    if (job.record.phase() != v1::GetJobResponse::RUNNING) continue;
+    FailLocked(job, absl::StrCat("shard ", dead[0], " stopped heartbeating"));
+  }
+}
+
+void JobManager::Recover(const std::string& name) {
+  std::string candidate;
+  uint64_t generation = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    Job& job = jobs_[name];
+    if (job.record.phase() != v1::GetJobResponse::RECOVERING) return;
+    generation = job.record.generation();
+    std::vector<std::string> candidates(job.record.checkpoints().rbegin(),
+                                        job.record.checkpoints().rend());
+    if (!job.record.resume_from().empty()) candidates.push_back(job.record.resume_from());
+    bool found = false;
+    for (const std::string& c : candidates) {
+      if (job.bad_checkpoints.contains(c)) continue;
+      candidate = c;
+      found = true;
+      break;
+    }
+    if (!found && !candidates.empty()) {
+      job.record.set_phase(v1::GetJobResponse::FAILED);
+      job.record.set_failure(absl::StrCat("no valid checkpoint left to recover from (refused: ",
+                                          absl::StrJoin(job.bad_checkpoints, ", "), ")"));
+      std::cerr << "ember-coordinator: job " << name << " failed: " << job.record.failure()
+                << std::endl;
+      PersistLocked(job).IgnoreError();
+      return;
+    }
+  }
+  if (!SlotOwners(*state_).ok()) return;  // wait until every slot owner is alive
+
+  // The worker state first: a corrupt one disqualifies the checkpoint before any shard
+  // is touched.
+  v1::WorkerState worker_state;
+  absl::Status status;
+  if (!candidate.empty()) {
+    absl::StatusOr<v1::CheckpointManifest> manifest = catalog_.ReadManifest(name, candidate);
+    absl::StatusOr<v1::WorkerState> ws = manifest.ok()
+                                             ? catalog_.ReadWorkerState(*manifest)
+                                             : absl::StatusOr<v1::WorkerState>(manifest.status());
+    if (ws.ok()) worker_state = *std::move(ws);
+    status = ws.status();
+  }
+  uint64_t attempt = 0;
+  if (status.ok()) {
+    absl::MutexLock lock(&mu_);
+    absl::StatusOr<uint64_t> next = NextAttemptLocked();
+    if (!next.ok()) return;
+    attempt = *next;
+  }
+  std::map<uint32_t, uint64_t> incarnations;
+  if (status.ok()) status = RestoreShards(name, candidate, attempt, &incarnations);
+
+  absl::MutexLock lock(&mu_);
+  Job& job = jobs_[name];
+  if (job.record.generation() != generation ||
+      job.record.phase() != v1::GetJobResponse::RECOVERING) {
+    return;
+  }
+  if (!status.ok()) {
+    if (absl::IsDataLoss(status) || absl::IsNotFound(status)) {
+      std::cerr << "ember-coordinator: job " << name << ": checkpoint " << candidate
+                << " refused, falling back to the previous one: " << status.message()
+                << std::endl;
+      job.bad_checkpoints.insert(candidate);
+    }
+    return;  // other errors: retried at the next tick
+  }
+  job.record.set_attempt(attempt);
+  job.record.set_phase(v1::GetJobResponse::RUNNING);
+  job.record.set_restored_from(candidate);
+  job.record.clear_joined();
+  job.incarnations = std::move(incarnations);
+  job.restored_state = std::move(worker_state);
+  PersistLocked(job).IgnoreError();
+  std::cerr << "ember-coordinator: job " << name << " attempt " << attempt << " ready"
+            << (candidate.empty() ? std::string(" (shards keep their rows)")
+                                  : absl::StrCat(" from checkpoint ", candidate))
+            << std::endl;
+}
+
+absl::Status JobManager::RestoreShards(const std::string& job, const std::string& checkpoint,
+                                       uint64_t attempt,
+                                       std::map<uint32_t, uint64_t>* incarnations) {
+  EMBER_ASSIGN_OR_RETURN(std::vector<v1::ShardInfo> owners, SlotOwners(*state_));
+  const SlotMap map = state_->slot_map();
+  v1::RestoreShardRequest request;
+  request.set_attempt(attempt);
+  request.set_epoch(map.epoch());
+  request.set_slot_owners(PackSlotOwners(map));
+  if (!checkpoint.empty()) {
+    EMBER_ASSIGN_OR_RETURN(std::vector<v1::CheckpointManifest> chain,
+                           catalog_.Chain(job, checkpoint));
+    for (v1::CheckpointManifest& link : chain) {
+      request.add_chain_dirs(catalog_.Dir(job, link.name()));
+      *request.add_chain() = std::move(link);
+    }
+  }
+  std::vector<uint64_t> seen(owners.size(), 0);
+  std::vector<absl::Status> results = RunParallel(owners.size(), [&](size_t i) -> absl::Status {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.shard_timeout));
+    v1::RestoreShardResponse response;
+    absl::Status s = FromGrpcStatus(
+        stubs_(owners[i].address())->RestoreShard(&context, request, &response), &context);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("shard ", owners[i].shard_id(), " (",
+                                                 owners[i].address(), "): ", s.message()));
+    }
+    seen[i] = response.incarnation();
+    return absl::OkStatus();
+  });
+  // A corrupt checkpoint outranks other failures: it decides the fallback.
+  absl::Status first;
+  for (const absl::Status& s : results) {
+    if (absl::IsDataLoss(s)) return s;
+    if (!s.ok() && first.ok()) first = s;
+  }
+  EMBER_RETURN_IF_ERROR(first);
+  for (size_t i = 0; i < owners.size(); ++i) (*incarnations)[owners[i].shard_id()] = seen[i];
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
+    const v1::CheckpointRequest& request) {
+  const absl::Time start = absl::Now();
+  const std::string& name_of_job = request.job();
+  std::string parent;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(name_of_job);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", name_of_job, "'"));
+    Job& job = it->second;
+    if (job.record.generation() != request.generation() ||
+        job.record.attempt() != request.attempt() ||
+        job.record.phase() != v1::GetJobResponse::RUNNING) {
+      return absl::AbortedError(absl::StrCat("attempt ", request.attempt(), " of job '",
+                                             name_of_job, "' is not running"));
+    }
+    if (options_.checkpoint_dir.empty()) {
+      return absl::FailedPreconditionError("the coordinator runs without --checkpoint_dir");
+    }
+    if (job.checkpointing) return absl::UnavailableError("a checkpoint of the job is running");
+    job.checkpointing = true;
+    if (request.allow_incremental() && options_.full_every > 1 &&
+        job.record.checkpoints_size() > 0 &&
+        job.record.checkpoints().rbegin()[0] != job.record.restored_from()) {
+      parent = job.record.checkpoints().rbegin()[0];
+    }
+  }
+  const std::string name = CheckpointCatalog::Name(request.state().step(), request.attempt());
+  absl::StatusOr<v1::CheckpointManifest> manifest = absl::UnknownError("not written");
+  {
+    // Whatever happens below, the job may checkpoint again afterwards.
+    struct Done {
+      JobManager* self;
+      std::string job;
+      ~Done() {
+        absl::MutexLock lock(&self->mu_);
+        self->jobs_[job].checkpointing = false;
+      }
+    } done{this, name_of_job};
+    manifest = WriteCheckpoint(request, name, parent);
+  }
+  if (!manifest.ok()) {
+    std::cerr << "ember-coordinator: job " << name_of_job << ": checkpoint " << name
+              << " failed: " << manifest.status().message() << std::endl;
+    return manifest.status();
+  }
+  manifest->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+  {
+    absl::MutexLock lock(&mu_);
+    Job& job = jobs_[name_of_job];
+    if (job.record.generation() == request.generation()) {
+      job.record.add_checkpoints(name);
+      while (job.record.checkpoints_size() > kMaxRecordedCheckpoints) {
+        job.record.mutable_checkpoints()->erase(job.record.mutable_checkpoints()->begin());
+      }
+      job.checkpoint_requested = false;
+      PersistLocked(job).IgnoreError();
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> deleted =
+      catalog_.Retain(name_of_job, options_.keep_checkpoints, "");
+  if (!deleted.ok()) {
+    std::cerr << "ember-coordinator: job " << name_of_job
+              << ": retention failed: " << deleted.status().message() << std::endl;
+  }
+  uint64_t bytes = 0;
+  for (const v1::ShardSnapshot& s : manifest->shards()) bytes += s.bytes();
+  std::cerr << "ember-coordinator: job " << name_of_job << ": checkpoint " << name << " at step "
+            << manifest->step() << (manifest->incremental() ? " (delta of " + parent + ")" : " (full)")
+            << ", " << bytes << " bytes, " << manifest->seconds() << " s" << std::endl;
+  v1::CheckpointResponse response;
+  *response.mutable_manifest() = *std::move(manifest);
+  return response;
+}
+
+absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
+    const v1::CheckpointRequest& request, const std::string& name, const std::string& parent) {
+  const std::string& job = request.job();
+  if (absl::Status prepared = catalog_.Prepare(job, name); !prepared.ok()) {
+    // A retry of a checkpoint that was committed (the answer was lost): the same one.
+    if (absl::IsAlreadyExists(prepared)) return catalog_.ReadManifest(job, name);
+    return prepared;
+  }
+  const std::string dir = catalog_.Dir(job, name);
+  std::map<uint32_t, uint64_t> base_versions;
+  if (!parent.empty()) {
+    absl::StatusOr<std::vector<v1::CheckpointManifest>> chain = catalog_.Chain(job, parent);
+    const SlotMap now = state_->slot_map();
+    if (chain.ok() && static_cast<uint32_t>(chain->size()) < options_.full_every &&
+        chain->back().epoch() == now.epoch()) {
+      for (const v1::ShardSnapshot& s : chain->back().shards()) {
+        base_versions[s.shard_id()] = s.version();
+      }
+    }
+  }
+  EMBER_ASSIGN_OR_RETURN(std::vector<v1::ShardInfo> owners, SlotOwners(*state_));
+  const SlotMap map = state_->slot_map();
+  std::vector<v1::ShardSnapshot> snapshots(owners.size());
+  auto snapshot = [&](size_t i, bool delta) -> absl::Status {
+    v1::CheckpointShardRequest r;
+    r.set_dir(dir);
+    r.set_name(name);
+    auto base = base_versions.find(owners[i].shard_id());
+    if (delta && base != base_versions.end()) {
+      r.set_base_name(parent);
+      r.set_base_version(base->second);
+    }
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.shard_timeout));
+    v1::CheckpointShardResponse response;
+    absl::Status s = FromGrpcStatus(
+        stubs_(owners[i].address())->CheckpointShard(&context, r, &response), &context);
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("shard ", owners[i].shard_id(), " (",
+                                                 owners[i].address(), "): ", s.message()));
+    }
+    snapshots[i] = response.snapshot();
+    return absl::OkStatus();
+  };
+  const bool want_delta = !base_versions.empty();
+  for (const absl::Status& s :
+       RunParallel(owners.size(), [&](size_t i) { return snapshot(i, want_delta); })) {
+    EMBER_RETURN_IF_ERROR(s);
+  }
+  // A checkpoint is all deltas or all full: a shard that could not write a delta (it
+  // restarted since the parent) makes the others write full snapshots too.
+  bool all_delta = want_delta;
+  for (const v1::ShardSnapshot& s : snapshots) all_delta &= s.kind() == v1::ShardSnapshot::DELTA;
+  if (want_delta && !all_delta) {
+    for (size_t i = 0; i < owners.size(); ++i) {
+      if (snapshots[i].kind() == v1::ShardSnapshot::DELTA) EMBER_RETURN_IF_ERROR(snapshot(i, false));
+    }
+  }
+  std::sort(snapshots.begin(), snapshots.end(),
+            [](const v1::ShardSnapshot& a, const v1::ShardSnapshot& b) {
+              return a.shard_id() < b.shard_id();
+            });
+
+  v1::CheckpointManifest manifest;
+  manifest.set_format(1);
+  manifest.set_name(name);
+  manifest.set_job(job);
+  manifest.set_step(request.state().step());
+  manifest.set_attempt(request.attempt());
+  manifest.set_created_unix_ms(absl::ToUnixMillis(absl::Now()));
+  manifest.set_incremental(all_delta);
+  if (all_delta) manifest.set_parent(parent);
+  manifest.set_epoch(map.epoch());
+  manifest.set_slot_owners(PackSlotOwners(map));
+  const v1::GetClusterMapResponse cluster = state_->ClusterMap();
+  for (const v1::TableConfig& t : cluster.tables()) *manifest.add_tables() = t;
+  for (v1::ShardSnapshot& s : snapshots) *manifest.add_shards() = std::move(s);
+  EMBER_ASSIGN_OR_RETURN(*manifest.mutable_worker_state(),
+                         catalog_.WriteWorkerState(job, name, request.state()));
+  EMBER_RETURN_IF_ERROR(catalog_.WriteManifest(manifest));
+  return manifest;
+}
+
+}  // namespace ember

@@ -1,0 +1,141 @@
+// Copyright 2026 The Ember Authors.
+//
+// JobManager: the coordinator's side of training jobs: attempts, checkpoints and
+// recovery without a person (coordinator.proto JoinJob; DESIGN.md invariant 5).
+//
+// A job run goes through attempts. An attempt starts when every slot-owning PS shard
+// has been restored (RestoreShard) to one checkpoint, or told to keep its rows for a
+// fresh run, and fenced to the attempt number; workers then join it and resume from
+// that checkpoint's step and reader positions. An attempt ends when
+//   * a worker reports it failed in it (JoinJob with after_attempt >= it),
+//   * a worker process restarts (a rank joins an attempt it already joined),
+//   * a shard restarts (its incarnation changes) or stops heartbeating (DEAD).
+// The manager's thread then picks the newest valid checkpoint of the run (falling back
+// to older ones when a shard finds one corrupt), waits until every slot-owning shard
+// is alive, and restores it into a new attempt. Attempt numbers only grow, across
+// runs and coordinator restarts, so a shard never accepts a request of an attempt
+// that was rolled back.
+//
+// Checkpoint runs a checkpoint for the running attempt: every slot-owning shard
+// writes its snapshot (a delta against the previous checkpoint when it can), the
+// worker state is written, and the manifest last. Retention keeps the newest
+// `keep_checkpoints` (and the checkpoints their delta chains need).
+//
+// Job records (generation, attempt, phase, the run's checkpoints, joined ranks) are
+// persisted in the coordinator's RocksDB (CoordinatorState KV), so a restarted
+// coordinator continues where it stopped; the data plane does not need it meanwhile.
+//
+// Thread-safety: all methods may be called concurrently.
+
+#ifndef EMBER_SERVER_COORDINATOR_JOB_MANAGER_H_
+#define EMBER_SERVER_COORDINATOR_JOB_MANAGER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "ember/v1/coordinator.pb.h"
+#include "ember/v1/ps.grpc.pb.h"
+#include "server/checkpoint/checkpoint_catalog.h"
+#include "server/coordinator/coordinator_state.h"
+
+namespace ember {
+
+struct JobManagerOptions {
+  // Root of every job's checkpoints; empty disables checkpoints (and with them
+  // recovery: a failed attempt then fails the job).
+  std::string checkpoint_dir;
+  // Checkpoints kept per job (plus the chain links they need). Default: 3
+  size_t keep_checkpoints = 3;
+  // Every this many checkpoints of a run one is full; the others are deltas against
+  // the previous one. 1: all full. Default: 4
+  uint32_t full_every = 4;
+  // Deadline of one shard's CheckpointShard / RestoreShard. Default: 10 min
+  absl::Duration shard_timeout = absl::Minutes(10);
+  // Period of the failure detector and recovery loop. Default: 100 ms
+  absl::Duration tick = absl::Milliseconds(100);
+};
+
+class JobManager {
+ public:
+  using StubFactory = std::function<std::shared_ptr<v1::PsService::Stub>(const std::string&)>;
+
+  // `state` (not owned) must outlive the manager. `stubs` returns the PsService stub
+  // for a shard address.
+  JobManager(CoordinatorState* state, JobManagerOptions options, StubFactory stubs);
+  // Stops the thread; waiting JoinJobs return UNAVAILABLE.
+  ~JobManager();
+
+  // Loads the persisted job records and starts the recovery thread.
+  absl::Status Start();
+  void Stop();
+
+  absl::StatusOr<v1::JoinJobResponse> JoinJob(const v1::JoinJobRequest& request,
+                                              const std::string& who);
+  absl::Status FinishJob(const v1::FinishJobRequest& request);
+  absl::StatusOr<v1::CheckpointResponse> Checkpoint(const v1::CheckpointRequest& request);
+  absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job) const;
+  // Marks an on-demand checkpoint for the job's next step barrier.
+  absl::Status RequestCheckpoint(const std::string& job);
+
+  // A shard registered or heartbeated with `incarnation` (0: unknown).
+  void OnShardSeen(uint32_t shard_id, uint64_t incarnation);
+
+ private:
+  struct Job {
+    v1::JobRecord record;
+    std::map<uint32_t, uint64_t> incarnations;  // shard -> incarnation restored
+    std::set<std::string> bad_checkpoints;       // refused by a shard's restore
+    bool checkpoint_requested = false;
+    bool checkpointing = false;
+    v1::WorkerState restored_state;  // of record.restored_from
+  };
+
+  // Ends the running attempt of `job`. REQUIRES: mu_ held.
+  void FailLocked(Job& job, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Persists the record. REQUIRES: mu_ held.
+  absl::Status PersistLocked(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<uint64_t> NextAttemptLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts a new run of request.job (resolving resume_from). REQUIRES: mu_ held.
+  absl::Status StartRunLocked(const v1::JoinJobRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Snapshots every slot-owning shard (deltas against `parent` when possible), then
+  // writes the worker state and the manifest.
+  absl::StatusOr<v1::CheckpointManifest> WriteCheckpoint(const v1::CheckpointRequest& request,
+                                                         const std::string& name,
+                                                         const std::string& parent);
+
+  void Loop();
+  // Detects failures of running attempts (dead shards).
+  void DetectFailures();
+  // Tries to restore one recovering job into a new attempt.
+  void Recover(const std::string& job);
+  // Restores every slot-owning shard to `checkpoint` ("" keeps rows) for `attempt`.
+  // Fills shard incarnations.
+  absl::Status RestoreShards(const std::string& job, const std::string& checkpoint,
+                             uint64_t attempt, std::map<uint32_t, uint64_t>* incarnations);
+
+  CoordinatorState* const state_;
+  const JobManagerOptions options_;
+  const StubFactory stubs_;
+  CheckpointCatalog catalog_;
+
+  mutable absl::Mutex mu_;
+  std::map<std::string, Job> jobs_ ABSL_GUARDED_BY(mu_);
+  uint64_t last_attempt_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_COORDINATOR_JOB_MANAGER_H_
