@@ -72,6 +72,10 @@ std::string ResultJson(const v1::ModelConfig& config, const TrainerOptions& opti
       {"dense_checksum", Hex(r.dense_checksum)},
       {"model_checksum", Hex(r.model_checksum)},
       {"malformed_lines_rank0", absl::StrCat(r.malformed_lines)},
+      {"attempt", absl::StrCat(r.attempt)},
+      {"recoveries_rank0", absl::StrCat(r.recoveries)},
+      {"resumed_from", Quote(r.resumed_from)},
+      {"checkpoints_last_attempt", absl::StrCat(r.checkpoints)},
   };
   std::string out = "{\n";
   for (size_t i = 0; i < fields.size(); ++i) {

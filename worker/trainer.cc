@@ -81,14 +81,20 @@ struct InFlight {
 
 class Trainer {
  public:
-  Trainer(const TrainerOptions& options, JobClient* jobs, const v1::JoinJobResponse& join)
+  // `recoveries`: attempts this worker rejoined before this one.
+  Trainer(const TrainerOptions& options, JobClient* jobs, const v1::JoinJobResponse& join,
+          uint64_t recoveries)
       : options_(options),
         jobs_(jobs),
         join_(join),
         config_(options.config),
         training_(options.config.training()),
         log_(options.log != nullptr ? *options.log : std::cout),
-        layout_(SparseLayout::FromConfig(options.config)) {}
+        layout_(SparseLayout::FromConfig(options.config)) {
+    result_.attempt = join.attempt();
+    result_.recoveries = recoveries;
+    result_.resumed_from = join.checkpoint();
+  }
 
   absl::StatusOr<TrainResult> Run();
 
@@ -135,7 +141,7 @@ class Trainer {
   uint64_t step_ = 0;
   int epoch_ = 0;
   absl::Time last_checkpoint_ = absl::Now();
-  absl::Time last_poll_ = absl::Now();
+  absl::Time next_poll_ = absl::Now() + absl::Seconds(1);
   bool checkpoint_next_ = false;  // agreed by the last step's all-reduce
   std::optional<uint64_t> checkpoint_step_;  // step of the last checkpoint taken
   uint64_t examples_ = 0;
@@ -448,10 +454,12 @@ bool Trainer::CheckpointWanted() {
   const absl::Time now = absl::Now();
   const uint32_t every_seconds = config_.checkpoint().every_seconds();
   if (every_seconds > 0 && now - last_checkpoint_ >= absl::Seconds(every_seconds)) return true;
-  if (now - last_poll_ < absl::Seconds(1)) return false;
-  last_poll_ = now;
-  absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(config_.name(), absl::Milliseconds(500));
-  return job.ok() && job->checkpoint_requested();  // an unreachable coordinator: not now
+  // The poll runs inside a step: at most once a second, and an unreachable coordinator
+  // (a restart) is asked again only after 10 s, so it costs the step loop little.
+  if (now < next_poll_) return false;
+  absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(config_.name(), absl::Milliseconds(200));
+  next_poll_ = now + (job.ok() ? absl::Seconds(1) : absl::Seconds(10));
+  return job.ok() && job->checkpoint_requested();
 }
 
 absl::Status Trainer::TakeCheckpoint() {
@@ -720,12 +728,10 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
     if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
     absl::StatusOr<TrainResult> result;
     {
-      Trainer trainer(options, jobs.get(), *attempt);
+      Trainer trainer(options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
       result = trainer.Run();
     }
     if (result.ok()) {
-      result->attempt = attempt->attempt();
-      result->recoveries = static_cast<uint64_t>(recoveries);
       if (options.rank == 0) {
         v1::FinishJobRequest finish;
         finish.set_job(options.config.name());

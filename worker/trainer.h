@@ -82,7 +82,8 @@ struct TrainResult {
   uint64_t malformed_lines = 0;  // this worker's reader
   uint64_t attempt = 0;          // the job attempt that finished the run
   uint64_t recoveries = 0;       // attempts this worker rejoined after a failure
-  uint64_t checkpoints = 0;      // checkpoints taken in the last attempt
+  std::string resumed_from;      // the checkpoint that attempt started from ("" none)
+  uint64_t checkpoints = 0;      // checkpoints taken in that attempt
 };
 
 // Runs the job to the end (epochs or max_steps), in attempts (coordinator.proto

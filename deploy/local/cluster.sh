@@ -89,7 +89,7 @@ start() {
       "${args[@]}" >>"$run_dir/logs/$name.log" 2>&1 &
       echo $! >"$run_dir/pids/$name.pid"
       rc=0
-      wait $! || rc=$?
+      wait $! 2>/dev/null || rc=$?
       [[ -f "$run_dir/stopping" ]] && exit "$rc"
       (( rc > 128 )) || exit "$rc"
       echo "cluster.sh: $name died (status $rc); restarting" >>"$run_dir/logs/$name.log"

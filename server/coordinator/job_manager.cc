@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -507,14 +508,10 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
   absl::StatusOr<v1::CheckpointManifest> manifest = absl::UnknownError("not written");
   {
     // Whatever happens below, the job may checkpoint again afterwards.
-    struct Done {
-      JobManager* self;
-      std::string job;
-      ~Done() {
-        absl::MutexLock lock(&self->mu_);
-        self->jobs_[job].checkpointing = false;
-      }
-    } done{this, name_of_job};
+    absl::Cleanup done = [this, &name_of_job] {
+      absl::MutexLock lock(&mu_);
+      jobs_[name_of_job].checkpointing = false;
+    };
     manifest = WriteCheckpoint(request, name, parent);
   }
   if (!manifest.ok()) {

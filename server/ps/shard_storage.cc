@@ -69,10 +69,8 @@ absl::StatusOr<v1::ShardSnapshot> ShardStorage::Checkpoint(uint32_t shard_id,
   absl::StatusOr<v1::ShardSnapshot> snapshot = absl::OutOfRangeError("no base");
   if (!base_name.empty() && base_name == last_checkpoint_ &&
       base_version == last_checkpoint_version_) {
+    // A failed write removes what it created, so a full one can follow.
     snapshot = WriteDeltaSnapshot(*store_, *rocksdb_, base_version, checkpoint_dir, subdir);
-    if (!snapshot.ok() && absl::IsOutOfRange(snapshot.status())) {
-      fs::remove_all(fs::path(checkpoint_dir) / subdir, ec);
-    }
   }
   if (!snapshot.ok() && absl::IsOutOfRange(snapshot.status())) {
     snapshot = WriteFullSnapshot(*store_, *rocksdb_, checkpoint_dir, subdir);

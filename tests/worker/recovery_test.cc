@@ -10,20 +10,25 @@
 //    checkpoint) ends with bitwise the model of the same job without faults: no
 //    sample was lost or counted twice;
 //  - the same for a killed and restarted worker, and for a restarted coordinator;
+//  - a corrupt newest checkpoint is refused during a recovery, which falls back to the
+//    checkpoint before it (and still ends with the fault-free model);
+//  - an operator's RequestCheckpoint (AdminService) is taken by a running job;
 //  - a checkpoint taken on 2 shards restores onto 3 and onto 1 shard with identical
 //    rows and dense weights (checksums).
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <random>
-#include <regex>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "ember/v1/admin.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/process.h"
 #include "tests/worker/result_json.h"
@@ -47,15 +52,15 @@ class Cluster {
     coordinator_.reset();
   }
 
-  void StartCoordinator(int shards) {
-    expected_shards_ = shards;
-    absl::StatusOr<std::unique_ptr<Process>> c = Process::Start(
-        EMBER_COORDINATOR_BINARY,
-        {absl::StrCat("--data_dir=", dir_, "/coordinator"), absl::StrCat("--port=", port_),
-         absl::StrCat("--expected_shards=", shards), "--heartbeat_timeout_ms=1500",
-         absl::StrCat("--checkpoint_dir=", ckpt_), "--keep_checkpoints=3",
-         "--checkpoint_full_every=3"},
-        "listening on ", absl::Seconds(30));
+  void StartCoordinator(int shards, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {
+        absl::StrCat("--data_dir=", dir_, "/coordinator"), absl::StrCat("--port=", port_),
+        absl::StrCat("--expected_shards=", shards), "--heartbeat_timeout_ms=1500",
+        absl::StrCat("--checkpoint_dir=", ckpt_), "--keep_checkpoints=3",
+        "--checkpoint_full_every=3"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<std::unique_ptr<Process>> c =
+        Process::Start(EMBER_COORDINATOR_BINARY, args, "listening on ", absl::Seconds(30));
     ASSERT_TRUE(c.ok()) << c.status();
     coordinator_ = std::move(*c);
     address_ = coordinator_->ready_text();
@@ -88,19 +93,26 @@ class Cluster {
     ASSERT_TRUE(w.ok()) << w.status();
     if (workers_.size() <= static_cast<size_t>(rank)) workers_.resize(rank + 1);
     workers_[rank] = std::move(*w);
-    worker_flags_ = flags;
+  }
+
+  // The committed checkpoints (with a MANIFEST), oldest first.
+  std::vector<std::string> CommittedCheckpoints() const {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(ckpt_ + "/quickstart", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("ckpt-", 0) == 0 && fs::exists(entry.path() / "MANIFEST")) {
+        names.push_back(name);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
   }
 
   // The step of the newest committed checkpoint (0 when none).
   uint64_t NewestCheckpointStep() const {
-    uint64_t newest = 0;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(ckpt_ + "/quickstart", ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("ckpt-", 0) != 0 || !fs::exists(entry.path() / "MANIFEST")) continue;
-      newest = std::max<uint64_t>(newest, std::stoull(name.substr(5, 12)));
-    }
-    return newest;
+    const std::vector<std::string> names = CommittedCheckpoints();
+    return names.empty() ? 0 : std::stoull(names.back().substr(5, 12));
   }
 
   // Restarts every shard or coordinator process that died (the supervisor's job).
@@ -137,9 +149,7 @@ class Cluster {
   }
 
   std::string dir_, ckpt_, data_, address_, port_ = "0";
-  int expected_shards_ = 0;
   int restarts_ = 0;
-  std::vector<std::string> worker_flags_;
   std::unique_ptr<Process> coordinator_;
   std::vector<std::unique_ptr<Process>> shards_;
   std::vector<std::unique_ptr<Process>> workers_;
@@ -263,6 +273,73 @@ TEST_F(RecoveryTest, ARestartedCoordinatorDoesNotDisturbTraining) {
   });
   EXPECT_TRUE(restarted);
   ExpectSameModel(result);
+}
+
+TEST_F(RecoveryTest, ACorruptNewestCheckpointIsRefusedAndTheJobRollsBackFurther) {
+  std::unique_ptr<Cluster> c = NewCluster("corrupt");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, Flags()));
+  std::string corrupted, previous;
+  const std::string result = c->Finish([&](absl::Duration) {
+    if (!corrupted.empty() || c->NewestCheckpointStep() < 100) return;
+    // Kill a shard (the attempt ends; no checkpoint commits without it), flip a byte of
+    // the newest checkpoint's largest shard-0 file, then let the shard restart.
+    ASSERT_TRUE(c->shards_[1]->Kill().ok());
+    const std::vector<std::string> names = c->CommittedCheckpoints();
+    ASSERT_GE(names.size(), 2u);
+    corrupted = names.back();
+    previous = names[names.size() - 2];
+    fs::path victim;
+    uintmax_t largest = 0;
+    for (const auto& e : fs::recursive_directory_iterator(
+             fs::path(c->ckpt_) / "quickstart" / corrupted / "shard-0")) {
+      if (e.is_regular_file() && e.file_size() > largest) largest = e.file_size(), victim = e.path();
+    }
+    ASSERT_GT(largest, 0u);
+    std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(largest / 2));
+    char byte = 0;
+    f.get(byte);
+    f.seekp(static_cast<std::streamoff>(largest / 2));
+    f.put(static_cast<char>(byte ^ 0x10));
+    f.close();
+    ASSERT_NO_FATAL_FAILURE(c->StartShard(1));
+  });
+  ASSERT_FALSE(corrupted.empty());
+  ExpectSameModel(result);
+  // The final attempt started from the checkpoint before the corrupt one.
+  EXPECT_EQ(JsonValue(result, "resumed_from"), "\"" + previous + "\"") << corrupted;
+}
+
+TEST_F(RecoveryTest, AnOperatorRequestedCheckpointIsTakenAtTheNextStep) {
+  std::unique_ptr<Cluster> c = NewCluster("requested");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2, {"--admin_token=secret"}));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  // No periodic checkpoints: only step 0, then what the operator asks for.
+  for (int r = 0; r < kWorkers; ++r) {
+    ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, {"--max_steps=100000", "--epochs=1000"}));
+  }
+  auto admin = v1::AdminService::NewStub(
+      grpc::CreateChannel(c->address_, grpc::InsecureChannelCredentials()));
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  bool requested = false;
+  while (absl::Now() < deadline && c->NewestCheckpointStep() == 0) {
+    if (!requested && !c->CommittedCheckpoints().empty()) {  // the job runs
+      grpc::ClientContext context;
+      context.AddMetadata("ember-admin-token", "secret");
+      v1::RequestCheckpointRequest request;
+      request.set_job("quickstart");
+      v1::RequestCheckpointResponse response;
+      const grpc::Status s = admin->RequestCheckpoint(&context, request, &response);
+      ASSERT_TRUE(s.ok()) << s.error_message();
+      requested = true;
+    }
+    absl::SleepFor(absl::Milliseconds(50));  // polling pace, not event ordering
+  }
+  EXPECT_TRUE(requested);
+  EXPECT_GT(c->NewestCheckpointStep(), 0u) << "no checkpoint after the request";
+  EXPECT_EQ(c->CommittedCheckpoints().size(), 2u);  // step 0 and the requested one
 }
 
 TEST_F(RecoveryTest, ACheckpointOnTwoShardsRestoresOntoThreeAndOntoOne) {

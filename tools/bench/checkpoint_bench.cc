@@ -57,10 +57,6 @@ v1::TableConfig BenchTable() {
   return config;
 }
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // A fresh backend for an import, WAL off as for population: the import ends with a
 // flush that makes every row durable.
 absl::StatusOr<std::unique_ptr<RocksDbBackend>> OpenTarget(const std::string& path) {
@@ -101,16 +97,9 @@ absl::StatusOr<Figures> RunCheckpointSuite(const BenchOptions& options) {
                      " is not empty; the checkpoint suite needs an "
                      "empty directory (it always populates)"));
   }
-  RocksDbOptions rocksdb_options;
-  rocksdb_options.path = dir->path() + "/db";
-  rocksdb_options.enable_wal = false;  // population speed; Flush() makes it durable
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbBackend> rocksdb,
-                         RocksDbBackend::Open(rocksdb_options));
-  RocksDbBackend* const backend = rocksdb.get();  // owned by the store below
-  StoreOptions store_options;
-  store_options.memory_budget_bytes = kMemoryBudget;
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingStore> store,
-                         EmbeddingStore::Open(store_options, std::move(rocksdb)));
+  EMBER_ASSIGN_OR_RETURN(TieredStore tiered, OpenTieredStore(dir->path() + "/db", kMemoryBudget));
+  RocksDbBackend* const backend = tiered.backend;
+  std::unique_ptr<EmbeddingStore>& store = tiered.store;
   EMBER_RETURN_IF_ERROR(store->CreateTable(BenchTable()));
 
   const std::vector<float> grads = RandomGradients(kBatch * kDim, options.seed);

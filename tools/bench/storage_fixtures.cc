@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "tools/bench/zipf.h"
 
 namespace ember::bench {
@@ -77,6 +78,26 @@ absl::Status Populate(EmbeddingStore& store, const std::string& table, int64_t r
     }
   }
   return absl::OkStatus();
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+absl::StatusOr<TieredStore> OpenTieredStore(const std::string& path, int64_t memory_budget,
+                                            int64_t block_cache_bytes) {
+  RocksDbOptions rocksdb_options;
+  rocksdb_options.path = path;
+  rocksdb_options.enable_wal = false;
+  if (block_cache_bytes >= 0) rocksdb_options.block_cache_bytes = block_cache_bytes;
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbBackend> rocksdb,
+                         RocksDbBackend::Open(rocksdb_options));
+  TieredStore out;
+  out.backend = rocksdb.get();
+  StoreOptions store_options;
+  store_options.memory_budget_bytes = memory_budget;
+  EMBER_ASSIGN_OR_RETURN(out.store, EmbeddingStore::Open(store_options, std::move(rocksdb)));
+  return out;
 }
 
 int64_t ResidentBytes() {

@@ -6,7 +6,9 @@
 #ifndef EMBER_TOOLS_BENCH_STORAGE_FIXTURES_H_
 #define EMBER_TOOLS_BENCH_STORAGE_FIXTURES_H_
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "absl/types/span.h"
 #include "rocksdb/db.h"
 #include "server/embedding_store.h"
+#include "server/rocksdb_backend.h"
 
 namespace ember::bench {
 
@@ -57,6 +60,19 @@ std::vector<float> RandomGradients(size_t count, uint64_t seed);
 // Logs progress to stderr as "<label>: N/rows rows" about every 10%.
 absl::Status Populate(EmbeddingStore& store, const std::string& table, int64_t rows, size_t batch,
                       size_t dim, absl::Span<const float> grads, std::string_view label);
+
+// Seconds since `start` on the steady clock.
+double SecondsSince(std::chrono::steady_clock::time_point start);
+
+// An EmbeddingStore over a RocksDB database at `path` with the write-ahead log off
+// (population speed; the store's Flush makes rows durable), the memory tier bounded by
+// `memory_budget` bytes and, when block_cache_bytes >= 0, that block cache.
+struct TieredStore {
+  std::unique_ptr<EmbeddingStore> store;
+  RocksDbBackend* backend = nullptr;  // owned by `store`
+};
+absl::StatusOr<TieredStore> OpenTieredStore(const std::string& path, int64_t memory_budget,
+                                            int64_t block_cache_bytes = -1);
 
 // Resident set size of this process in bytes (/proc/self/statm), or 0 if unreadable.
 int64_t ResidentBytes();

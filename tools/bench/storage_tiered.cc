@@ -40,10 +40,6 @@ constexpr int64_t kWarmupPasses = 8;
 
 using BatchOp = std::function<absl::Status(absl::Span<const uint64_t> ids)>;
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // Feeds `op` batches of a fresh Zipf stream until `keys` keys and `min_seconds` have
 // passed. Returns the seconds taken.
 absl::StatusOr<double> WarmUp(const std::string& what, const BatchOp& op, uint64_t rows, double s,
@@ -88,19 +84,11 @@ absl::Status RunTiered(const BenchOptions& options, const BenchDir& dir, bool re
                          ZipfIds(rows, options.zipf, kPoolKeys, options.seed + 1));
   const std::vector<float> grads = RandomGradients(kBatch * kDim, options.seed + 2);
 
-  RocksDbOptions rocksdb_options;
-  rocksdb_options.path = dir.path() + "/db";
-  rocksdb_options.enable_wal = false;  // population speed; Flush() makes it durable
   // Plain RocksDB gets a block cache as large as the store's memory tier.
-  rocksdb_options.block_cache_bytes = budget;
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbBackend> rocksdb,
-                         RocksDbBackend::Open(rocksdb_options));
-  RocksDbBackend* const backend = rocksdb.get();  // owned by the store below
-
-  StoreOptions store_options;
-  store_options.memory_budget_bytes = budget;
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<EmbeddingStore> store,
-                         EmbeddingStore::Open(store_options, std::move(rocksdb)));
+  const std::string db_path = dir.path() + "/db";
+  EMBER_ASSIGN_OR_RETURN(TieredStore tiered, OpenTieredStore(db_path, budget, budget));
+  RocksDbBackend* const backend = tiered.backend;
+  std::unique_ptr<EmbeddingStore>& store = tiered.store;
   EMBER_RETURN_IF_ERROR(store->CreateTable(BenchTable()));
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store->GetTableConfig(kTable));
   EMBER_ASSIGN_OR_RETURN(const BackendTable table, backend->OpenTable(kTable));
@@ -124,7 +112,7 @@ absl::Status RunTiered(const BenchOptions& options, const BenchDir& dir, bool re
   // Block-cache misses of both sides are then served from memory, as on a fresh run
   // (the files were just written), not from whatever the OS kept of a reused database.
   const auto read_start = std::chrono::steady_clock::now();
-  EMBER_ASSIGN_OR_RETURN(const int64_t db_bytes, ReadFilesUnder(rocksdb_options.path));
+  EMBER_ASSIGN_OR_RETURN(const int64_t db_bytes, ReadFilesUnder(db_path));
   Log("storage", absl::StrFormat("read %d database bytes into the page cache in %.1f s", db_bytes,
                                  SecondsSince(read_start)));
   figures.AddBool("populate_large_reused", reuse);
