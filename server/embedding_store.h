@@ -128,6 +128,20 @@ struct TableChecksum {
   uint64_t digest = 0;
 };
 
+// A stored row in its backend encoding (row_layout.h: RowMeta, then the embedding, then
+// the optimizer state; memory-tier flags cleared). An empty value is a tombstone: the
+// row does not exist.
+struct EncodedRow {
+  uint64_t id = 0;
+  std::string value;
+};
+
+// One page of EmbeddingStore::ExportSlotRows.
+struct RowPage {
+  std::vector<EncodedRow> rows;
+  std::string next_cursor;  // empty: no more rows in the range
+};
+
 class EmbeddingStore {
  public:
   // Opens a store over `backend`. Restores the version counter and admission sketches
@@ -192,6 +206,96 @@ class EmbeddingStore {
   uint64_t version() const;
 
   StoreStats Stats() const;
+
+  // ------------------------------------------------------------------ Slot migration
+  //
+  // Moving slots between shards: the source pages its rows out with ExportSlotRows,
+  // the destination writes them with ImportRows, the source's later changes are
+  // caught up through ReadChanges + ReadEncodedRows, and the old owner finally drops
+  // the slots with DropSlots. Implemented in embedding_store_migrate.cc.
+  //
+  // ImportRows and DropSlots are for slots this shard does not serve: the caller must
+  // not Pull, Push or ReadRow their ids meanwhile (a load racing with them may bring a
+  // stale copy back into memory), nor run Evict concurrently with them (its pass over
+  // the backend rewrites rows it read earlier). Everything else here may run
+  // concurrently with Pull/Push of any slot. All but EstimatedStoredRows return
+  // FAILED_PRECONDITION after Close.
+  //
+  // Example (source S, destination D, one table, slots [a, b]):
+  //   const uint64_t from = S.version();
+  //   std::string cursor;
+  //   do {
+  //     EMBER_ASSIGN_OR_RETURN(RowPage page, S.ExportSlotRows("item", a, b, cursor, 4096));
+  //     EMBER_RETURN_IF_ERROR(D.ImportRows("item", page.rows));
+  //     cursor = page.next_cursor;
+  //   } while (!cursor.empty());
+  //   // Then: S.ReadChanges(from, ...) -> ids of [a, b] -> S.ReadEncodedRows -> D.ImportRows.
+
+  // Up to `max_rows` stored rows of `table` whose slot is in [first_slot, last_slot], in
+  // backend key order (slot, then id), starting after `cursor` (empty: from the start
+  // of the range; otherwise the next_cursor of the previous page of the same range,
+  // an opaque string). Values are current: a row resident in the memory tier is read
+  // from there.
+  //
+  // Memory-only rows: the first page (empty cursor) writes every dirty row of the range
+  // back to the backend first (and waits for write-backs in flight), so the pages
+  // together list every row stored when the first page was requested, each exactly
+  // once, with a value at least as new as at that moment. Rows stored or changed later
+  // may be missed or listed with an older value; ReadChanges(after the version() read
+  // before the first page) names every one of them.
+  //
+  // Errors: INVALID_ARGUMENT for last_slot < first_slot, last_slot >= kNumSlots,
+  // max_rows == 0 or a malformed cursor (or one outside the range); NOT_FOUND for an
+  // unknown table; DATA_LOSS for a malformed stored row; UNAVAILABLE if a write-back
+  // of a row of the range stays in flight for seconds; backend errors.
+  absl::StatusOr<RowPage> ExportSlotRows(absl::string_view table, uint32_t first_slot,
+                                         uint32_t last_slot, absl::string_view cursor,
+                                         size_t max_rows);
+
+  // The current stored row of each of `ids` (memory tier first, then the backend), in
+  // the order of `ids`; an empty value for an id without a stored row. Reading does
+  // not load rows into the memory tier. Errors: NOT_FOUND (table), DATA_LOSS for a
+  // malformed stored row, backend errors.
+  absl::StatusOr<std::vector<EncodedRow>> ReadEncodedRows(absl::string_view table,
+                                                          absl::Span<const uint64_t> ids);
+
+  // Overwrites whole rows of `table` with `rows` (values as produced by ExportSlotRows or
+  // ReadEncodedRows of a shard with the same table config); an empty value removes the
+  // row. For an id given twice the last row wins. Each imported row takes a new version
+  // of this store's change log (a tombstone entry for a removal), and the stored
+  // RowMeta.version is re-stamped with it; last_seen_step, count, embedding and
+  // optimizer state are kept bit for bit.
+  //
+  // Placement: a row resident in the memory tier is overwritten there and marked dirty
+  // (written back like a pushed row, durable after Flush); every other row is written
+  // straight to the backend, in one atomic batch per call (durable as the backend's
+  // writes are). Rows are not loaded into memory. A later Pull/Push/ReadRow sees the
+  // imported value; no write-back of an older copy (in flight or a later CLOCK
+  // eviction) can overwrite it.
+  //
+  // Errors: INVALID_ARGUMENT (nothing changed) for a non-empty value whose size is not
+  // the table's row size; NOT_FOUND (table); UNAVAILABLE if a write-back of one of the
+  // ids stays in flight for seconds; backend errors. After an error some rows may be
+  // imported and others not (each listed in the change log); retrying is safe.
+  absl::Status ImportRows(absl::string_view table, absl::Span<const EncodedRow> rows);
+
+  // Removes every row of every table whose slot is in [first_slot, last_slot] from the
+  // memory tier (dirty rows included: they are never written back) and from the backend
+  // (one range delete per table). Writes no change-log entries: the slots changed owner,
+  // not value. Returns the number of stored rows removed (memory-only rows included).
+  // Errors: INVALID_ARGUMENT for last_slot < first_slot or last_slot >= kNumSlots;
+  // UNAVAILABLE as for ImportRows; backend errors (the drop may then be partial;
+  // retrying is safe).
+  absl::StatusOr<uint64_t> DropSlots(uint32_t first_slot, uint32_t last_slot);
+
+  // Stored rows per slot (kNumSlots entries) summed over all tables, memory-only rows
+  // included: writes dirty rows back first, then scans the backend. Exact only while no
+  // push is applied concurrently. Errors: DATA_LOSS for a malformed key; backend errors.
+  absl::StatusOr<std::vector<uint64_t>> RowsPerSlot();
+
+  // A cheap estimate of the stored rows over all tables (RowBackend::EstimateKeys summed
+  // over the tables; rows only in memory are not counted). Never fails: 0 if unknown.
+  uint64_t EstimatedStoredRows() const;
 
  private:
   EmbeddingStore(const StoreOptions& options, std::unique_ptr<RowBackend> backend);

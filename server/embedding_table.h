@@ -4,8 +4,9 @@
 // the optimizer, initializer and admission sketch. EmbeddingStore owns the tables and
 // validates arguments; see embedding_store.h for the semantics callers rely on.
 //
-// Implementation is split by concern: embedding_table.cc (pull, push, load, write-back)
-// and embedding_table_evict.cc (eviction policy, flush).
+// Implementation is split by concern: embedding_table.cc (pull, push, load, write-back),
+// embedding_table_evict.cc (eviction policy, flush), embedding_table_checksum.cc (digests)
+// and embedding_table_migrate.cc (slot migration).
 //
 // Thread-safe.
 
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -82,6 +84,22 @@ class EmbeddingTable {
   // Runs the eviction policy against `step`; see EvictionConfig.
   absl::StatusOr<EvictionReport> EvictByPolicy(int64_t step);
 
+  // Slot migration (EmbeddingStore's "Slot migration" section; the store validates the
+  // arguments). REQUIRES for all: first_slot <= last_slot < kNumSlots.
+  // ExportRows: REQUIRES max_rows > 0; `after_key` empty or a row key of the range.
+  absl::StatusOr<RowPage> ExportRows(uint32_t first_slot, uint32_t last_slot,
+                                     absl::string_view after_key, size_t max_rows);
+  absl::StatusOr<std::vector<EncodedRow>> ReadEncoded(absl::Span<const uint64_t> ids);
+  // REQUIRES: every non-empty value has row_bytes() bytes.
+  absl::Status Import(absl::Span<const EncodedRow> rows);
+  // Returns the number of stored rows removed.
+  absl::StatusOr<uint64_t> DropSlots(uint32_t first_slot, uint32_t last_slot);
+  // FlushDirty, then adds the table's stored rows to per_slot[slot].
+  // REQUIRES: per_slot->size() == kNumSlots.
+  absl::Status CountRowsPerSlot(std::vector<uint64_t>* per_slot);
+  uint64_t EstimatedStoredRows() const;
+  size_t row_bytes() const { return tier_.row_bytes(); }
+
   // Admission sketch persistence (empty string when admission is off).
   std::string SerializeSketch() const;
   absl::Status RestoreSketch(absl::string_view data);
@@ -105,6 +123,23 @@ class EmbeddingTable {
                              const std::vector<std::string>& bytes, bool remove_after);
   void ApplyToRow(char* row, const float* grad, uint32_t occurrences, int64_t step,
                   uint64_t version);
+
+  // Migration helpers (embedding_table_migrate.cc).
+  bool InSlots(uint64_t id, uint32_t first_slot, uint32_t last_slot) const;
+  // Locks st.mu once no row among `ids` has a write-back in flight, waiting a bounded
+  // time. Returns true holding the lock, or false (not holding it) on timeout.
+  bool LockWithoutWriteBacks(MemoryTier::Stripe& st, absl::Span<const uint64_t> ids)
+      ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true, st.mu);
+  // Writes back every dirty resident row of the slot range and waits for write-backs
+  // of its rows in flight, so the backend holds every row of the range.
+  absl::Status FlushSlots(uint32_t first_slot, uint32_t last_slot);
+  // Copies the resident rows among `rows` (by id) into their values, flags cleared;
+  // (*copied)[i] says whether rows[i] was resident.
+  void CopyResident(std::vector<EncodedRow>* rows, std::vector<bool>* copied);
+  // Removes every resident row of the slot range from memory as deleted (after its
+  // write-back in flight, if any, landed); adds the removed ids to `removed` if not null.
+  absl::Status RemoveResidentSlots(uint32_t first_slot, uint32_t last_slot,
+                                   absl::flat_hash_set<uint64_t>* removed);
 
   const v1::TableConfig config_;
   const TableContext ctx_;

@@ -15,6 +15,12 @@ InMemoryBackend::Table* InMemoryBackend::Find(BackendTable table) {
   return &tables_[table];
 }
 
+const InMemoryBackend::Table* InMemoryBackend::Find(BackendTable table) const {
+  if (table == kMetaTable) return &meta_;
+  if (table < 0 || static_cast<size_t>(table) >= tables_.size()) return nullptr;
+  return &tables_[table];
+}
+
 absl::StatusOr<BackendTable> InMemoryBackend::OpenTable(const std::string& table) {
   if (table.empty()) return absl::InvalidArgumentError("empty table name");
   absl::MutexLock lock(&mu_);
@@ -72,6 +78,27 @@ absl::Status InMemoryBackend::Write(const BackendWriteBatch& batch) {
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status InMemoryBackend::DeleteRange(BackendTable table, std::string_view begin,
+                                          std::string_view end) {
+  if (fail_writes_.load()) return absl::UnavailableError("injected write fault");
+  if (!end.empty() && end < begin) {
+    return absl::InvalidArgumentError("delete range: end sorts before begin");
+  }
+  absl::MutexLock lock(&mu_);
+  Table* t = Find(table);
+  if (t == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown table ", table));
+  auto first = t->lower_bound(std::string(begin));
+  auto last = end.empty() ? t->end() : t->lower_bound(std::string(end));
+  t->erase(first, last);
+  return absl::OkStatus();
+}
+
+uint64_t InMemoryBackend::EstimateKeys(BackendTable table) const {
+  absl::MutexLock lock(&mu_);
+  const Table* t = Find(table);
+  return t == nullptr ? 0 : t->size();
 }
 
 absl::Status InMemoryBackend::Scan(

@@ -46,12 +46,17 @@ class InMemoryBackend final : public RowBackend {
   absl::Status Scan(
       BackendTable table, std::string_view begin, std::string_view end,
       const std::function<bool(std::string_view key, std::string_view value)>& fn) override;
+  absl::Status DeleteRange(BackendTable table, std::string_view begin,
+                           std::string_view end) override;
+  // Exact.
+  uint64_t EstimateKeys(BackendTable table) const override;
   // No-op: returns OK.
   absl::Status Flush() override { return absl::OkStatus(); }
   // Always 0.
   int64_t DiskBytes() const override { return 0; }
 
-  // While on, Write (resp. MultiGet and Scan) returns UNAVAILABLE and changes nothing.
+  // While on, Write and DeleteRange (resp. MultiGet and Scan) return UNAVAILABLE and
+  // change nothing.
   void FailWrites(bool fail) { fail_writes_.store(fail); }
   void FailReads(bool fail) { fail_reads_.store(fail); }
 
@@ -60,6 +65,7 @@ class InMemoryBackend final : public RowBackend {
 
   // The map of `table`, or null for an unknown handle.
   Table* Find(BackendTable table) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const Table* Find(BackendTable table) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::atomic<bool> fail_writes_{false};
   std::atomic<bool> fail_reads_{false};

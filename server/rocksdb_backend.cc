@@ -337,6 +337,47 @@ absl::Status RocksDbBackend::Scan(
   return FromRocksDb(it->status(), absl::StrCat("scan table ", table));
 }
 
+absl::Status RocksDbBackend::DeleteRange(BackendTable table, std::string_view begin,
+                                         std::string_view end) {
+  if (options_.read_only) return ReadOnlyError("delete range", options_.path);
+  rocksdb::ColumnFamilyHandle* cf = Handle(table);
+  if (cf == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown table ", table));
+  if (!end.empty() && end < begin) {
+    return absl::InvalidArgumentError("delete range: end sorts before begin");
+  }
+  std::string last_key;
+  if (end.empty()) {
+    // A range tombstone needs an end: the successor of the table's last key.
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), cf));
+    it->SeekToLast();
+    EMBER_RETURN_IF_ERROR(FromRocksDb(it->status(), absl::StrCat("seek in table ", table)));
+    if (!it->Valid() || it->key().compare(ToSlice(begin)) < 0) return absl::OkStatus();
+    last_key.assign(it->key().data(), it->key().size());
+    last_key.push_back('\0');
+    end = last_key;
+  }
+  if (begin == end) return absl::OkStatus();
+  rocksdb::WriteBatch wb;
+  rocksdb::Status s = wb.DeleteRange(cf, ToSlice(begin), ToSlice(end));
+  if (!s.ok()) return FromRocksDb(s, "build delete range batch");
+  EMBER_RETURN_IF_ERROR(MaybeResume());
+  s = db_->Write(write_options_, &wb);
+  if (!s.ok()) {
+    needs_resume_.store(true, std::memory_order_release);
+    return FromRocksDb(s, absl::StrCat("delete range in table ", table));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t RocksDbBackend::EstimateKeys(BackendTable table) const {
+  rocksdb::ColumnFamilyHandle* cf = Handle(table);
+  uint64_t keys = 0;
+  if (cf == nullptr || !db_->GetIntProperty(cf, rocksdb::DB::Properties::kEstimateNumKeys, &keys)) {
+    return 0;
+  }
+  return keys;
+}
+
 absl::Status RocksDbBackend::Flush() {
   if (options_.read_only) return ReadOnlyError("flush", options_.path);
   EMBER_RETURN_IF_ERROR(MaybeResume());

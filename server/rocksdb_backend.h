@@ -146,6 +146,12 @@ class RocksDbBackend final : public RowBackend {
   absl::Status Scan(
       BackendTable table, std::string_view begin, std::string_view end,
       const std::function<bool(std::string_view key, std::string_view value)>& fn) override;
+  // DeleteRange writes one range tombstone; reads skip the range at once and compaction
+  // reclaims its space later.
+  absl::Status DeleteRange(BackendTable table, std::string_view begin,
+                           std::string_view end) override;
+  // The column family's "rocksdb.estimate-num-keys".
+  uint64_t EstimateKeys(BackendTable table) const override;
   // With the WAL on, syncs it; with the WAL off, flushes every memtable to SST files.
   absl::Status Flush() override;
   // SST bytes of all column families plus live WAL bytes. Lists the WAL directory: for

@@ -10,6 +10,7 @@
 #ifndef EMBER_SERVER_ROW_BACKEND_H_
 #define EMBER_SERVER_ROW_BACKEND_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -62,6 +63,17 @@ class RowBackend {
   virtual absl::Status Scan(
       BackendTable table, std::string_view begin, std::string_view end,
       const std::function<bool(std::string_view key, std::string_view value)>& fn) = 0;
+
+  // Removes every key in [begin, end) of `table` as one atomic write (after a crash
+  // either the whole range is gone or none of it), durable like Write. Empty `end`
+  // means "to the end of the table"; begin == end removes nothing. Errors:
+  // INVALID_ARGUMENT for an unknown table or end < begin; write errors as for Write.
+  virtual absl::Status DeleteRange(BackendTable table, std::string_view begin,
+                                   std::string_view end) = 0;
+
+  // Number of keys in `table`: exact for memory backends, an estimate (no scan; it
+  // may lag deletes) for RocksDB. 0 for an unknown table or when unknown.
+  virtual uint64_t EstimateKeys(BackendTable table) const = 0;
 
   // Makes every acknowledged Write durable across a process crash (even with the
   // write-ahead log disabled).

@@ -256,15 +256,23 @@ absl::StatusOr<ImportReport> ImportSnapshots(absl::Span<const SnapshotChainLink>
     }
   }
 
-  const SlotRuns runs = OwnedRuns(owns);
+  // The slots a shard's snapshot counts for: the caller's, owned by that shard in the
+  // checkpoint's map.
+  auto owned_by = [&owns](const SnapshotChainLink& link, uint32_t shard_id) {
+    return [&owns, &link, shard_id](uint32_t slot) {
+      return owns(slot) && (link.owners.empty() || link.owners[slot] == shard_id);
+    };
+  };
   BatchedWriter writer(target, report);
   std::map<uint32_t, MetaMap> meta;  // by source shard id
   for (const v1::ShardSnapshot& shard : chain[0].shards) {
+    const SlotRuns runs = OwnedRuns(owned_by(chain[0], shard.shard_id()));
     EMBER_RETURN_IF_ERROR(ImportFull(chain[0], shard, runs, writer, &meta[shard.shard_id()]));
   }
   for (size_t i = 1; i < chain.size(); ++i) {
     for (const v1::ShardSnapshot& shard : chain[i].shards) {
-      EMBER_RETURN_IF_ERROR(ImportDelta(chain[i], shard, owns, writer, &meta[shard.shard_id()]));
+      EMBER_RETURN_IF_ERROR(ImportDelta(chain[i], shard, owned_by(chain[i], shard.shard_id()),
+                                        writer, &meta[shard.shard_id()]));
     }
   }
   EMBER_RETURN_IF_ERROR(writer.Flush());

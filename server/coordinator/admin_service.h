@@ -15,12 +15,16 @@
 #ifndef EMBER_SERVER_COORDINATOR_ADMIN_SERVICE_H_
 #define EMBER_SERVER_COORDINATOR_ADMIN_SERVICE_H_
 
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "ember/v1/admin.grpc.pb.h"
 #include "server/coordinator/job_manager.h"
+#include "server/coordinator/slot_migrator.h"
 #include "server/coordinator/coordinator_state.h"
 
 namespace ember {
@@ -34,8 +38,15 @@ std::string TokenId(absl::string_view token);
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
   AdminServiceImpl(CoordinatorState* state, std::string token);
-  // Serves RequestCheckpoint with `jobs` (not owned); without it UNIMPLEMENTED.
+  // Serves RequestCheckpoint and the job/checkpoint RPCs with `jobs` (not owned);
+  // without it UNIMPLEMENTED.
   void SetJobManager(JobManager* jobs) { jobs_ = jobs; }
+  // Serves the migration RPCs with `migrator` (not owned), and reaches shards through
+  // `stubs` (PlanRebalance's slot statistics, CreateTable's fan-out).
+  void SetMigrator(SlotMigrator* migrator, SlotMigrator::StubFactory stubs) {
+    migrator_ = migrator;
+    stubs_ = std::move(stubs);
+  }
 
   grpc::ServerUnaryReactor* ListShards(grpc::CallbackServerContext* context,
                                        const v1::ListShardsRequest* request,
@@ -49,6 +60,37 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* RequestCheckpoint(grpc::CallbackServerContext* context,
                                               const v1::RequestCheckpointRequest* request,
                                               v1::RequestCheckpointResponse* response) override;
+  // admin_service_cluster.cc:
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
+                                     const v1::ListJobsRequest* request,
+                                     v1::ListJobsResponse* response) override;
+  grpc::ServerUnaryReactor* CreateTable(grpc::CallbackServerContext* context,
+                                        const v1::AdminCreateTableRequest* request,
+                                        v1::AdminCreateTableResponse* response) override;
+  grpc::ServerUnaryReactor* StartMigration(grpc::CallbackServerContext* context,
+                                           const v1::StartMigrationRequest* request,
+                                           v1::Migration* response) override;
+  grpc::ServerUnaryReactor* GetMigration(grpc::CallbackServerContext* context,
+                                         const v1::GetMigrationRequest* request,
+                                         v1::Migration* response) override;
+  grpc::ServerUnaryReactor* ListMigrations(grpc::CallbackServerContext* context,
+                                           const v1::ListMigrationsRequest* request,
+                                           v1::ListMigrationsResponse* response) override;
+  grpc::ServerUnaryReactor* CancelMigration(grpc::CallbackServerContext* context,
+                                            const v1::CancelMigrationRequest* request,
+                                            v1::Migration* response) override;
+  grpc::ServerUnaryReactor* PlanRebalance(grpc::CallbackServerContext* context,
+                                          const v1::PlanRebalanceRequest* request,
+                                          v1::PlanRebalanceResponse* response) override;
+  grpc::ServerUnaryReactor* RemoveShard(grpc::CallbackServerContext* context,
+                                        const v1::RemoveShardRequest* request,
+                                        v1::RemoveShardResponse* response) override;
+  grpc::ServerUnaryReactor* ListCheckpoints(grpc::CallbackServerContext* context,
+                                            const v1::ListCheckpointsRequest* request,
+                                            v1::ListCheckpointsResponse* response) override;
+  grpc::ServerUnaryReactor* RestoreCheckpoint(grpc::CallbackServerContext* context,
+                                              const v1::RestoreCheckpointRequest* request,
+                                              v1::RestoreCheckpointResponse* response) override;
 
  private:
   // OK if the call carries the right token; UNAUTHENTICATED otherwise.
@@ -56,8 +98,18 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   // The audit "who" of an authenticated call.
   std::string Who(const grpc::CallbackServerContext* context) const;
 
+  // Runs `body` on its own thread (it calls shards or restores: it may take long, and
+  // callback handlers must not block) and finishes the call with its status.
+  grpc::ServerUnaryReactor* RunDetached(grpc::CallbackServerContext* context,
+                                        std::function<absl::Status()> body);
+  // Slot weights for a plan: rows or load per slot from each slot's owner.
+  absl::StatusOr<std::vector<uint64_t>> SlotWeights(v1::PlanRebalanceRequest::By by,
+                                                    const SlotMap& map);
+
   CoordinatorState* const state_;
   JobManager* jobs_ = nullptr;
+  SlotMigrator* migrator_ = nullptr;
+  SlotMigrator::StubFactory stubs_;
   const std::string token_;
   const std::string token_id_;
 };

@@ -36,6 +36,7 @@
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/job_manager.h"
+#include "server/coordinator/slot_migrator.h"
 #include "server/graceful_shutdown.h"
 
 namespace ember {
@@ -60,13 +61,20 @@ constexpr char kUsage[] = R"(usage: ember-coordinator --data_dir=DIR [--flag=val
                              need). Default: 3
   --checkpoint_full_every=N  every Nth checkpoint of a run is full, the others are
                              deltas against the previous one (1: all full). Default: 4
+  --migration_retry_ms=N     a slot migration retries shards that do not answer
+                             this long before it stops as FAILED. Default: 60000
   --shutdown_grace_ms=N      time calls in flight get at shutdown. Default: 5000
+  --test_crash_migration_at=POINT
+                             fault tests only: SIGKILL this process when a slot
+                             migration reaches POINT: copying, catching_up, fenced or
+                             switched. Default: none
   --help                     this text
 )";
 
 struct CoordinatorMainOptions {
   CoordinatorOptions state;
   JobManagerOptions jobs;
+  SlotMigratorOptions migration;
   std::string host = "127.0.0.1";
   uint32_t port = 0;
   std::string admin_token;
@@ -98,6 +106,18 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.jobs.keep_checkpoints));
     } else if (name == "checkpoint_full_every") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.jobs.full_every));
+    } else if (name == "migration_retry_ms") {
+      int64_t ms = 0;
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &ms));
+      if (ms < 0) return absl::InvalidArgumentError("--migration_retry_ms must be >= 0");
+      o.migration.retry_for = absl::Milliseconds(ms);
+    } else if (name == "test_crash_migration_at") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.migration.test_crash_at));
+      const std::string& at = o.migration.test_crash_at;
+      if (at != "copying" && at != "catching_up" && at != "fenced" && at != "switched") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--test_crash_migration_at: '", at, "' is not copying, catching_up, fenced or switched"));
+      }
     } else if (name == "shutdown_grace_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
     } else {
@@ -148,11 +168,20 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorState> state, CoordinatorState::Open(o.state));
   CoordinatorServiceImpl service(state.get(), CoordinatorServiceOptions());
   AdminServiceImpl admin(state.get(), o.admin_token);
-  JobManager jobs(state.get(), o.jobs,
-                  [&service](const std::string& address) { return service.StubFor(address); });
+  auto stubs = [&service](const std::string& address) { return service.StubFor(address); };
+  // Checkpoints and restores on one side, migration switches on the other.
+  absl::Mutex topology_mu;
+  JobManagerOptions job_options = o.jobs;
+  job_options.topology_mu = &topology_mu;
+  JobManager jobs(state.get(), job_options, stubs);
   EMBER_RETURN_IF_ERROR(jobs.Start());
   service.SetJobManager(&jobs);
   admin.SetJobManager(&jobs);
+  SlotMigrator migrator(state.get(), o.migration, stubs, &topology_mu,
+                        [&jobs](uint32_t target, uint64_t incarnation) {
+                          jobs.AdoptShard(target, incarnation);
+                        });
+  admin.SetMigrator(&migrator, stubs);
 
   ServerCallTracker calls;
   grpc::ServerBuilder builder;
@@ -167,6 +196,8 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
   }
   const SlotMap map = state->slot_map();
+  // Resumes an interrupted migration once the service can answer its shards' calls.
+  EMBER_RETURN_IF_ERROR(migrator.Start());
   std::cout << "listening on " << o.host << ":" << port << std::endl;
   std::cerr << "ember-coordinator: serving " << o.state.data_dir << " on " << o.host << ":" << port
             << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards
@@ -177,7 +208,8 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   sigwait(&signals, &signal_number);
   std::cerr << "ember-coordinator: signal " << signal_number << ", shutting down" << std::endl;
   service.Shutdown();
-  jobs.Stop();  // waiting JoinJobs return UNAVAILABLE
+  migrator.Stop();  // an unfinished migration resumes at the next start
+  jobs.Stop();      // waiting JoinJobs return UNAVAILABLE
   // Calls in flight get the grace period; idle client connections do not hold it.
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   return absl::OkStatus();

@@ -85,7 +85,12 @@ std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::
   absl::MutexLock lock(&stubs_mu_);
   std::shared_ptr<v1::PsService::Stub>& stub = stubs_[address];
   if (stub == nullptr) {
-    stub = v1::PsService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    // Migration pages and checkpoint answers can exceed gRPC's 4 MiB default.
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(256 << 20);
+    args.SetMaxSendMessageSize(256 << 20);
+    stub = v1::PsService::NewStub(
+        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
   }
   return stub;
 }

@@ -3,6 +3,7 @@
 #include "server/coordinator/coordinator_state.h"
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -280,11 +281,9 @@ absl::StatusOr<v1::TableConfig> CoordinatorState::DescribeTable(const std::strin
   return it->second;
 }
 
-absl::StatusOr<uint64_t> CoordinatorState::SetSlotOwner(uint32_t slot, uint32_t shard_id,
-                                                        const std::string& who) {
-  if (slot >= kNumSlots) {
-    return absl::InvalidArgumentError(absl::StrCat("slot ", slot, " >= ", kNumSlots));
-  }
+absl::StatusOr<uint64_t> CoordinatorState::ChangeMap(
+    uint32_t shard_id, const std::function<absl::StatusOr<std::string>(SlotMap&)>& change,
+    const std::string& who) {
   absl::MutexLock write_lock(&write_mu_);
   uint64_t sequence = last_audit_sequence_;
   SlotMap map;
@@ -297,20 +296,96 @@ absl::StatusOr<uint64_t> CoordinatorState::SetSlotOwner(uint32_t slot, uint32_t 
   }
   if (map.epoch() == 0) return absl::FailedPreconditionError("slots are not assigned yet");
   const uint64_t before = map.epoch();
-  const uint32_t previous = map.OwnerOf(slot);
-  map.SetOwner(slot, shard_id);
+  EMBER_ASSIGN_OR_RETURN(const std::string what, change(map));
   map.set_epoch(before + 1);
   BackendWriteBatch batch;
   batch.push_back(SlotMapWrite(map));
-  batch.push_back(AuditWrite(
-      &sequence, who,
-      absl::StrCat("set_slot_owner slot=", slot, " shard=", shard_id, " (was ", previous, ")"),
-      before, before + 1));
+  batch.push_back(AuditWrite(&sequence, who, what, before, before + 1));
   EMBER_RETURN_IF_ERROR(backend_->Write(batch));
   last_audit_sequence_ = sequence;
   absl::MutexLock lock(&mu_);
   map_ = std::move(map);
   return map_.epoch();
+}
+
+absl::StatusOr<uint64_t> CoordinatorState::SetSlotOwner(uint32_t slot, uint32_t shard_id,
+                                                        const std::string& who) {
+  if (slot >= kNumSlots) {
+    return absl::InvalidArgumentError(absl::StrCat("slot ", slot, " >= ", kNumSlots));
+  }
+  return ChangeMap(
+      shard_id,
+      [&](SlotMap& map) -> absl::StatusOr<std::string> {
+        const uint32_t previous = map.OwnerOf(slot);
+        map.SetOwner(slot, shard_id);
+        return absl::StrCat("set_slot_owner slot=", slot, " shard=", shard_id, " (was ",
+                            previous, ")");
+      },
+      who);
+}
+
+absl::StatusOr<uint64_t> CoordinatorState::MoveSlots(const std::vector<uint32_t>& slots,
+                                                     uint32_t source, uint32_t target,
+                                                     const std::string& op,
+                                                     const std::string& who) {
+  return ChangeMap(
+      target,
+      [&](SlotMap& map) -> absl::StatusOr<std::string> {
+        for (uint32_t slot : slots) {
+          if (slot >= kNumSlots) {
+            return absl::InvalidArgumentError(absl::StrCat("slot ", slot, " >= ", kNumSlots));
+          }
+          if (map.OwnerOf(slot) != source) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "slot ", slot, " is owned by shard ", map.OwnerOf(slot), ", not ", source));
+          }
+        }
+        for (uint32_t slot : slots) map.SetOwner(slot, target);
+        return absl::StrCat("move_slots op=", op, " slots=", slots.size(), " from shard ", source,
+                            " to shard ", target);
+      },
+      who);
+}
+
+absl::Status CoordinatorState::RemoveShard(uint32_t shard_id, const std::string& who) {
+  absl::MutexLock write_lock(&write_mu_);
+  uint64_t sequence = last_audit_sequence_;
+  uint64_t epoch = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!shards_.contains(shard_id)) {
+      return absl::NotFoundError(absl::StrCat("shard ", shard_id, " is not registered"));
+    }
+    const size_t owned = map_.SlotsOf(shard_id).size();
+    if (owned > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shard ", shard_id, " owns ", owned,
+                       " slots: drain it first (emberctl shards drain --id=", shard_id, ")"));
+    }
+    epoch = map_.epoch();
+  }
+  BackendWriteBatch batch;
+  BackendWrite erase;
+  erase.table = kMetaTable;
+  erase.key = absl::StrCat(kShardPrefix, BigEndian(shard_id, 4));
+  erase.erase = true;
+  batch.push_back(std::move(erase));
+  batch.push_back(
+      AuditWrite(&sequence, who, absl::StrCat("remove_shard shard=", shard_id), epoch, epoch));
+  EMBER_RETURN_IF_ERROR(backend_->Write(batch));
+  last_audit_sequence_ = sequence;
+  absl::MutexLock lock(&mu_);
+  shards_.erase(shard_id);
+  return absl::OkStatus();
+}
+
+absl::Status CoordinatorState::Audit(const std::string& who, const std::string& what) {
+  absl::MutexLock write_lock(&write_mu_);
+  uint64_t sequence = last_audit_sequence_;
+  const uint64_t epoch = slot_map().epoch();
+  EMBER_RETURN_IF_ERROR(backend_->Write({AuditWrite(&sequence, who, what, epoch, epoch)}));
+  last_audit_sequence_ = sequence;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<v1::AuditEntry>> CoordinatorState::AuditLog(uint64_t after_sequence,

@@ -28,6 +28,7 @@
 #define EMBER_SERVER_COORDINATOR_COORDINATOR_STATE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -105,6 +106,23 @@ class CoordinatorState {
   // unregistered shard; FAILED_PRECONDITION before slots are assigned; storage errors.
   absl::StatusOr<uint64_t> SetSlotOwner(uint32_t slot, uint32_t shard_id, const std::string& who);
 
+  // Moves every slot in `slots` from `source` to `target` in one change: one epoch
+  // bump and one audit entry ("move_slots op=<op> ..."). The slot-migration commit
+  // point. Returns the new epoch. FAILED_PRECONDITION if a slot is not owned by
+  // `source` (nothing changes) or before slots are assigned; NOT_FOUND for an
+  // unregistered target; INVALID_ARGUMENT for a slot >= kNumSlots; storage errors.
+  absl::StatusOr<uint64_t> MoveSlots(const std::vector<uint32_t>& slots, uint32_t source,
+                                     uint32_t target, const std::string& op,
+                                     const std::string& who);
+
+  // Forgets a registered shard (audited). FAILED_PRECONDITION while it owns slots;
+  // NOT_FOUND if unknown; storage errors.
+  absl::Status RemoveShard(uint32_t shard_id, const std::string& who);
+
+  // Appends an audit entry for a change made elsewhere (e.g. a migration started),
+  // with the current epoch before and after. Storage errors.
+  absl::Status Audit(const std::string& who, const std::string& what);
+
   // Audit entries with sequence > after_sequence, ascending, at most `limit`.
   absl::StatusOr<std::vector<v1::AuditEntry>> AuditLog(uint64_t after_sequence, size_t limit) const;
 
@@ -123,6 +141,13 @@ class CoordinatorState {
 
   CoordinatorState(const CoordinatorOptions& options, std::unique_ptr<RocksDbBackend> backend);
 
+  // Applies `change` to a copy of the map (it returns the audit text, or an error and
+  // nothing changes), bumps the epoch, persists map and audit entry in one write and
+  // installs the map. NOT_FOUND when `shard_id` is not registered;
+  // FAILED_PRECONDITION before slots are assigned; storage errors.
+  absl::StatusOr<uint64_t> ChangeMap(
+      uint32_t shard_id, const std::function<absl::StatusOr<std::string>(SlotMap&)>& change,
+      const std::string& who);
   // Loads every persisted record. Called once by Open.
   absl::Status Load();
   // A ShardInfo for `shard`, with liveness at `now_micros`. REQUIRES: mu_ held.

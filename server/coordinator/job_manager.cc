@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "grpcpp/client_context.h"
+#include "server/coordinator/run_parallel.h"
 #include "server/coordinator/slot_owners.h"
 
 namespace ember {
@@ -36,16 +38,6 @@ bool ValidJobName(const std::string& name) {
 
 bool Contains(const google::protobuf::RepeatedField<uint32_t>& values, uint32_t v) {
   return std::find(values.begin(), values.end(), v) != values.end();
-}
-
-// Runs fn(i) for i in [0, n) on n threads and returns their statuses.
-std::vector<absl::Status> RunParallel(size_t n, const std::function<absl::Status(size_t)>& fn) {
-  std::vector<absl::Status> out(n);
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (size_t i = 0; i < n; ++i) threads.emplace_back([&, i] { out[i] = fn(i); });
-  for (std::thread& t : threads) t.join();
-  return out;
 }
 
 // The alive shards that own slots, or UNAVAILABLE naming a slot owner that is not alive.
@@ -281,9 +273,12 @@ absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
 
 absl::StatusOr<v1::GetJobResponse> JobManager::GetJob(const std::string& name) const {
   absl::MutexLock lock(&mu_);
-  auto it = jobs_.find(name);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", name, "'"));
-  const Job& job = it->second;
+  if (!jobs_.contains(name)) return absl::NotFoundError(absl::StrCat("unknown job '", name, "'"));
+  return DescribeLocked(name);
+}
+
+v1::GetJobResponse JobManager::DescribeLocked(const std::string& name) const {
+  const Job& job = jobs_.at(name);
   v1::GetJobResponse r;
   r.set_job(name);
   r.set_generation(job.record.generation());
@@ -438,6 +433,9 @@ void JobManager::Recover(const std::string& name) {
 absl::Status JobManager::RestoreShards(const std::string& job, const std::string& checkpoint,
                                        uint64_t attempt,
                                        std::map<uint32_t, uint64_t>* incarnations) {
+  // No slot migration switches owners while shards restore for one map.
+  std::optional<absl::MutexLock> topology;
+  if (options_.topology_mu != nullptr) topology.emplace(options_.topology_mu);
   EMBER_ASSIGN_OR_RETURN(std::vector<v1::ShardInfo> owners, SlotOwners(*state_));
   const SlotMap map = state_->slot_map();
   v1::RestoreShardRequest request;
@@ -551,6 +549,9 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
 absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
     const v1::CheckpointRequest& request, const std::string& name, const std::string& parent) {
   const std::string& job = request.job();
+  // The cut and its slot map: no migration switches owners meanwhile.
+  std::optional<absl::MutexLock> topology;
+  if (options_.topology_mu != nullptr) topology.emplace(options_.topology_mu);
   if (absl::Status prepared = catalog_.Prepare(job, name); !prepared.ok()) {
     // A retry of a checkpoint that was committed (the answer was lost): the same one.
     if (absl::IsAlreadyExists(prepared)) return catalog_.ReadManifest(job, name);

@@ -37,12 +37,14 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "ember/v1/admin.pb.h"
 #include "ember/v1/coordinator.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "server/checkpoint/checkpoint_catalog.h"
@@ -63,6 +65,9 @@ struct JobManagerOptions {
   absl::Duration shard_timeout = absl::Minutes(10);
   // Period of the failure detector and recovery loop. Default: 100 ms
   absl::Duration tick = absl::Milliseconds(100);
+  // Held while checkpoints are cut and shards restored, so that no slot migration
+  // switches owners meanwhile (slot_migrator.h). Not owned; null: none.
+  absl::Mutex* topology_mu = nullptr;
 };
 
 class JobManager {
@@ -84,11 +89,28 @@ class JobManager {
   absl::Status FinishJob(const v1::FinishJobRequest& request);
   absl::StatusOr<v1::CheckpointResponse> Checkpoint(const v1::CheckpointRequest& request);
   absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job) const;
+  // GetJob's answer for `name`. REQUIRES: mu_ held, the job exists.
+  v1::GetJobResponse DescribeLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Marks an on-demand checkpoint for the job's next step barrier.
   absl::Status RequestCheckpoint(const std::string& job);
 
   // A shard registered or heartbeated with `incarnation` (0: unknown).
   void OnShardSeen(uint32_t shard_id, uint64_t incarnation);
+  // A shard took slots of running jobs (a migration switched them to it): its restart
+  // now fails their attempts, as for the shards restored for them.
+  void AdoptShard(uint32_t shard_id, uint64_t incarnation);
+
+  // Operator views and actions (job_manager_admin.cc).
+  // Every job, ascending by name.
+  std::vector<v1::GetJobResponse> ListJobs() const;
+  // The job's checkpoints, oldest first (invalid ones with their error).
+  // FAILED_PRECONDITION without a checkpoint dir; NOT_FOUND for a job without any.
+  absl::StatusOr<std::vector<v1::CheckpointSummary>> ListCheckpoints(const std::string& job) const;
+  // Restores every slot-owning shard to `name` (empty: the newest valid checkpoint)
+  // under a new attempt. FAILED_PRECONDITION while the job runs or recovers, or
+  // without a checkpoint dir; NOT_FOUND; DATA_LOSS for a corrupt checkpoint.
+  absl::StatusOr<v1::RestoreCheckpointResponse> RestoreCheckpoint(const std::string& job,
+                                                                  const std::string& name);
 
  private:
   struct Job {

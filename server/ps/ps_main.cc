@@ -76,6 +76,11 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
   --test_crash_after_checkpoints=N
                            fault tests only: SIGKILL this process right after it
                            writes its Nth checkpoint snapshot. Default: 0 (never)
+  --test_crash_on_migration=METHOD:N
+                           fault tests only: SIGKILL this process when its Nth call
+                           of the slot-migration RPC METHOD (ExportRows,
+                           ExportChanges, ImportRows, FenceSlots, DropSlots,
+                           InstallSlotMap) arrives. Default: none
   --help                   this text
 )";
 
@@ -96,6 +101,8 @@ struct PsMainOptions {
   int32_t metrics_port = -1;  // -1: no metrics server
   std::string metrics_host;   // empty: `host`
   int crash_after_checkpoints = 0;
+  std::string crash_on_migration_method;
+  int crash_on_migration_count = 0;
 };
 
 absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
@@ -132,6 +139,17 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
     } else if (name == "test_crash_after_checkpoints") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.crash_after_checkpoints));
+    } else if (name == "test_crash_on_migration") {
+      EMBER_RETURN_IF_ERROR(RequireValue(flag));
+      const size_t colon = flag.value.rfind(':');
+      Flag count{flag.name, colon == absl::string_view::npos ? "" : flag.value.substr(colon + 1),
+                 true};
+      if (colon == absl::string_view::npos || colon == 0 ||
+          !ParseNumber(count, &o.crash_on_migration_count).ok() || o.crash_on_migration_count < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--test_crash_on_migration: expected METHOD:N with N >= 1, got '", flag.value, "'"));
+      }
+      o.crash_on_migration_method = std::string(flag.value.substr(0, colon));
     } else if (name == "metrics_host") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.metrics_host));
     } else {
@@ -192,6 +210,9 @@ absl::Status Run(const PsMainOptions& o) {
                         o.coordinator.empty() ? SlotMap::Even(shards, /*epoch=*/1) : SlotMap(),
                         PsServiceImpl::kDefaultDedupWindow, metrics.get(), o.max_batch_keys);
   service.EnableCheckpoints(storage.get());
+  if (o.crash_on_migration_count > 0) {
+    service.CrashOnMigrationCall(o.crash_on_migration_method, o.crash_on_migration_count);
+  }
 
   std::shared_ptr<PsStoreCollector> collector;
   std::unique_ptr<MetricsServer> metrics_server;

@@ -81,6 +81,8 @@ class PsMetrics {
   RpcMethodMetrics& checksum() { return checksum_; }
   RpcMethodMetrics& checkpoint_shard() { return checkpoint_shard_; }
   RpcMethodMetrics& restore_shard() { return restore_shard_; }
+  // Any other method by name (slot migration calls).
+  RpcMethodMetrics& method(absl::string_view name) { return rpcs_.Method(name); }
 
   // Message bytes received and sent by one call of `method`.
   void CountBytes(absl::string_view method, uint64_t received, uint64_t sent);

@@ -64,15 +64,26 @@ PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap s
       max_batch_keys_(max_batch_keys),
       metrics_(metrics),
       dedup_(dedup_window),
-      slot_map_(std::make_shared<const SlotMap>(std::move(slot_map))) {
+      slot_map_(std::make_shared<const SlotMap>(std::move(slot_map))),
+      slot_load_(new std::atomic<uint64_t>[kNumSlots]) {
+  for (uint32_t slot = 0; slot < kNumSlots; ++slot) slot_load_[slot].store(0);
   if (metrics_ != nullptr) metrics_->SetEpoch(slot_map_->epoch());
 }
 
 void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
   auto next = std::make_shared<const SlotMap>(std::move(slot_map));
   absl::MutexLock lock(&map_mu_);
+  // Maps only move forward: a heartbeat answer may arrive after InstallSlotMap.
+  if (next->epoch() < slot_map_->epoch()) return;
   // Under the lock, so that racing installs leave the gauge at the installed epoch.
   if (metrics_ != nullptr) metrics_->SetEpoch(next->epoch());
+  if (any_fenced_.load()) {
+    // A fenced slot that moved away is done migrating: the new map redirects its calls.
+    for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
+      if (fenced_[slot] && next->OwnerOf(slot) != shard_id_) fenced_[slot] = false;
+    }
+    any_fenced_.store(fenced_.any());
+  }
   slot_map_ = std::move(next);
 }
 
@@ -134,6 +145,17 @@ absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const u
                              absl::StrCat("id ", id, " is not owned by shard ", shard_id_));
     }
   }
+  if (any_fenced_.load(std::memory_order_acquire)) {
+    absl::MutexLock lock(&map_mu_);
+    for (uint64_t id : ids) {
+      const uint32_t slot = SlotOf(table_seed, id);
+      if (fenced_[slot]) {
+        return absl::UnavailableError(absl::StrCat("slot ", slot, " of shard ", shard_id_,
+                                                   " is switching owners (migration); retry"));
+      }
+    }
+  }
+  for (uint64_t id : ids) slot_load_[SlotOf(table_seed, id)].fetch_add(1, std::memory_order_relaxed);
   return absl::OkStatus();
 }
 
@@ -232,12 +254,41 @@ absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
   response->set_owned_slots(static_cast<uint32_t>(map->SlotsOf(shard_id_).size()));
   response->set_version(store_->version());
   for (std::string& name : store_->ListTables()) response->add_tables(std::move(name));
+  response->set_incarnation(incarnation_);
+  response->set_attempt(attempt_.load());
+  const StoreStats stats = store_->Stats();
+  response->set_stored_rows(store_->EstimatedStoredRows());
+  response->set_rows_in_memory(static_cast<uint64_t>(stats.rows_in_memory));
+  response->set_memory_bytes(static_cast<uint64_t>(stats.memory_held_bytes));
+  response->set_disk_bytes(static_cast<uint64_t>(stats.disk_bytes));
+  response->set_requests(data_calls_.load());
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < latency_counts_.size(); ++i) {
+    cumulative += latency_counts_[i].load(std::memory_order_relaxed);
+    if (i < kLatencyBoundsMs.size()) response->add_latency_bounds_ms(kLatencyBoundsMs[i]);
+    response->add_latency_counts(cumulative);
+  }
+  absl::MutexLock lock_map(&map_mu_);
+  for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
+    if (fenced_[slot]) response->add_fenced_slots(slot);
+  }
   return absl::OkStatus();
+}
+
+void PsServiceImpl::RecordDataCall(int64_t micros) {
+  data_calls_.fetch_add(1, std::memory_order_relaxed);
+  const double ms = static_cast<double>(micros) / 1000.0;
+  size_t bucket = 0;
+  while (bucket < kLatencyBoundsMs.size() && ms > kLatencyBoundsMs[bucket]) ++bucket;
+  latency_counts_[bucket].fetch_add(1, std::memory_order_relaxed);
 }
 
 absl::Status PsServiceImpl::DoChecksum(const v1::ChecksumRequest& request,
                                        v1::ChecksumResponse* response) {
   absl::ReaderMutexLock lock(&store_mu_);
+  // Durable first, so that what is digested survives a crash (fault tests compare
+  // digests before and after one).
+  EMBER_RETURN_IF_ERROR(store_->Flush());
   std::vector<std::string> tables;
   if (request.table().empty()) {
     tables = store_->ListTables();
@@ -338,16 +389,20 @@ grpc::ServerUnaryReactor* PsServiceImpl::Pull(grpc::CallbackServerContext* conte
                                               const v1::PullRequest* request,
                                               v1::PullResponse* response) {
   const int64_t start = CallStart();
-  return FinishCall(context, &PsMetrics::pull, "Pull", start, DoPull(*request, response), *request,
-                    *response);
+  const absl::Time began = absl::Now();
+  const absl::Status status = DoPull(*request, response);
+  RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
+  return FinishCall(context, &PsMetrics::pull, "Pull", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* context,
                                               const v1::PushRequest* request,
                                               v1::PushResponse* response) {
   const int64_t start = CallStart();
-  return FinishCall(context, &PsMetrics::push, "Push", start, DoPush(*request, response), *request,
-                    *response);
+  const absl::Time began = absl::Now();
+  const absl::Status status = DoPush(*request, response);
+  RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
+  return FinishCall(context, &PsMetrics::push, "Push", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::CreateTable(grpc::CallbackServerContext* context,

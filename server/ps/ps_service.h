@@ -28,14 +28,18 @@
 #ifndef EMBER_SERVER_PS_PS_SERVICE_H_
 #define EMBER_SERVER_PS_PS_SERVICE_H_
 
+#include <array>
 #include <atomic>
+#include <bitset>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/slot.h"
 #include "common/slot_map.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/server.h"
@@ -60,8 +64,9 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                 uint64_t dedup_window = kDefaultDedupWindow, PsMetrics* metrics = nullptr,
                 uint32_t max_batch_keys = StoreOptions().max_batch_keys);
 
-  // Installs a new slot map (from the coordinator). Calls routed with the old epoch
-  // are rejected from now on.
+  // Installs a newer slot map (from the coordinator); an older or equal epoch is
+  // ignored. Calls routed with the old epoch are rejected from now on, and migration
+  // fences of slots the shard no longer owns are lifted.
   void SetSlotMap(SlotMap slot_map);
   uint32_t shard_id() const { return shard_id_; }
 
@@ -100,6 +105,28 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   grpc::ServerUnaryReactor* RestoreShard(grpc::CallbackServerContext* context,
                                          const v1::RestoreShardRequest* request,
                                          v1::RestoreShardResponse* response) override;
+  // Slot migration (ps_service_migrate.cc).
+  grpc::ServerUnaryReactor* ExportRows(grpc::CallbackServerContext* context,
+                                       const v1::ExportRowsRequest* request,
+                                       v1::ExportRowsResponse* response) override;
+  grpc::ServerUnaryReactor* ExportChanges(grpc::CallbackServerContext* context,
+                                          const v1::ExportChangesRequest* request,
+                                          v1::ExportChangesResponse* response) override;
+  grpc::ServerUnaryReactor* ImportRows(grpc::CallbackServerContext* context,
+                                       const v1::ImportRowsRequest* request,
+                                       v1::ImportRowsResponse* response) override;
+  grpc::ServerUnaryReactor* FenceSlots(grpc::CallbackServerContext* context,
+                                       const v1::FenceSlotsRequest* request,
+                                       v1::FenceSlotsResponse* response) override;
+  grpc::ServerUnaryReactor* DropSlots(grpc::CallbackServerContext* context,
+                                      const v1::DropSlotsRequest* request,
+                                      v1::DropSlotsResponse* response) override;
+  grpc::ServerUnaryReactor* InstallSlotMap(grpc::CallbackServerContext* context,
+                                           const v1::InstallSlotMapRequest* request,
+                                           v1::InstallSlotMapResponse* response) override;
+  grpc::ServerUnaryReactor* GetSlotStats(grpc::CallbackServerContext* context,
+                                         const v1::GetSlotStatsRequest* request,
+                                         v1::GetSlotStatsResponse* response) override;
 
   // The handlers' bodies, without gRPC (also used by in-process tests).
   absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
@@ -112,9 +139,41 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                                  v1::CheckpointShardResponse* response);
   absl::Status DoRestoreShard(const v1::RestoreShardRequest& request,
                               v1::RestoreShardResponse* response);
+  absl::Status DoExportRows(const v1::ExportRowsRequest& request, v1::ExportRowsResponse* response);
+  absl::Status DoExportChanges(const v1::ExportChangesRequest& request,
+                               v1::ExportChangesResponse* response);
+  absl::Status DoImportRows(const v1::ImportRowsRequest& request, v1::ImportRowsResponse* response);
+  absl::Status DoFenceSlots(const v1::FenceSlotsRequest& request, v1::FenceSlotsResponse* response);
+  absl::Status DoDropSlots(const v1::DropSlotsRequest& request, v1::DropSlotsResponse* response);
+  absl::Status DoInstallSlotMap(const v1::InstallSlotMapRequest& request,
+                                v1::InstallSlotMapResponse* response);
+  absl::Status DoGetSlotStats(v1::GetSlotStatsResponse* response);
+
+  // Test hook (fault tests): the process SIGKILLs itself when it receives its
+  // `count`th call of `method` (a slot-migration RPC name, e.g. "ExportChanges"),
+  // before doing anything. Call before the server starts.
+  void CrashOnMigrationCall(std::string method, int count);
 
  private:
+  using SlotSet = std::bitset<kNumSlots>;
+
   std::shared_ptr<const SlotMap> slot_map() const;
+
+  // OK if incarnation/attempt are 0 or this process's; ABORTED otherwise.
+  absl::Status CheckExpected(uint64_t incarnation, uint64_t attempt) const;
+  // FAILED_PRECONDITION unless every slot of `slots` is owned (`owned`) or not owned
+  // (!owned) by this shard in its current map.
+  absl::Status CheckOwnership(const SlotSet& slots, bool owned) const;
+  // Records a Pull/Push call's latency for GetShardInfo.
+  void RecordDataCall(int64_t micros);
+  // The test hook above; called first by every migration handler.
+  void MaybeCrash(absl::string_view method);
+  // Finishes a call recorded under the metrics method `method`.
+  grpc::ServerUnaryReactor* FinishNamed(grpc::CallbackServerContext* context,
+                                        absl::string_view method, int64_t start_micros,
+                                        const absl::Status& status,
+                                        const google::protobuf::Message& request,
+                                        const google::protobuf::Message& response);
 
   // OK if `epoch` is the current one and every id's slot is owned by this shard;
   // UNAVAILABLE if `epoch` is newer than the shard's (its map lags: retry);
@@ -154,6 +213,21 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   mutable absl::Mutex map_mu_;
   // Replaced whole, never mutated: readers copy the pointer and drop the lock.
   std::shared_ptr<const SlotMap> slot_map_ ABSL_GUARDED_BY(map_mu_);
+  // Slots fenced by a migration (FenceSlots): calls touching them get UNAVAILABLE.
+  SlotSet fenced_ ABSL_GUARDED_BY(map_mu_);
+  std::atomic<bool> any_fenced_{false};
+
+  // Keys pulled + pushed per slot (GetSlotStats), and Pull/Push call counts and
+  // latencies (GetShardInfo).
+  std::unique_ptr<std::atomic<uint64_t>[]> slot_load_;
+  std::atomic<uint64_t> data_calls_{0};
+  static constexpr std::array<double, 14> kLatencyBoundsMs = {
+      0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000};
+  std::array<std::atomic<uint64_t>, kLatencyBoundsMs.size() + 1> latency_counts_{};
+
+  absl::Mutex crash_mu_;
+  std::string crash_method_ ABSL_GUARDED_BY(crash_mu_);
+  int crash_countdown_ ABSL_GUARDED_BY(crash_mu_) = 0;
 };
 
 }  // namespace ember

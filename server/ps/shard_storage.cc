@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "server/coordinator/slot_owners.h"
 #include "server/checkpoint/shard_snapshot.h"
 
 namespace ember {
@@ -108,6 +109,11 @@ absl::StatusOr<ShardRestoreReport> ShardStorage::Restore(
     SnapshotChainLink link;
     link.checkpoint_dir = chain_dirs[i];
     link.shards.assign(chain[i].shards().begin(), chain[i].shards().end());
+    if (!chain[i].slot_owners().empty()) {
+      EMBER_ASSIGN_OR_RETURN(const SlotMap map,
+                             UnpackSlotOwners(chain[i].slot_owners(), chain[i].epoch()));
+      link.owners = map.owners();
+    }
     links.push_back(std::move(link));
   }
 

@@ -231,6 +231,56 @@ TYPED_TEST(RowBackendTest, ScanHonorsBoundsAndSlotRanges) {
   EXPECT_TRUE(std::is_sorted(all->begin(), all->end()));
 }
 
+TYPED_TEST(RowBackendTest, DeleteRangeRemovesExactlyTheRangeDurably) {
+  const BackendTable t = this->MustOpenTable("t");
+  const BackendTable other = this->MustOpenTable("other");
+  const uint32_t last = kNumSlots - 1;
+  BackendWriteBatch batch;
+  for (uint32_t slot : {0u, 1u, 2u, 3u, 300u, last}) {
+    for (uint64_t id : {uint64_t{0}, uint64_t{5}, ~uint64_t{0}}) {
+      batch.push_back(Put(t, RowKey(slot, id), "v"));
+      batch.push_back(Put(other, RowKey(slot, id), "o"));
+    }
+  }
+  EMBER_ASSERT_OK(this->backend_->Write(batch));
+  EXPECT_GT(this->backend_->EstimateKeys(t), 0u);
+
+  // Slots [1, 2]: begin inclusive, end exclusive; other tables untouched.
+  EMBER_ASSERT_OK(this->backend_->DeleteRange(t, SlotBeginKey(1), SlotEndKey(2)));
+  EXPECT_THAT(*ScanRange(*this->backend_, t, SlotBeginKey(1), SlotEndKey(2)), IsEmpty());
+  EXPECT_EQ(ScanRange(*this->backend_, t, SlotBeginKey(0), SlotEndKey(0))->size(), 3u);
+  EXPECT_EQ(ScanRange(*this->backend_, t, SlotBeginKey(3), SlotEndKey(3))->size(), 3u);
+  EXPECT_EQ(ScanRange(*this->backend_, other, "", "")->size(), 18u);
+  EXPECT_EQ(Get(*this->backend_, t, RowKey(2, ~uint64_t{0})), std::nullopt);
+  // The last slot's end key; an empty range; an empty end: to the end of the table.
+  EMBER_ASSERT_OK(this->backend_->DeleteRange(t, SlotBeginKey(last), SlotEndKey(last)));
+  EMBER_ASSERT_OK(this->backend_->DeleteRange(t, RowKey(0, 5), RowKey(0, 5)));
+  EXPECT_EQ(Get(*this->backend_, t, RowKey(0, 5)), "v");
+  EMBER_ASSERT_OK(this->backend_->DeleteRange(t, SlotBeginKey(300), ""));
+  EMBER_ASSERT_OK(this->backend_->DeleteRange(t, RowKey(3, 1), ""));
+  // Bad arguments change nothing.
+  EXPECT_EQ(this->backend_->DeleteRange(t, RowKey(0, 5), RowKey(0, 1)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(this->backend_->DeleteRange(t + 100, "", "").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(this->backend_->EstimateKeys(t + 100), 0u);
+
+  EMBER_ASSERT_OK(this->backend_->Flush());
+  this->Reopen();
+  const BackendTable t2 = this->MustOpenTable("t");
+  const BackendTable other2 = this->MustOpenTable("other");
+  absl::StatusOr<KeyValues> left = ScanRange(*this->backend_, t2, "", "");
+  ASSERT_TRUE(left.ok());
+  EXPECT_THAT(*left, ElementsAre(Pair(RowKey(0, 0), "v"), Pair(RowKey(0, 5), "v"),
+                                 Pair(RowKey(0, ~uint64_t{0}), "v"), Pair(RowKey(3, 0), "v")));
+  EXPECT_EQ(ScanRange(*this->backend_, other2, "", "")->size(), 18u);
+  EXPECT_GT(this->backend_->EstimateKeys(other2), 0u);
+  if (!TypeParam::kPersistent) {  // exact for memory backends
+    EXPECT_EQ(this->backend_->EstimateKeys(t2), 4u);
+    EXPECT_EQ(this->backend_->EstimateKeys(other2), 18u);
+  }
+}
+
 TYPED_TEST(RowBackendTest, ScanStopsWhenCallbackReturnsFalse) {
   const BackendTable t = this->MustOpenTable("t");
   BackendWriteBatch batch;
@@ -371,6 +421,11 @@ TEST(InMemoryBackendTest, InjectedFailuresChangeNothing) {
   EXPECT_EQ(backend.MultiGet(t, {"k"}, &values, &found).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(ScanRange(backend, t, "", "").status().code(), absl::StatusCode::kUnavailable);
   backend.FailReads(false);
+
+  backend.FailWrites(true);
+  EXPECT_EQ(backend.DeleteRange(t, "", "").code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(Get(backend, t, "k"), "v1");
+  backend.FailWrites(false);
 
   EMBER_ASSERT_OK(backend.Write({Put(t, "k", "v3")}));
   EXPECT_EQ(Get(backend, t, "k"), "v3");

@@ -1,0 +1,336 @@
+// Copyright 2026 The Ember Authors.
+//
+// PsServiceImpl, part 2: the slot-migration RPCs (ps.proto, "Online slot migration").
+// The coordinator's SlotMigrator (server/coordinator/slot_migrator.h) drives them; the
+// shard only checks that each call is safe on its own:
+//  * export and fence only slots it owns, import and drop only slots it does not own,
+//    so a late or repeated call can never overwrite or delete the rows of a live owner;
+//  * every call names the process and job attempt it expects, so a copy that spans a
+//    restart or a checkpoint restore fails (ABORTED) instead of mixing two histories.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "server/coordinator/slot_owners.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/row_block.h"
+
+namespace ember {
+namespace {
+
+constexpr uint32_t kDefaultExportRows = 4096;
+constexpr uint32_t kMaxExportRows = 65536;
+constexpr uint32_t kDefaultMaxChanges = 65536;
+
+absl::Status CheckRange(const v1::SlotRange& range) {
+  if (range.first() > range.last() || range.last() >= kNumSlots) {
+    return absl::InvalidArgumentError(absl::StrCat("bad slot range ", range.first(), "-",
+                                                   range.last(), " (slots are 0-",
+                                                   kNumSlots - 1, ")"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename Ranges>
+absl::StatusOr<std::bitset<kNumSlots>> SlotsOf(const Ranges& ranges) {
+  if (ranges.empty()) return absl::InvalidArgumentError("no slot ranges");
+  std::bitset<kNumSlots> slots;
+  for (const v1::SlotRange& range : ranges) {
+    EMBER_RETURN_IF_ERROR(CheckRange(range));
+    for (uint32_t slot = range.first(); slot <= range.last(); ++slot) slots[slot] = true;
+  }
+  return slots;
+}
+
+}  // namespace
+
+void PsServiceImpl::CrashOnMigrationCall(std::string method, int count) {
+  absl::MutexLock lock(&crash_mu_);
+  crash_method_ = std::move(method);
+  crash_countdown_ = count;
+}
+
+void PsServiceImpl::MaybeCrash(absl::string_view method) {
+  absl::MutexLock lock(&crash_mu_);
+  if (crash_countdown_ <= 0 || method != crash_method_) return;
+  if (--crash_countdown_ == 0) {
+    std::cerr << "ember-ps: test hook: crashing on " << method << std::endl;
+    kill(getpid(), SIGKILL);
+  }
+}
+
+absl::Status PsServiceImpl::CheckExpected(uint64_t incarnation, uint64_t attempt) const {
+  if (incarnation != 0 && incarnation != incarnation_) {
+    return absl::AbortedError(absl::StrCat("shard ", shard_id_, " restarted (incarnation ",
+                                           incarnation_, ", the call expects ", incarnation, ")"));
+  }
+  const uint64_t current = attempt_.load(std::memory_order_acquire);
+  if (attempt != 0 && attempt != current) {
+    return absl::AbortedError(absl::StrCat("shard ", shard_id_, " was restored (attempt ", current,
+                                           ", the call expects ", attempt, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::CheckOwnership(const SlotSet& slots, bool owned) const {
+  const std::shared_ptr<const SlotMap> map = slot_map();
+  for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
+    if (!slots[slot]) continue;
+    if ((map->OwnerOf(slot) == shard_id_) != owned) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shard ", shard_id_, (owned ? " does not own" : " owns"), " slot ", slot,
+                       " at epoch ", map->epoch(),
+                       (owned ? ": nothing to export" : ": refusing to overwrite a live owner")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoExportRows(const v1::ExportRowsRequest& request,
+                                         v1::ExportRowsResponse* response) {
+  EMBER_RETURN_IF_ERROR(CheckRange(request.range()));
+  if (request.max_rows() > kMaxExportRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_rows ", request.max_rows(), " exceeds ", kMaxExportRows));
+  }
+  absl::ReaderMutexLock lock(&store_mu_);
+  EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
+  EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(std::vector<v1::SlotRange>{request.range()}));
+  EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
+  if (request.cursor().empty()) {
+    // Every change after this version is in the change log; the pages below hold each
+    // row as of this version or newer.
+    response->set_version(store_->version());
+  }
+  EMBER_ASSIGN_OR_RETURN(
+      RowPage page,
+      store_->ExportSlotRows(request.table(), request.range().first(), request.range().last(),
+                             request.cursor(),
+                             request.max_rows() == 0 ? kDefaultExportRows : request.max_rows()));
+  v1::RowBlock* block = response->mutable_block();
+  block->set_table(request.table());
+  AppendRows(page.rows, block);
+  response->set_next_cursor(std::move(page.next_cursor));
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& request,
+                                            v1::ExportChangesResponse* response) {
+  EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(request.ranges()));
+  absl::ReaderMutexLock lock(&store_mu_);
+  EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
+  EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
+  const size_t max = request.max_changes() == 0 ? kDefaultMaxChanges : request.max_changes();
+  EMBER_ASSIGN_OR_RETURN(const ChangeBatch batch, store_->ReadChanges(request.after_version(), max));
+  // Fewer entries than asked for: everything up to the watermark was read.
+  const uint64_t through =
+      batch.changes.size() < max ? batch.watermark : batch.changes.back().version;
+  // The changed rows of the ranges, once each, per table; their current values are
+  // read below (newer than `through` is fine: a later read sends them again).
+  std::vector<std::vector<uint64_t>> ids(batch.table_names.size());
+  std::vector<uint64_t> seeds(batch.table_names.size());
+  std::vector<bool> known(batch.table_names.size(), false);
+  absl::flat_hash_set<std::pair<uint32_t, uint64_t>> seen;
+  for (const Change& change : batch.changes) {
+    if (change.table >= batch.table_names.size()) continue;
+    if (!known[change.table]) {
+      EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config,
+                             store_->GetTableConfig(batch.table_names[change.table]));
+      seeds[change.table] = config.seed();
+      known[change.table] = true;
+    }
+    if (!slots[SlotOf(seeds[change.table], change.id)]) continue;
+    if (seen.insert({change.table, change.id}).second) ids[change.table].push_back(change.id);
+  }
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t].empty()) continue;
+    EMBER_ASSIGN_OR_RETURN(const std::vector<EncodedRow> rows,
+                           store_->ReadEncodedRows(batch.table_names[t], ids[t]));
+    v1::RowBlock* block = response->add_blocks();
+    block->set_table(batch.table_names[t]);
+    AppendRows(rows, block);
+  }
+  response->set_version(through);
+  response->set_caught_up(through >= store_->version());
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
+                                         v1::ImportRowsResponse* response) {
+  absl::ReaderMutexLock lock(&store_mu_);
+  EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
+  // Decode and check everything before the first write.
+  std::vector<std::vector<EncodedRow>> decoded;
+  SlotSet slots;
+  for (const v1::RowBlock& block : request.blocks()) {
+    EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(block.table()));
+    EMBER_ASSIGN_OR_RETURN(std::vector<EncodedRow> rows, DecodeRows(block));
+    for (const EncodedRow& row : rows) slots[SlotOf(config.seed(), row.id)] = true;
+    decoded.push_back(std::move(rows));
+  }
+  EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/false));
+  uint64_t imported = 0;
+  for (int i = 0; i < request.blocks_size(); ++i) {
+    EMBER_RETURN_IF_ERROR(store_->ImportRows(request.blocks(i).table(), decoded[i]));
+    imported += decoded[i].size();
+  }
+  if (request.sync()) EMBER_RETURN_IF_ERROR(store_->Flush());
+  response->set_rows(imported);
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoFenceSlots(const v1::FenceSlotsRequest& request,
+                                         v1::FenceSlotsResponse* response) {
+  EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(request.ranges()));
+  if (!request.fence()) {
+    absl::MutexLock lock(&map_mu_);
+    fenced_ &= ~slots;
+    any_fenced_.store(fenced_.any());
+    return absl::OkStatus();
+  }
+  EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
+  {
+    absl::MutexLock lock(&map_mu_);
+    // Checked under map_mu_: an install between the check and the fence cannot slip in.
+    for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
+      if (slots[slot] && slot_map_->OwnerOf(slot) != shard_id_) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "shard ", shard_id_, " does not own slot ", slot, " at epoch ", slot_map_->epoch()));
+      }
+    }
+    fenced_ |= slots;
+    any_fenced_.store(true, std::memory_order_release);
+  }
+  // Calls that passed routing before the fence hold the store lock shared: taking it
+  // exclusively waits for them, and every later call sees the fence.
+  absl::MutexLock drain(&store_mu_);
+  response->set_version(store_->version());
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoDropSlots(const v1::DropSlotsRequest& request,
+                                        v1::DropSlotsResponse* response) {
+  EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(request.ranges()));
+  absl::ReaderMutexLock lock(&store_mu_);
+  const uint64_t epoch = slot_map()->epoch();
+  if (epoch < request.min_epoch()) {
+    return absl::UnavailableError(absl::StrCat("shard ", shard_id_, " is at epoch ", epoch,
+                                               ", the drop needs ", request.min_epoch()));
+  }
+  EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/false));
+  uint64_t removed = 0;
+  for (const v1::SlotRange& range : request.ranges()) {
+    EMBER_ASSIGN_OR_RETURN(const uint64_t rows, store_->DropSlots(range.first(), range.last()));
+    removed += rows;
+  }
+  // Durable: dropped rows must not come back after a crash as rows of slots the shard
+  // does not own.
+  EMBER_RETURN_IF_ERROR(store_->Flush());
+  response->set_rows(removed);
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoInstallSlotMap(const v1::InstallSlotMapRequest& request,
+                                             v1::InstallSlotMapResponse* response) {
+  if (request.epoch() == 0) return absl::InvalidArgumentError("InstallSlotMap needs epoch >= 1");
+  EMBER_ASSIGN_OR_RETURN(SlotMap map, UnpackSlotOwners(request.slot_owners(), request.epoch()));
+  if (request.attempt() != 0) {
+    uint64_t current = attempt_.load();
+    while (current < request.attempt() && !attempt_.compare_exchange_weak(current, request.attempt())) {
+    }
+  }
+  SetSlotMap(std::move(map));
+  response->set_epoch(slot_map()->epoch());
+  return absl::OkStatus();
+}
+
+absl::Status PsServiceImpl::DoGetSlotStats(v1::GetSlotStatsResponse* response) {
+  absl::ReaderMutexLock lock(&store_mu_);
+  EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> rows, store_->RowsPerSlot());
+  std::string* packed_rows = response->mutable_rows();
+  std::string* packed_load = response->mutable_load();
+  packed_rows->resize(kNumSlots * sizeof(uint64_t));
+  packed_load->resize(kNumSlots * sizeof(uint64_t));
+  for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
+    const uint64_t r = slot < rows.size() ? rows[slot] : 0;
+    const uint64_t l = slot_load_[slot].load(std::memory_order_relaxed);
+    std::memcpy(packed_rows->data() + slot * sizeof(uint64_t), &r, sizeof(r));  // little-endian
+    std::memcpy(packed_load->data() + slot * sizeof(uint64_t), &l, sizeof(l));
+  }
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::FinishNamed(grpc::CallbackServerContext* context,
+                                                     absl::string_view method, int64_t start_micros,
+                                                     const absl::Status& status,
+                                                     const google::protobuf::Message& request,
+                                                     const google::protobuf::Message& response) {
+  if (metrics_ != nullptr) {
+    metrics_->method(method).Record(status.code(), metrics_->clock()->NowMicros() - start_micros);
+    metrics_->CountBytes(method, request.ByteSizeLong(), status.ok() ? response.ByteSizeLong() : 0);
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status, context));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::ExportRows(grpc::CallbackServerContext* context,
+    const v1::ExportRowsRequest* request, v1::ExportRowsResponse* response) {
+  MaybeCrash("ExportRows");
+  const int64_t start = CallStart();
+  return FinishNamed(context, "ExportRows", start, DoExportRows(*request, response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::ExportChanges(grpc::CallbackServerContext* context,
+    const v1::ExportChangesRequest* request, v1::ExportChangesResponse* response) {
+  MaybeCrash("ExportChanges");
+  const int64_t start = CallStart();
+  return FinishNamed(context, "ExportChanges", start, DoExportChanges(*request, response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::ImportRows(grpc::CallbackServerContext* context,
+    const v1::ImportRowsRequest* request, v1::ImportRowsResponse* response) {
+  MaybeCrash("ImportRows");
+  const int64_t start = CallStart();
+  return FinishNamed(context, "ImportRows", start, DoImportRows(*request, response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::FenceSlots(grpc::CallbackServerContext* context,
+    const v1::FenceSlotsRequest* request, v1::FenceSlotsResponse* response) {
+  MaybeCrash("FenceSlots");
+  const int64_t start = CallStart();
+  return FinishNamed(context, "FenceSlots", start, DoFenceSlots(*request, response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::DropSlots(grpc::CallbackServerContext* context,
+    const v1::DropSlotsRequest* request, v1::DropSlotsResponse* response) {
+  MaybeCrash("DropSlots");
+  const int64_t start = CallStart();
+  return FinishNamed(context, "DropSlots", start, DoDropSlots(*request, response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::InstallSlotMap(grpc::CallbackServerContext* context,
+    const v1::InstallSlotMapRequest* request, v1::InstallSlotMapResponse* response) {
+  MaybeCrash("InstallSlotMap");
+  const int64_t start = CallStart();
+  return FinishNamed(context, "InstallSlotMap", start, DoInstallSlotMap(*request, response), *request, *response);
+}
+
+grpc::ServerUnaryReactor* PsServiceImpl::GetSlotStats(grpc::CallbackServerContext* context,
+    const v1::GetSlotStatsRequest* request, v1::GetSlotStatsResponse* response) {
+  MaybeCrash("GetSlotStats");
+  const int64_t start = CallStart();
+  return FinishNamed(context, "GetSlotStats", start, DoGetSlotStats(response), *request, *response);
+}
+
+}  // namespace ember
