@@ -92,7 +92,7 @@ struct SnapshotChainLink {
   // The checkpoint's slot map (owner per slot): a shard's snapshot counts only for the
   // slots it owned then, so rows a half-finished slot migration had copied to a shard
   // that did not own them yet are ignored. Empty: every snapshot counts for every slot.
-  std::vector<uint32_t> owners;
+  std::vector<uint32_t> owners = {};
 };
 
 struct ImportReport {

@@ -251,6 +251,9 @@ class PsBadInputTest : public ::testing::Test {
     v1::GetShardInfoResponse info;
     const absl::Status s = GetShardInfo(&info);
     EXPECT_TRUE(s.ok()) << s;
+    // Call counters and latencies count every call, failed ones too: not state.
+    info.clear_requests();
+    info.clear_latency_counts();
     v1::PullResponse pulled;
     const absl::Status p = Pull(PullOf(mine_), &pulled);
     EXPECT_TRUE(p.ok()) << p;
