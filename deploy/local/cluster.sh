@@ -5,11 +5,14 @@
 #
 #   deploy/local/cluster.sh up --run_dir=run/demo --shards=2
 #   deploy/local/cluster.sh train --run_dir=run/demo --workers=2 --config=configs/quickstart.pbtxt
+#   deploy/local/cluster.sh add-shard --run_dir=run/demo --shard_id=2
 #   deploy/local/cluster.sh status --run_dir=run/demo
 #   deploy/local/cluster.sh down --run_dir=run/demo
 #
 # Layout of the run directory:
-#   cluster.env          EMBER_COORDINATOR=host:port and the shard/metrics addresses
+#   cluster.env          EMBER_COORDINATOR=host:port, EMBER_ADMIN_TOKEN_FILE and the
+#                        shard/metrics addresses (`set -a; . cluster.env` for emberctl)
+#   admin_token          the coordinator's admin token (mode 600)
 #   pids/NAME.pid        one per process started (coordinator, ps-0.., worker-0..)
 #   logs/NAME.log        its stdout and stderr
 #   data/NAME/           RocksDB directories
@@ -29,6 +32,8 @@ usage: deploy/local/cluster.sh COMMAND [--flag=value ...]
 
 commands:
   up       start the coordinator and the PS shards, wait until they serve
+  add-shard  start one more PS shard (--shard_id) in a running cluster; it joins
+           with no slots until `emberctl rebalance` (or `shards add --rebalance`)
   train    start the workers of a training job and wait for them (cluster must be up)
   status   show every process of the run directory and whether it is alive
   down     stop every process this run directory started (SIGTERM, then SIGKILL)
@@ -37,6 +42,7 @@ flags:
   --run_dir=DIR          run directory. Default: run/local
   --build_dir=DIR        where the binaries are (DIR/bin). Default: build
   --shards=N             PS shards (up). Default: 2
+  --shard_id=N           the new shard's id (add-shard). Required there
   --memory_budget_mb=N   memory tier per shard (up). Default: the PS default
   --workers=N            training workers (train). Default: 2
   --config=FILE          model config (train). Default: configs/quickstart.pbtxt
@@ -51,12 +57,13 @@ cmd="${1:-}"
 [[ -z "$cmd" || "$cmd" == "--help" || "$cmd" == "-h" ]] && { usage; exit 0; }
 shift
 run_dir=run/local build_dir=build shards=2 workers=2 config=configs/quickstart.pbtxt
-worker_args="" timeout=60 memory_budget_mb=""
+worker_args="" timeout=60 memory_budget_mb="" shard_id=""
 for arg in "$@"; do
   case "$arg" in
     --run_dir=*) run_dir="${arg#*=}" ;;
     --build_dir=*) build_dir="${arg#*=}" ;;
     --shards=*) shards="${arg#*=}" ;;
+    --shard_id=*) shard_id="${arg#*=}" ;;
     --workers=*) workers="${arg#*=}" ;;
     --config=*) config="${arg#*=}" ;;
     --worker_args=*) worker_args="${arg#*=}" ;;
@@ -144,11 +151,17 @@ case "$cmd" in
     done
     alive coordinator && die "a cluster already runs in $run_dir (cluster.sh down first)"
     rm -f "$run_dir/stopping" "$run_dir/coordinator.port"
+    # The admin credential emberctl needs for cluster changes (kept across restarts).
+    if [[ ! -s "$run_dir/admin_token" ]]; then
+      (umask 077; od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$run_dir/admin_token")
+    fi
     start coordinator "$bin/ember-coordinator" --data_dir="$run_dir/data/coordinator" \
-      --port=@PORT@ --expected_shards="$shards" --checkpoint_dir="$run_dir/checkpoints"
+      --port=@PORT@ --expected_shards="$shards" --checkpoint_dir="$run_dir/checkpoints" \
+      --admin_token_file="$run_dir/admin_token"
     coordinator="$(wait_for coordinator "listening on")"
     echo "${coordinator##*:}" >"$run_dir/coordinator.port"
     echo "EMBER_COORDINATOR=$coordinator" >"$run_dir/cluster.env"
+    echo "EMBER_ADMIN_TOKEN_FILE=$(cd "$run_dir" && pwd)/admin_token" >>"$run_dir/cluster.env"
     echo "coordinator on $coordinator"
     for ((i = 0; i < shards; i++)); do
       extra=()
@@ -163,6 +176,21 @@ case "$cmd" in
       echo "EMBER_PS_${i}_METRICS=$metrics" >>"$run_dir/cluster.env"
       echo "ps-$i on $address (metrics http://$metrics/metrics)"
     done
+    ;;
+  add-shard)
+    [[ -n "$shard_id" ]] || die "add-shard needs --shard_id=N"
+    [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
+    alive "ps-$shard_id" && die "ps-$shard_id already runs"
+    coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
+    extra=()
+    [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
+    start "ps-$shard_id" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$shard_id" --port=0 \
+      --shard_id="$shard_id" --coordinator="$coordinator" --metrics_port=0 "${extra[@]}"
+    address="$(wait_for "ps-$shard_id" "listening on")"
+    metrics="$(wait_for "ps-$shard_id" "metrics on")"
+    echo "EMBER_PS_$shard_id=$address" >>"$run_dir/cluster.env"
+    echo "EMBER_PS_${shard_id}_METRICS=$metrics" >>"$run_dir/cluster.env"
+    echo "ps-$shard_id on $address (no slots yet: emberctl rebalance moves some to it)"
     ;;
   train)
     [[ -x "$bin/ember-worker" ]] || die "$bin/ember-worker not found: build first"

@@ -188,38 +188,6 @@ bool Contains(const std::vector<uint32_t>& sorted, uint32_t x) {
 
 }  // namespace
 
-std::vector<v1::SlotRange> ToRanges(std::vector<uint32_t> sorted_slots) {
-  std::vector<v1::SlotRange> ranges;
-  for (uint32_t s : sorted_slots) {
-    if (!ranges.empty() && ranges.back().last() + 1 == s) {
-      ranges.back().set_last(s);
-      continue;
-    }
-    v1::SlotRange& r = ranges.emplace_back();
-    r.set_first(s);
-    r.set_last(s);
-  }
-  return ranges;
-}
-
-absl::StatusOr<std::vector<uint32_t>> FromRanges(
-    const google::protobuf::RepeatedPtrField<v1::SlotRange>& ranges) {
-  std::vector<uint32_t> slots;
-  for (const v1::SlotRange& r : ranges) {
-    if (r.first() > r.last() || r.last() >= kNumSlots) {
-      return absl::InvalidArgumentError(absl::StrCat("bad slot range ", r.first(), "-", r.last(),
-                                                     ": want first <= last < ", kNumSlots));
-    }
-    for (uint32_t s = r.first(); s <= r.last(); ++s) slots.push_back(s);
-  }
-  std::sort(slots.begin(), slots.end());
-  auto dup = std::adjacent_find(slots.begin(), slots.end());
-  if (dup != slots.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("slot ", *dup, " is in two slot ranges"));
-  }
-  return slots;
-}
-
 absl::StatusOr<v1::PlanRebalanceResponse> PlanRebalance(const RebalanceInput& input) {
   const SlotMap& map = input.map;
   if (map.epoch() == 0) return absl::InvalidArgumentError("slot map epoch is 0 (no map yet)");

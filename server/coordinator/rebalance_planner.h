@@ -40,6 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/slot_map.h"
+#include "common/slot_ranges.h"
 #include "ember/v1/admin.pb.h"
 #include "ember/v1/ps.pb.h"
 #include "google/protobuf/repeated_ptr_field.h"
@@ -73,15 +74,6 @@ struct RebalanceInput {
 // or unknown shard, whose rows cannot be copied): the message names the slot range and
 // the shard.
 absl::StatusOr<v1::PlanRebalanceResponse> PlanRebalance(const RebalanceInput& input);
-
-// Merges ascending, distinct slots into the fewest SlotRanges {first, last}.
-// REQUIRES: sorted_slots strictly ascending, each < kNumSlots.
-std::vector<v1::SlotRange> ToRanges(std::vector<uint32_t> sorted_slots);
-
-// The slots in `ranges`, ascending. INVALID_ARGUMENT when a range has first > last or
-// last >= kNumSlots, or when two ranges overlap.
-absl::StatusOr<std::vector<uint32_t>> FromRanges(
-    const google::protobuf::RepeatedPtrField<v1::SlotRange>& ranges);
 
 }  // namespace ember
 

@@ -140,6 +140,32 @@ absl::StatusOr<v1::MigrationSpec> SlotMigrator::Normalize(const v1::MigrationSpe
   return out;
 }
 
+bool SlotMigrator::SameRequest(const v1::Migration& op, const v1::MigrationSpec& spec) const {
+  // slot -> target of each.
+  auto targets = [](const v1::MigrationSpec& s) {
+    std::map<uint32_t, uint32_t> out;
+    for (const v1::SlotMove& move : s.moves()) {
+      for (const v1::SlotRange& range : move.ranges()) {
+        for (uint32_t slot = range.first(); slot <= range.last(); ++slot) out[slot] = move.target();
+      }
+    }
+    return out;
+  };
+  const std::map<uint32_t, uint32_t> mine = targets(op.spec());
+  const std::map<uint32_t, uint32_t> asked = targets(spec);
+  const SlotMap map = state_->slot_map();
+  for (const auto& [slot, target] : asked) {
+    auto it = mine.find(slot);
+    if (it == mine.end() || it->second != target) return false;
+  }
+  // What the request leaves out must be done already (a client that skips the slots
+  // already on their target).
+  for (const auto& [slot, target] : mine) {
+    if (!asked.contains(slot) && map.OwnerOf(slot) != target) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<v1::Migration> SlotMigrator::StartMigration(const v1::MigrationSpec& spec,
                                                            const std::string& who) {
   absl::MutexLock start(&start_mu_);
@@ -150,7 +176,7 @@ absl::StatusOr<v1::Migration> SlotMigrator::StartMigration(const v1::MigrationSp
     if (stopping_) return absl::UnavailableError("the coordinator is stopping");
     if (!order_.empty()) {
       v1::Migration& last = ops_[order_.back()];
-      const bool same = last.spec().SerializeAsString() == normalized.SerializeAsString();
+      const bool same = SameRequest(last, normalized);
       if (same && last.phase() != v1::Migration::DONE && last.phase() != v1::Migration::CANCELLED) {
         if (!running_.empty()) return last;  // attach
         last.set_phase(v1::Migration::PENDING);

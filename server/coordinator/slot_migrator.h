@@ -25,7 +25,7 @@
 // that spans a shard restart or a checkpoint restore fails with ABORTED and the move
 // starts over. Shards that do not answer are retried for `retry_for`, then the
 // operation is FAILED (the fence lifted); StartMigration with the same spec resumes
-// it. The operation is persisted at every phase; a restarted coordinator resumes an
+// it (as does the same request without the slots already moved). The operation is persisted at every phase; a restarted coordinator resumes an
 // unfinished one: a move whose slots the map already gives to T is finished (cleanup),
 // any other starts its copy over. Cancel rolls back the current move if it has not
 // switched.
@@ -119,6 +119,9 @@ class SlotMigrator {
   // current map and shards.
   absl::StatusOr<v1::MigrationSpec> Normalize(const v1::MigrationSpec& spec) const;
   static bool Terminal(v1::Migration::Phase phase);
+  // `spec` (normalized) asks for what `op` does: every slot it moves is in `op` with
+  // the same target, and every other slot of `op` is on its target already.
+  bool SameRequest(const v1::Migration& op, const v1::MigrationSpec& spec) const;
 
   // The operation's thread.
   void Run(std::string op_id);

@@ -1,0 +1,314 @@
+// Copyright 2026 The Ember Authors.
+//
+// `checkpoint create|list|restore`, `checksum` and `audit`.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/ps_client_cluster.h"
+#include "common/slot_map.h"
+#include "common/status_macros.h"
+#include "tools/emberctl/cli.h"
+
+namespace ember::ctl {
+namespace {
+
+constexpr absl::Duration kPollInterval = absl::Milliseconds(250);
+
+std::string Hex64(uint64_t v) { return absl::StrFormat("%016x", v); }
+
+absl::Status ParseJob(const Flag& f, std::string* job) {
+  EMBER_RETURN_IF_ERROR(ParseString(f, job));
+  if (job->empty()) return absl::InvalidArgumentError("--job must not be empty");
+  return absl::OkStatus();
+}
+
+// ---- checkpoint ----
+
+absl::StatusOr<Runner> ParseCheckpointCreate(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  std::string job;
+  int64_t wait_ms = 0;
+  for (const Flag& f : args.flags) {
+    if (f.name == "job") {
+      EMBER_RETURN_IF_ERROR(ParseJob(f, &job));
+    } else if (f.name == "wait_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(f, &wait_ms));
+      if (wait_ms < 0) return absl::InvalidArgumentError("--wait_ms must be >= 0");
+    } else {
+      return UnknownFlag(args, f);
+    }
+  }
+  if (job.empty()) return MissingFlag(args, "job");
+  return Runner([job, wait_ms](Session& s) -> absl::Status {
+    std::string before;
+    if (wait_ms > 0) {
+      EMBER_ASSIGN_OR_RETURN(v1::GetJobResponse j, s.client->GetJob(job));
+      before = j.latest_checkpoint();
+    }
+    EMBER_RETURN_IF_ERROR(s.client->RequestCheckpoint(job).status());
+    std::optional<std::string> taken;
+    if (wait_ms > 0) {
+      const absl::Time deadline = absl::Now() + absl::Milliseconds(wait_ms);
+      while (!taken.has_value()) {
+        EMBER_ASSIGN_OR_RETURN(v1::GetJobResponse j, s.client->GetJob(job));
+        if (j.latest_checkpoint() != before && !j.latest_checkpoint().empty()) {
+          taken = j.latest_checkpoint();
+        } else if (absl::Now() + kPollInterval > deadline) {
+          return absl::DeadlineExceededError(
+              absl::StrCat("job ", job, " took no checkpoint within ", wait_ms, " ms (phase ",
+                           v1::GetJobResponse::Phase_Name(j.phase()),
+                           "); the request stays pending until its workers reach a step barrier"));
+        } else {
+          absl::SleepFor(kPollInterval);
+        }
+      }
+    }
+    if (s.options.json) {
+      JsonWriter j;
+      j.BeginObject().Key("job").String(job).Key("requested").Bool(true).Key("checkpoint");
+      taken.has_value() ? j.String(*taken) : j.Null();
+      j.EndObject();
+      PrintJson(s, j);
+    } else if (taken.has_value()) {
+      *s.out << "checkpoint " << *taken << "\n";
+    } else {
+      *s.out << "checkpoint requested for job " << job
+             << "; its workers take it at their next step barrier\n";
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<Runner> ParseCheckpointList(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  std::string job;
+  for (const Flag& f : args.flags) {
+    if (f.name == "job") {
+      EMBER_RETURN_IF_ERROR(ParseJob(f, &job));
+    } else {
+      return UnknownFlag(args, f);
+    }
+  }
+  if (job.empty()) return MissingFlag(args, "job");
+  return Runner([job](Session& s) -> absl::Status {
+    EMBER_ASSIGN_OR_RETURN(v1::ListCheckpointsResponse list, s.client->ListCheckpoints(job));
+    if (s.options.json) {
+      JsonWriter j;
+      j.BeginObject().Key("job").String(job).Key("checkpoints").BeginArray();
+      for (const v1::CheckpointSummary& c : list.checkpoints()) j.Proto(c);
+      j.EndArray().EndObject();
+      PrintJson(s, j);
+      return absl::OkStatus();
+    }
+    TextTable t(
+        {"NAME", "STEP", "ATTEMPT", "KIND", "PARENT", "CREATED", "BYTES", "SHARDS", "STATUS"});
+    for (const v1::CheckpointSummary& c : list.checkpoints()) {
+      t.AddRow({c.name(), absl::StrCat(c.step()), absl::StrCat(c.attempt()),
+                c.incremental() ? "delta" : "full", c.parent().empty() ? "-" : c.parent(),
+                c.created_unix_ms() == 0 ? "-" : UtcMicros(c.created_unix_ms() * 1000),
+                HumanBytes(c.bytes()), absl::StrCat(c.shards()),
+                c.error().empty() ? "ok" : absl::StrCat("corrupt: ", c.error())});
+    }
+    *s.out << t.Render();
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<Runner> ParseCheckpointRestore(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  std::string job, name;
+  for (const Flag& f : args.flags) {
+    if (f.name == "job") {
+      EMBER_RETURN_IF_ERROR(ParseJob(f, &job));
+    } else if (f.name == "name") {
+      EMBER_RETURN_IF_ERROR(ParseString(f, &name));
+    } else {
+      return UnknownFlag(args, f);
+    }
+  }
+  if (job.empty()) return MissingFlag(args, "job");
+  return Runner([job, name](Session& s) -> absl::Status {
+    EMBER_ASSIGN_OR_RETURN(v1::RestoreCheckpointResponse r, s.client->RestoreCheckpoint(job, name));
+    if (s.options.json) {
+      JsonWriter j;
+      j.BeginObject().Key("job").String(job).Key("restore").Proto(r).EndObject();
+      PrintJson(s, j);
+    } else {
+      *s.out << "restored job " << job << " to " << r.name() << "; the shards serve attempt "
+             << r.attempt() << "\n";
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---- checksum ----
+
+struct Digest {
+  uint64_t rows = 0;
+  uint64_t digest = 0;
+};
+
+absl::Status RunChecksum(Session& s, const std::string& table, bool per_shard) {
+  EMBER_ASSIGN_OR_RETURN(v1::GetClusterMapResponse map, s.client->GetClusterMap());
+  if (map.epoch() == 0)
+    return absl::FailedPreconditionError("slots are not assigned yet (epoch 0)");
+  EMBER_ASSIGN_OR_RETURN(SlotMap slots, DecodeSlotOwners(map.slot_owners(), map.epoch()));
+  std::map<uint32_t, std::string> address;
+  for (const v1::ShardInfo& sh : map.shards()) address[sh.shard_id()] = sh.address();
+  std::map<std::string, Digest> total;
+  std::map<std::string, std::map<uint32_t, Digest>> shards;
+  for (uint32_t id : slots.Shards()) {
+    auto it = address.find(id);
+    if (it == address.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shard ", id, " owns slots but is not registered"));
+    }
+    absl::StatusOr<v1::ChecksumResponse> r = s.client->Checksum(it->second, table);
+    if (!r.ok()) {
+      return absl::Status(r.status().code(),
+                          absl::StrCat("shard ", id, ": ", r.status().message()));
+    }
+    for (const v1::ChecksumResponse::Table& t : r->tables()) {
+      Digest& sum = total[t.table()];
+      sum.rows += t.rows();
+      sum.digest += t.digest();  // mod 2^64: digests of disjoint row sets add up
+      shards[t.table()][id] = {t.rows(), t.digest()};
+    }
+  }
+  if (s.options.json) {
+    JsonWriter j;
+    j.BeginObject().Key("epoch").Uint(map.epoch()).Key("tables").BeginArray();
+    for (const auto& [name, d] : total) {
+      j.BeginObject().Key("table").String(name).Key("rows").Uint(d.rows).Key("digest").String(
+          Hex64(d.digest));
+      if (per_shard) {
+        j.Key("shards").BeginArray();
+        for (const auto& [id, sd] : shards[name]) {
+          j.BeginObject()
+              .Key("shard_id")
+              .Uint(id)
+              .Key("rows")
+              .Uint(sd.rows)
+              .Key("digest")
+              .String(Hex64(sd.digest))
+              .EndObject();
+        }
+        j.EndArray();
+      }
+      j.EndObject();
+    }
+    j.EndArray().EndObject();
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  if (!per_shard) {
+    TextTable t({"TABLE", "ROWS", "DIGEST"});
+    for (const auto& [name, d] : total) t.AddRow({name, absl::StrCat(d.rows), Hex64(d.digest)});
+    *s.out << t.Render();
+    return absl::OkStatus();
+  }
+  TextTable t({"TABLE", "SHARD", "ROWS", "DIGEST"});
+  for (const auto& [name, d] : total) {
+    for (const auto& [id, sd] : shards[name]) {
+      t.AddRow({name, absl::StrCat(id), absl::StrCat(sd.rows), Hex64(sd.digest)});
+    }
+    t.AddRow({name, "all", absl::StrCat(d.rows), Hex64(d.digest)});
+  }
+  *s.out << t.Render();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Runner> ParseChecksum(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  std::string table;
+  bool per_shard = false;
+  for (const Flag& f : args.flags) {
+    if (f.name == "table") {
+      EMBER_RETURN_IF_ERROR(ParseString(f, &table));
+      if (table.empty()) return absl::InvalidArgumentError("--table must not be empty");
+    } else if (f.name == "per_shard") {
+      EMBER_RETURN_IF_ERROR(ParseBool(f, &per_shard));
+    } else {
+      return UnknownFlag(args, f);
+    }
+  }
+  return Runner([table, per_shard](Session& s) { return RunChecksum(s, table, per_shard); });
+}
+
+// ---- audit ----
+
+absl::StatusOr<Runner> ParseAudit(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  uint64_t after = 0;
+  uint32_t limit = 0;
+  for (const Flag& f : args.flags) {
+    if (f.name == "after") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(f, &after));
+    } else if (f.name == "limit") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(f, &limit));
+      if (limit < 1 || limit > 1000) return absl::InvalidArgumentError("--limit must be 1..1000");
+    } else {
+      return UnknownFlag(args, f);
+    }
+  }
+  return Runner([after, limit](Session& s) -> absl::Status {
+    EMBER_ASSIGN_OR_RETURN(v1::GetAuditLogResponse log, s.client->GetAuditLog(after, limit));
+    if (s.options.json) {
+      JsonWriter j;
+      j.BeginObject().Key("entries").BeginArray();
+      for (const v1::AuditEntry& e : log.entries()) j.Proto(e);
+      j.EndArray().EndObject();
+      PrintJson(s, j);
+      return absl::OkStatus();
+    }
+    TextTable t({"SEQ", "TIME", "EPOCH", "WHO", "WHAT"});
+    for (const v1::AuditEntry& e : log.entries()) {
+      t.AddRow({absl::StrCat(e.sequence()), UtcMicros(e.unix_micros()),
+                absl::StrCat(e.epoch_before(), " -> ", e.epoch_after()), e.who(), e.what()});
+    }
+    *s.out << t.Render();
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+std::vector<CommandSpec> CheckpointCommands() {
+  return {
+      {"checkpoint", "create", "checkpoint create --job=J [--wait_ms=N]",
+       "Asks job J's workers to checkpoint at their next step barrier.\n\n"
+       "  --job=J       the job. Required\n"
+       "  --wait_ms=N   wait up to N ms for the checkpoint and print its name. Default: 0\n",
+       ParseCheckpointCreate},
+      {"checkpoint", "list", "checkpoint list --job=J",
+       "Job J's checkpoints, oldest first, with their verification status.\n\n"
+       "  --job=J   the job. Required\n",
+       ParseCheckpointList},
+      {"checkpoint", "restore", "checkpoint restore --job=J [--name=N]",
+       "Rolls every shard back to a checkpoint of job J (the job must not be running).\n\n"
+       "  --job=J    the job. Required\n"
+       "  --name=N   the checkpoint. Default: the newest valid one\n",
+       ParseCheckpointRestore},
+      {nullptr, "checksum", "checksum [--table=T] [--per_shard]",
+       "Per-table row count and digest summed over every shard that owns slots\n"
+       "(comparable between clusters with different shard counts, restores and\n"
+       "followers).\n\n"
+       "  --table=T     only this table\n"
+       "  --per_shard   also each shard's part\n",
+       ParseChecksum},
+      {nullptr, "audit", "audit [--after=N] [--limit=N]",
+       "The coordinator's audit log: every cluster change with who, what and the epochs.\n\n"
+       "  --after=N   entries with a sequence above N. Default: 0\n"
+       "  --limit=N   at most N entries (1..1000). Default: 1000\n",
+       ParseAudit},
+  };
+}
+
+}  // namespace ember::ctl

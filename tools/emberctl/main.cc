@@ -1,0 +1,251 @@
+// Copyright 2026 The Ember Authors.
+//
+// emberctl: the operator CLI of an Ember cluster.
+//
+//   emberctl [global flags] COMMAND [SUBCOMMAND] [ARGS] [flags]
+//   emberctl --coordinator=10.0.0.9:6000 --admin_token_file=/etc/ember/token status
+//   emberctl slots move --slots=0-99 --to=2 --json
+//
+// Global flags may appear anywhere. The environment is read here only:
+// EMBER_COORDINATOR (default of --coordinator) and EMBER_ADMIN_TOKEN_FILE (default of
+// --admin_token_file). Exit codes: 0 success (and --help), 1 the operation failed
+// ("emberctl: <status>" on stderr), 2 bad usage (the message and the usage on stderr).
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "common/flags.h"
+#include "common/status_macros.h"
+#include "tools/emberctl/admin_client.h"
+#include "tools/emberctl/cli.h"
+
+namespace ember::ctl {
+namespace {
+
+constexpr char kDefaultCoordinator[] = "127.0.0.1:6000";
+
+constexpr char kGlobalFlags[] = R"(Global flags (anywhere on the command line):
+  --coordinator=HOST:PORT  the coordinator. Default: $EMBER_COORDINATOR, else 127.0.0.1:6000
+  --admin_token=T          credential of AdminService calls (metadata ember-admin-token)
+  --admin_token_file=F     read the credential from F. Default: $EMBER_ADMIN_TOKEN_FILE
+  --json                   print one JSON object on stdout instead of text
+  --timeout_ms=N           deadline of every RPC. Default: 10000
+  --help                   this text; after a command, the command's
+
+Exit codes: 0 ok, 1 the operation failed, 2 bad usage.
+)";
+
+std::vector<CommandSpec> AllCommands() {
+  std::vector<CommandSpec> all;
+  for (auto list :
+       {StatusCommands, TableCommands, SlotCommands, MigrationCommands, CheckpointCommands}) {
+    for (const CommandSpec& c : list()) all.push_back(c);
+  }
+  return all;
+}
+
+std::string Overview(const std::vector<CommandSpec>& all) {
+  std::string out = "usage: emberctl [global flags] COMMAND [SUBCOMMAND] [flags]\n\nCommands:\n";
+  for (const CommandSpec& c : all) absl::StrAppend(&out, "  ", c.synopsis, "\n");
+  absl::StrAppend(&out, "\n`emberctl COMMAND [SUBCOMMAND] --help` describes a command.\n\n",
+                  kGlobalFlags);
+  return out;
+}
+
+std::string GroupUsage(const std::vector<CommandSpec>& all, absl::string_view group) {
+  std::string out = absl::StrCat("usage: emberctl [global flags] ", group,
+                                 " SUBCOMMAND [flags]\n\nSubcommands:\n");
+  for (const CommandSpec& c : all) {
+    if (c.group != nullptr && group == c.group) absl::StrAppend(&out, "  ", c.synopsis, "\n");
+  }
+  absl::StrAppend(&out, "\n`emberctl ", group, " SUBCOMMAND --help` describes one.\n\n",
+                  kGlobalFlags);
+  return out;
+}
+
+std::string LeafUsage(const CommandSpec& c) {
+  return absl::StrCat("usage: emberctl [global flags] ", c.synopsis, "\n\n", c.usage, "\n",
+                      kGlobalFlags);
+}
+
+struct CommandLine {
+  bool help = false;
+  std::vector<absl::string_view> words;  // command, subcommand, positional arguments
+  std::vector<Flag> global;
+  std::vector<Flag> local;
+};
+
+bool IsGlobal(absl::string_view name) {
+  return name == "coordinator" || name == "admin_token" || name == "admin_token_file" ||
+         name == "json" || name == "timeout_ms";
+}
+
+absl::StatusOr<CommandLine> Split(int argc, char** argv) {
+  CommandLine line;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      line.help = true;
+    } else if (arg.substr(0, 2) == "--" && arg.size() > 2) {
+      arg.remove_prefix(2);
+      Flag flag;
+      const size_t eq = arg.find('=');
+      flag.name = arg.substr(0, eq);
+      flag.has_value = eq != absl::string_view::npos;
+      if (flag.has_value) flag.value = arg.substr(eq + 1);
+      (IsGlobal(flag.name) ? line.global : line.local).push_back(flag);
+    } else if (!arg.empty() && arg[0] == '-') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected argument '", arg, "' (flags are --name=value)"));
+    } else {
+      line.words.push_back(arg);
+    }
+  }
+  return line;
+}
+
+absl::StatusOr<std::string> ReadToken(const std::string& path, absl::string_view source) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(source, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string token(absl::StripAsciiWhitespace(text.str()));
+  if (token.empty())
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", path, " is empty"));
+  return token;
+}
+
+absl::StatusOr<GlobalOptions> ParseGlobal(const std::vector<Flag>& flags) {
+  GlobalOptions o;
+  std::string token_file;
+  bool have_token = false;
+  for (const Flag& f : flags) {
+    if (f.name == "coordinator") {
+      EMBER_RETURN_IF_ERROR(ParseString(f, &o.coordinator));
+      if (o.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is empty");
+    } else if (f.name == "admin_token") {
+      EMBER_RETURN_IF_ERROR(ParseString(f, &o.admin_token));
+      if (o.admin_token.empty()) return absl::InvalidArgumentError("--admin_token is empty");
+      have_token = true;
+    } else if (f.name == "admin_token_file") {
+      EMBER_RETURN_IF_ERROR(ParseString(f, &token_file));
+    } else if (f.name == "json") {
+      EMBER_RETURN_IF_ERROR(ParseBool(f, &o.json));
+    } else if (f.name == "timeout_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(f, &o.timeout_ms));
+      if (o.timeout_ms < 1 || o.timeout_ms > 3600000) {
+        return absl::InvalidArgumentError("--timeout_ms must be in [1, 3600000]");
+      }
+    }
+  }
+  if (have_token && !token_file.empty()) {
+    return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
+  }
+  if (o.coordinator.empty()) {
+    const char* env = std::getenv("EMBER_COORDINATOR");
+    o.coordinator = env != nullptr && env[0] != '\0' ? env : kDefaultCoordinator;
+  }
+  if (!token_file.empty()) {
+    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadToken(token_file, "--admin_token_file"));
+  } else if (!have_token) {
+    const char* env = std::getenv("EMBER_ADMIN_TOKEN_FILE");
+    if (env != nullptr && env[0] != '\0') {
+      EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadToken(env, "EMBER_ADMIN_TOKEN_FILE"));
+    }
+  }
+  return o;
+}
+
+int UsageError(const absl::Status& status, const std::string& usage) {
+  std::cerr << "emberctl: " << status.message() << "\n\n" << usage;
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  const std::vector<CommandSpec> all = AllCommands();
+  absl::StatusOr<CommandLine> line = Split(argc, argv);
+  if (!line.ok()) return UsageError(line.status(), Overview(all));
+  if (line->words.empty()) {
+    if (line->help) {
+      std::cout << Overview(all);
+      return 0;
+    }
+    return UsageError(absl::InvalidArgumentError("missing command"), Overview(all));
+  }
+
+  // Find the command: a group and its subcommand, or a command of its own.
+  const absl::string_view first = line->words[0];
+  const CommandSpec* spec = nullptr;
+  size_t used_words = 1;
+  bool is_group = false;
+  std::vector<std::string> subcommands;
+  for (const CommandSpec& c : all) {
+    if (c.group != nullptr && first == c.group) {
+      is_group = true;
+      subcommands.push_back(c.name);
+      if (line->words.size() > 1 && line->words[1] == c.name) spec = &c;
+    } else if (c.group == nullptr && first == c.name) {
+      spec = &c;
+    }
+  }
+  if (is_group) {
+    used_words = 2;
+    if (spec == nullptr) {
+      if (line->words.size() == 1 && line->help) {
+        std::cout << GroupUsage(all, first);
+        return 0;
+      }
+      const std::string message =
+          line->words.size() == 1
+              ? absl::StrCat("'", first, "' needs a subcommand: ", absl::StrJoin(subcommands, ", "))
+              : absl::StrCat("unknown subcommand '", line->words[1], "' for '", first, "'");
+      return UsageError(absl::InvalidArgumentError(message), GroupUsage(all, first));
+    }
+  }
+  if (spec == nullptr) {
+    return UsageError(absl::InvalidArgumentError(absl::StrCat("unknown command '", first, "'")),
+                      Overview(all));
+  }
+  if (line->help) {
+    std::cout << LeafUsage(*spec);
+    return 0;
+  }
+
+  Args args;
+  args.command = spec->group == nullptr ? spec->name : absl::StrCat(spec->group, " ", spec->name);
+  args.positionals.assign(line->words.begin() + used_words, line->words.end());
+  args.flags = line->local;
+  absl::StatusOr<Runner> runner = spec->parse(args);
+  if (!runner.ok()) return UsageError(runner.status(), LeafUsage(*spec));
+  absl::StatusOr<GlobalOptions> global = ParseGlobal(line->global);
+  if (!global.ok()) return UsageError(global.status(), LeafUsage(*spec));
+
+  ClientOptions client_options;
+  client_options.coordinator = global->coordinator;
+  client_options.admin_token = global->admin_token;
+  client_options.timeout = absl::Milliseconds(global->timeout_ms);
+  AdminClient client(client_options);
+  Session session{*global, &client, &std::cout, &std::cerr};
+  const absl::Status status = (*runner)(session);
+  std::cout.flush();
+  if (!status.ok()) {
+    std::cerr << "emberctl: " << status << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ember::ctl
+
+int main(int argc, char** argv) { return ember::ctl::Main(argc, argv); }
