@@ -146,8 +146,8 @@ class RocksDbBackend final : public RowBackend {
   absl::Status Scan(
       BackendTable table, std::string_view begin, std::string_view end,
       const std::function<bool(std::string_view key, std::string_view value)>& fn) override;
-  // DeleteRange writes one range tombstone; reads skip the range at once and compaction
-  // reclaims its space later.
+  // DeleteRange writes one range tombstone (reads skip the range at once), then
+  // compacts the range so that its space is reclaimed now (best effort).
   absl::Status DeleteRange(BackendTable table, std::string_view begin,
                            std::string_view end) override;
   // The column family's "rocksdb.estimate-num-keys".
