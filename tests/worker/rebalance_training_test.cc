@@ -8,7 +8,9 @@
 //  - moving a quarter of the slots (both directions between two shards) while the job
 //    trains ends with bitwise the model of the same job without moves, and no worker
 //    call failed (no recovery: redirects and fences were absorbed by client retries);
-//  - the same for growing the cluster from 2 to 3 shards with a rebalance plan.
+//  - the same for growing the cluster from 2 to 3 shards with a rebalance plan;
+//  - an operator's RestoreCheckpoint of the job's newest checkpoint onto the moved
+//    cluster gives back the same rows.
 
 #include <cstring>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "ember/v1/admin.grpc.pb.h"
 #include "ember/v1/coordinator.grpc.pb.h"
+#include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
@@ -67,6 +70,21 @@ uint32_t OwnerOf(const v1::GetClusterMapResponse& map, uint32_t slot) {
   uint32_t owner = 0;
   std::memcpy(&owner, map.slot_owners().data() + 4 * slot, 4);
   return owner;
+}
+
+// The digests of every table summed over the cluster's shards (PsService.Checksum).
+uint64_t SparseDigest(Cluster& c) {
+  uint64_t sum = 0;
+  for (const std::unique_ptr<Process>& shard : c.shards_) {
+    auto stub = v1::PsService::NewStub(
+        grpc::CreateChannel(shard->ready_text(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    v1::ChecksumResponse response;
+    EXPECT_TRUE(stub->Checksum(&context, v1::ChecksumRequest(), &response).ok());
+    for (const auto& table : response.tables()) sum += table.digest();
+  }
+  return sum;
 }
 
 class RebalanceTrainingTest : public JobClusterTest {
@@ -148,6 +166,23 @@ TEST_F(RebalanceTrainingTest, MovingAQuarterOfTheSlotsWhileTrainingKeepsTheModel
   const v1::GetClusterMapResponse map = admin.Map();
   for (const auto& [slot, owner] : moved) ASSERT_EQ(OwnerOf(map, slot), owner) << "slot " << slot;
   EXPECT_EQ(moved.size(), 4096u);
+
+  // An operator's restore of the job's newest checkpoint (taken at the end, after the
+  // moves) onto the moved cluster gives back the same rows.
+  v1::ListCheckpointsRequest list;
+  list.set_job("quickstart");
+  v1::ListCheckpointsResponse listed;
+  ASSERT_TRUE(admin.Call(&v1::AdminService::Stub::ListCheckpoints, list, &listed).ok());
+  ASSERT_GT(listed.checkpoints_size(), 0);
+  const std::string newest = listed.checkpoints(listed.checkpoints_size() - 1).name();
+  const uint64_t digest = SparseDigest(*c);
+  v1::RestoreCheckpointRequest restore;
+  restore.set_job("quickstart");
+  v1::RestoreCheckpointResponse restored;
+  const grpc::Status s = admin.Call(&v1::AdminService::Stub::RestoreCheckpoint, restore, &restored);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(restored.name(), newest);
+  EXPECT_EQ(SparseDigest(*c), digest);
 }
 
 TEST_F(RebalanceTrainingTest, GrowingFromTwoToThreeShardsWhileTrainingKeepsTheModelBitwise) {
