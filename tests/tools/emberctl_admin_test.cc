@@ -162,7 +162,7 @@ TEST_F(EmberctlAdminTest, RebalancePlans) {
   EXPECT_TRUE(absl::StrContains(r.out, "max/mean: before 1.00, after 1.00\n")) << r.out;
   // 1000 slots handed to shard 1 (metadata only) unbalance the slot counts.
   for (uint32_t slot = 0; slot < 1000; ++slot) ASSERT_NO_FATAL_FAILURE(SetSlotOwner(slot, 1));
-  r = Ctl({"rebalance", "--by=slots", "--dry_run"});
+  r = Ctl({"rebalance", "--by=slots", "--dry-run"});  // '-' and '_' are the same
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_TRUE(absl::StrContains(r.out, "MOVE  SOURCE  TARGET  SLOTS")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "dry run: nothing started")) << r.out;

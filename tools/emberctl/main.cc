@@ -56,7 +56,9 @@ std::vector<CommandSpec> AllCommands() {
 std::string Overview(const std::vector<CommandSpec>& all) {
   std::string out = "usage: emberctl [global flags] COMMAND [SUBCOMMAND] [flags]\n\nCommands:\n";
   for (const CommandSpec& c : all) absl::StrAppend(&out, "  ", c.synopsis, "\n");
-  absl::StrAppend(&out, "\n`emberctl COMMAND [SUBCOMMAND] --help` describes a command.\n\n",
+  absl::StrAppend(&out,
+                  "\n`emberctl COMMAND [SUBCOMMAND] --help` describes a command. Flags are "
+                  "--name=value;\n'-' and '_' in names are the same (--dry-run = --dry_run).\n\n",
                   kGlobalFlags);
   return out;
 }
@@ -96,6 +98,11 @@ absl::StatusOr<CommandLine> Split(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       line.help = true;
     } else if (arg.substr(0, 2) == "--" && arg.size() > 2) {
+      // --dry-run and --dry_run are the same flag: names are normalized to '_' in place.
+      for (char* c = argv[i] + 2; *c != '\0' && *c != '='; ++c) {
+        if (*c == '-') *c = '_';
+      }
+      arg = argv[i];
       arg.remove_prefix(2);
       Flag flag;
       const size_t eq = arg.find('=');
