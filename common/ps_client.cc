@@ -153,16 +153,19 @@ struct PsClient::Impl {
 
   // Reloads the cluster map from the coordinator, by `deadline` at the latest. With
   // `rate_limited`, skips (returns OK, map unchanged) when another reload runs or the
-  // last one started less than min_refresh_interval ago. Returns the coordinator's
-  // error; the current map is kept then.
-  absl::Status Refresh(absl::Time deadline, bool rate_limited) {
+  // last one started less than min_refresh_interval ago, unless a shard named an epoch
+  // (`seen_epoch`) newer than the client's map: that reload has news, so it runs.
+  // Returns the coordinator's error; the current map is kept then.
+  absl::Status Refresh(absl::Time deadline, bool rate_limited, uint64_t seen_epoch = 0) {
     if (coordinator == nullptr) {
       return absl::FailedPreconditionError("PsClient: no coordinator_address");
     }
     const absl::Time now = absl::Now();
+    const bool news = seen_epoch > Map()->epoch();
     {
       absl::MutexLock lock(&map_mu);
-      if (rate_limited && (refreshing || now - last_refresh < options.min_refresh_interval)) {
+      if (rate_limited &&
+          (refreshing || (!news && now - last_refresh < options.min_refresh_interval))) {
         return absl::OkStatus();
       }
       refreshing = true;
@@ -307,7 +310,7 @@ class PsHandle::Op {
           if (impl_->coordinator != nullptr && w->epoch() > impl_->Map()->epoch()) {
             // The map changed: reload all of it. If the coordinator is down or the
             // reload was skipped, the redirect below still fixes this slot.
-            impl_->Refresh(deadline_, /*rate_limited=*/true).IgnoreError();
+            impl_->Refresh(deadline_, /*rate_limited=*/true, w->epoch()).IgnoreError();
           }
           impl_->ApplyRedirect(*w);
           // Nothing of the rejected request was applied: re-split its keys as new

@@ -3,6 +3,8 @@
 // SlotMigrator, part 2: the protocol of one move (slot_migrator.h describes it).
 
 #include <algorithm>
+#include <future>
+#include <memory>
 #include <iostream>
 #include <utility>
 #include <vector>
@@ -128,13 +130,26 @@ absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, con
                                 const Shard& target, uint64_t* version) {
   const v1::GetClusterMapResponse cluster = state_->ClusterMap();
   bool first = true;
+  bool imported = false;
+  // The import of one page runs while the next page is exported (a two-stage pipeline:
+  // the source reads while the target writes). Only one import is in flight, and `op`
+  // is touched by it alone until it is joined.
+  std::future<absl::Status> importing;
+  auto join = [&]() -> absl::Status {
+    if (!importing.valid()) return absl::OkStatus();
+    absl::Status s = importing.get();
+    if (s.ok() && !imported) {
+      imported = true;
+      MaybeCrash("copying");
+    }
+    return s;
+  };
   for (const v1::TableConfig& table : cluster.tables()) {
     const uint32_t page_rows = static_cast<uint32_t>(
         std::clamp<size_t>(options_.page_bytes / RowBytesBound(table.dim()), 16, 65536));
     for (const v1::SlotRange& range : move.ranges()) {
       std::string cursor;
       do {
-        EMBER_RETURN_IF_ERROR(Throttle(op));
         v1::ExportRowsRequest request;
         request.set_table(table.name());
         *request.mutable_range() = range;
@@ -143,20 +158,24 @@ absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, con
         request.set_incarnation(source.incarnation);
         request.set_attempt(source.attempt);
         v1::ExportRowsResponse response;
-        EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(source, ExportRows, request, &response));
+        const absl::Status exported = EMBER_PS_CALL(source, ExportRows, request, &response);
+        EMBER_RETURN_IF_ERROR(join());
+        EMBER_RETURN_IF_ERROR(exported);
+        EMBER_RETURN_IF_ERROR(Throttle(op));
         if (first) *version = response.version();  // the oldest start: changes after it
         first = false;
         if (response.block().count() > 0) {
-          v1::ImportRowsRequest import;
-          *import.add_blocks() = std::move(*response.mutable_block());
-          EMBER_RETURN_IF_ERROR(Import(op, target, import));
-          MaybeCrash("copying");
+          auto import = std::make_shared<v1::ImportRowsRequest>();
+          *import->add_blocks() = std::move(*response.mutable_block());
+          importing = std::async(std::launch::async, [this, &op, &target, import] {
+            return Import(op, target, *import);
+          });
         }
         cursor = response.next_cursor();
       } while (!cursor.empty());
     }
   }
-  return absl::OkStatus();
+  return join();
 }
 
 absl::Status SlotMigrator::CatchUp(v1::Migration& op, const v1::SlotMove& move,

@@ -184,7 +184,17 @@ absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
     EMBER_RETURN_IF_ERROR(store_->ImportRows(request.blocks(i).table(), decoded[i]));
     imported += decoded[i].size();
   }
-  if (request.sync()) EMBER_RETURN_IF_ERROR(store_->Flush());
+  if (request.sync()) {
+    // Imported rows go straight to the backend (rows of slots a shard does not own are
+    // never in its memory tier: DropSlots cleared them and routing keeps them out), so
+    // making the backend durable is enough; flushing the whole store would also write
+    // back every row training dirtied meanwhile, inside the migration's fence.
+    if (storage_ != nullptr) {
+      EMBER_RETURN_IF_ERROR(storage_->rocksdb()->Flush());
+    } else {
+      EMBER_RETURN_IF_ERROR(store_->Flush());
+    }
+  }
   response->set_rows(imported);
   return absl::OkStatus();
 }
