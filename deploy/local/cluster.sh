@@ -167,7 +167,8 @@ case "$cmd" in
       extra=()
       [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
       start "ps-$i" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$i" --port=0 --shard_id="$i" \
-        --coordinator="$coordinator" --metrics_port=0 "${extra[@]}"
+        --coordinator="$coordinator" --metrics_port=0 --admin_token_file="$run_dir/admin_token" \
+        "${extra[@]}"
     done
     for ((i = 0; i < shards; i++)); do
       address="$(wait_for "ps-$i" "listening on")"
@@ -185,7 +186,8 @@ case "$cmd" in
     extra=()
     [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
     start "ps-$shard_id" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$shard_id" --port=0 \
-      --shard_id="$shard_id" --coordinator="$coordinator" --metrics_port=0 "${extra[@]}"
+      --shard_id="$shard_id" --coordinator="$coordinator" --metrics_port=0 \
+      --admin_token_file="$run_dir/admin_token" "${extra[@]}"
     address="$(wait_for "ps-$shard_id" "listening on")"
     metrics="$(wait_for "ps-$shard_id" "metrics on")"
     echo "EMBER_PS_$shard_id=$address" >>"$run_dir/cluster.env"

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/admin_auth.h"
 #include "common/grpc_status.h"
 
 namespace ember {
@@ -20,14 +21,6 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status, context));
   return reactor;
-}
-
-// Compares without an early exit, so the time taken does not reveal the matching prefix.
-bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
 }
 
 }  // namespace
@@ -48,15 +41,7 @@ absl::Status AdminServiceImpl::Authenticate(const grpc::CallbackServerContext* c
   if (token_.empty()) {
     return absl::UnauthenticatedError("admin is disabled: coordinator has no --admin_token");
   }
-  const auto& metadata = context->client_metadata();
-  auto it = metadata.find(kAdminTokenMetadataKey);
-  if (it == metadata.end()) {
-    return absl::UnauthenticatedError(absl::StrCat("missing metadata ", kAdminTokenMetadataKey));
-  }
-  if (!ConstantTimeEquals(absl::string_view(it->second.data(), it->second.size()), token_)) {
-    return absl::UnauthenticatedError("wrong admin token");
-  }
-  return absl::OkStatus();
+  return CheckAdminToken(context->client_metadata(), token_);
 }
 
 std::string AdminServiceImpl::Who(const grpc::CallbackServerContext* context) const {

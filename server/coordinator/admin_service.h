@@ -22,6 +22,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "common/admin_auth.h"
 #include "ember/v1/admin.grpc.pb.h"
 #include "server/coordinator/job_manager.h"
 #include "server/coordinator/slot_migrator.h"
@@ -29,7 +30,6 @@
 
 namespace ember {
 
-inline constexpr char kAdminTokenMetadataKey[] = "ember-admin-token";
 
 // A short, stable, non-secret name of `token` for audit entries: "tok-" + 8 hex digits
 // of a 64-bit FNV-1a hash.

@@ -15,10 +15,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "absl/status/status.h"
@@ -27,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/admin_auth.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
@@ -141,18 +140,7 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
     return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
   }
   if (!o.admin_token_file.empty()) {
-    std::ifstream file(o.admin_token_file);
-    if (!file) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--admin_token_file: cannot read '", o.admin_token_file, "'"));
-    }
-    std::stringstream text;
-    text << file.rdbuf();
-    o.admin_token = std::string(absl::StripAsciiWhitespace(text.str()));
-    if (o.admin_token.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--admin_token_file: '", o.admin_token_file, "' is empty"));
-    }
+    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadAdminTokenFile(o.admin_token_file));
   }
   return o;
 }
@@ -166,7 +154,9 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorState> state, CoordinatorState::Open(o.state));
-  CoordinatorServiceImpl service(state.get(), CoordinatorServiceOptions());
+  CoordinatorServiceOptions service_options;
+  service_options.admin_token = o.admin_token;  // shards with a token require it of us
+  CoordinatorServiceImpl service(state.get(), service_options);
   AdminServiceImpl admin(state.get(), o.admin_token);
   auto stubs = [&service](const std::string& address) { return service.StubFor(address); };
   // Checkpoints and restores on one side, migration switches on the other.

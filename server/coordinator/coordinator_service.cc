@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/admin_auth.h"
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -89,8 +90,9 @@ std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
-    stub = v1::PsService::NewStub(
-        grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+    stub = v1::PsService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
+        address, grpc::InsecureChannelCredentials(), args,
+        AdminTokenInterceptors(options_.admin_token)));
   }
   return stub;
 }

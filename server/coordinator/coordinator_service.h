@@ -42,6 +42,10 @@ struct CoordinatorServiceOptions {
   absl::Duration forward_timeout = absl::Seconds(5);
   // Longest KvGet wait, whatever wait_ms asks. Default: 60 s
   absl::Duration max_kv_wait = absl::Seconds(60);
+  // The admin token, sent with every call to a shard (StubFor): shards started with
+  // the same token require it on migration, checkpoint and restore calls.
+  // Default: none
+  std::string admin_token;
 };
 
 class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackService {

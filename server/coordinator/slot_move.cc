@@ -90,6 +90,9 @@ absl::Status SlotMigrator::RunMove(v1::Migration& op, const v1::SlotMove& move) 
   }
   EMBER_ASSIGN_OR_RETURN(const Shard source, Describe(move.source()));
   EMBER_ASSIGN_OR_RETURN(const Shard target, Describe(move.target()));
+  // Both serve the coordinator's current map before anything is checked against it (a
+  // shard may lag a heartbeat behind, e.g. right after the cluster started).
+  EMBER_RETURN_IF_ERROR(InstallMap(target, source, /*target_attempt=*/0));
 
   // Roll back what an interrupted or failed try left: a fence on the source and
   // half-copied rows on the target. Also done when this try fails before the switch.

@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/admin_auth.h"
 #include "common/flags.h"
 #include "common/metrics.h"
 #include "common/slot_map.h"
@@ -76,6 +77,11 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
   --test_crash_after_checkpoints=N
                            fault tests only: SIGKILL this process right after it
                            writes its Nth checkpoint snapshot. Default: 0 (never)
+  --admin_token=TOKEN      require this token (metadata ember-admin-token) on the
+                           calls only the coordinator makes: slot migration,
+                           CheckpointShard, RestoreShard. Give the coordinator the
+                           same one. Default: none (not required)
+  --admin_token_file=FILE  read the token from FILE
   --test_crash_on_migration=METHOD:N
                            fault tests only: SIGKILL this process when its Nth call
                            of the slot-migration RPC METHOD (ExportRows,
@@ -101,6 +107,8 @@ struct PsMainOptions {
   int32_t metrics_port = -1;  // -1: no metrics server
   std::string metrics_host;   // empty: `host`
   int crash_after_checkpoints = 0;
+  std::string admin_token;
+  std::string admin_token_file;
   std::string crash_on_migration_method;
   int crash_on_migration_count = 0;
 };
@@ -139,6 +147,10 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
     } else if (name == "test_crash_after_checkpoints") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.crash_after_checkpoints));
+    } else if (name == "admin_token") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token));
+    } else if (name == "admin_token_file") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token_file));
     } else if (name == "test_crash_on_migration") {
       EMBER_RETURN_IF_ERROR(RequireValue(flag));
       const size_t colon = flag.value.rfind(':');
@@ -175,6 +187,12 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
     return absl::InvalidArgumentError("--metrics_port must be in [-1, 65535]");
   }
   if (o.metrics_host.empty()) o.metrics_host = o.host;
+  if (!o.admin_token.empty() && !o.admin_token_file.empty()) {
+    return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
+  }
+  if (!o.admin_token_file.empty()) {
+    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadAdminTokenFile(o.admin_token_file));
+  }
   return o;
 }
 
@@ -210,6 +228,7 @@ absl::Status Run(const PsMainOptions& o) {
                         o.coordinator.empty() ? SlotMap::Even(shards, /*epoch=*/1) : SlotMap(),
                         PsServiceImpl::kDefaultDedupWindow, metrics.get(), o.max_batch_keys);
   service.EnableCheckpoints(storage.get());
+  service.RequireAdminToken(o.admin_token);
   if (o.crash_on_migration_count > 0) {
     service.CrashOnMigrationCall(o.crash_on_migration_method, o.crash_on_migration_count);
   }

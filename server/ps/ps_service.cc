@@ -433,16 +433,18 @@ grpc::ServerUnaryReactor* PsServiceImpl::CheckpointShard(grpc::CallbackServerCon
                                                          const v1::CheckpointShardRequest* request,
                                                          v1::CheckpointShardResponse* response) {
   const int64_t start = CallStart();
-  return FinishCall(context, &PsMetrics::checkpoint_shard, "CheckpointShard", start,
-                    DoCheckpointShard(*request, response), *request, *response);
+  absl::Status status = AuthorizeAdmin(context);
+  if (status.ok()) status = DoCheckpointShard(*request, response);
+  return FinishCall(context, &PsMetrics::checkpoint_shard, "CheckpointShard", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::RestoreShard(grpc::CallbackServerContext* context,
                                                       const v1::RestoreShardRequest* request,
                                                       v1::RestoreShardResponse* response) {
   const int64_t start = CallStart();
-  return FinishCall(context, &PsMetrics::restore_shard, "RestoreShard", start,
-                    DoRestoreShard(*request, response), *request, *response);
+  absl::Status status = AuthorizeAdmin(context);
+  if (status.ok()) status = DoRestoreShard(*request, response);
+  return FinishCall(context, &PsMetrics::restore_shard, "RestoreShard", start, status, *request, *response);
 }
 
 }  // namespace ember

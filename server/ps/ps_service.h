@@ -149,6 +149,12 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                                 v1::InstallSlotMapResponse* response);
   absl::Status DoGetSlotStats(v1::GetSlotStatsResponse* response);
 
+  // Requires the admin token (common/admin_auth.h) on the calls only the coordinator
+  // makes: slot migration (all but GetSlotStats), CheckpointShard and RestoreShard;
+  // others get UNAUTHENTICATED. Empty (the default): not required. Call before the
+  // server starts.
+  void RequireAdminToken(std::string token) { admin_token_ = std::move(token); }
+
   // Test hook (fault tests): the process SIGKILLs itself when it receives its
   // `count`th call of `method` (a slot-migration RPC name, e.g. "ExportChanges"),
   // before doing anything. Call before the server starts.
@@ -164,6 +170,8 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   // FAILED_PRECONDITION unless every slot of `slots` is owned (`owned`) or not owned
   // (!owned) by this shard in its current map.
   absl::Status CheckOwnership(const SlotSet& slots, bool owned) const;
+  // OK without a required admin token, else CheckAdminToken of the call's metadata.
+  absl::Status AuthorizeAdmin(const grpc::CallbackServerContext* context) const;
   // Records a Pull/Push call's latency for GetShardInfo.
   void RecordDataCall(int64_t micros);
   // The test hook above; called first by every migration handler.
@@ -225,6 +233,7 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
       0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000};
   std::array<std::atomic<uint64_t>, kLatencyBoundsMs.size() + 1> latency_counts_{};
 
+  std::string admin_token_;  // set before serving, then read-only
   absl::Mutex crash_mu_;
   std::string crash_method_ ABSL_GUARDED_BY(crash_mu_);
   int crash_countdown_ ABSL_GUARDED_BY(crash_mu_) = 0;

@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/admin_auth.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "server/coordinator/slot_owners.h"
@@ -67,6 +68,11 @@ void PsServiceImpl::MaybeCrash(absl::string_view method) {
     std::cerr << "ember-ps: test hook: crashing on " << method << std::endl;
     kill(getpid(), SIGKILL);
   }
+}
+
+absl::Status PsServiceImpl::AuthorizeAdmin(const grpc::CallbackServerContext* context) const {
+  if (admin_token_.empty()) return absl::OkStatus();
+  return CheckAdminToken(context->client_metadata(), admin_token_);
 }
 
 absl::Status PsServiceImpl::CheckExpected(uint64_t incarnation, uint64_t attempt) const {
@@ -298,42 +304,54 @@ grpc::ServerUnaryReactor* PsServiceImpl::ExportRows(grpc::CallbackServerContext*
     const v1::ExportRowsRequest* request, v1::ExportRowsResponse* response) {
   MaybeCrash("ExportRows");
   const int64_t start = CallStart();
-  return FinishNamed(context, "ExportRows", start, DoExportRows(*request, response), *request, *response);
+  absl::Status status = AuthorizeAdmin(context);
+  if (status.ok()) status = DoExportRows(*request, response);
+  return FinishNamed(context, "ExportRows", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::ExportChanges(grpc::CallbackServerContext* context,
     const v1::ExportChangesRequest* request, v1::ExportChangesResponse* response) {
   MaybeCrash("ExportChanges");
   const int64_t start = CallStart();
-  return FinishNamed(context, "ExportChanges", start, DoExportChanges(*request, response), *request, *response);
+  absl::Status status = AuthorizeAdmin(context);
+  if (status.ok()) status = DoExportChanges(*request, response);
+  return FinishNamed(context, "ExportChanges", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::ImportRows(grpc::CallbackServerContext* context,
     const v1::ImportRowsRequest* request, v1::ImportRowsResponse* response) {
   MaybeCrash("ImportRows");
   const int64_t start = CallStart();
-  return FinishNamed(context, "ImportRows", start, DoImportRows(*request, response), *request, *response);
+  absl::Status status = AuthorizeAdmin(context);
+  if (status.ok()) status = DoImportRows(*request, response);
+  return FinishNamed(context, "ImportRows", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::FenceSlots(grpc::CallbackServerContext* context,
     const v1::FenceSlotsRequest* request, v1::FenceSlotsResponse* response) {
   MaybeCrash("FenceSlots");
   const int64_t start = CallStart();
-  return FinishNamed(context, "FenceSlots", start, DoFenceSlots(*request, response), *request, *response);
+  absl::Status status = AuthorizeAdmin(context);
+  if (status.ok()) status = DoFenceSlots(*request, response);
+  return FinishNamed(context, "FenceSlots", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::DropSlots(grpc::CallbackServerContext* context,
     const v1::DropSlotsRequest* request, v1::DropSlotsResponse* response) {
   MaybeCrash("DropSlots");
   const int64_t start = CallStart();
-  return FinishNamed(context, "DropSlots", start, DoDropSlots(*request, response), *request, *response);
+  absl::Status status = AuthorizeAdmin(context);
+  if (status.ok()) status = DoDropSlots(*request, response);
+  return FinishNamed(context, "DropSlots", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::InstallSlotMap(grpc::CallbackServerContext* context,
     const v1::InstallSlotMapRequest* request, v1::InstallSlotMapResponse* response) {
   MaybeCrash("InstallSlotMap");
   const int64_t start = CallStart();
-  return FinishNamed(context, "InstallSlotMap", start, DoInstallSlotMap(*request, response), *request, *response);
+  absl::Status status = AuthorizeAdmin(context);
+  if (status.ok()) status = DoInstallSlotMap(*request, response);
+  return FinishNamed(context, "InstallSlotMap", start, status, *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::GetSlotStats(grpc::CallbackServerContext* context,

@@ -13,7 +13,9 @@
 //  - a kill of the source, the target or the coordinator at each phase (test hooks),
 //    followed by restarts and, where the operation stopped, a re-run of the same
 //    request, ends with the same outcome;
-//  - the same request attaches to a running operation; cancel rolls back cleanly.
+//  - the same request attaches to a running operation; cancel rolls back cleanly;
+//  - shards started with the admin token refuse migration, checkpoint and restore
+//    calls without it, while the coordinator (same token) still migrates.
 
 #include <atomic>
 #include <cstdint>
@@ -363,6 +365,48 @@ TEST_F(MigrationTest, TheSameRequestAttachesAndCancelRollsBack) {
   const v1::Migration done = WaitForEnd(Start(MoveSpec(0, 2048)).op_id());
   ASSERT_EQ(done.phase(), v1::Migration::DONE) << done.error();
   ExpectMoved(done.spec());
+}
+
+TEST_F(MigrationTest, ShardsWithATokenRefuseMigrationCallsWithoutIt) {
+  const std::string token = absl::StrCat("--admin_token=", kToken);
+  ASSERT_NO_FATAL_FAILURE(StartCluster({}, {{token}, {token}}));
+  v1::DropSlotsRequest drop;
+  v1::SlotRange* range = drop.add_ranges();
+  range->set_first(0);
+  range->set_last(kNumSlots - 1);
+  v1::DropSlotsResponse dropped;
+  // Without the token, and with a wrong one: refused before anything is looked at.
+  EXPECT_EQ(Call(ps_stub_[0].get(), &v1::PsService::Stub::DropSlots, drop, &dropped).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("ember-admin-token", "not-the-token");
+    EXPECT_EQ(ps_stub_[0]->DropSlots(&context, drop, &dropped).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  v1::InstallSlotMapRequest install;
+  install.set_epoch(1000);
+  install.set_slot_owners(std::string(4 * kNumSlots, '\0'));
+  v1::InstallSlotMapResponse installed;
+  EXPECT_EQ(Call(ps_stub_[1].get(), &v1::PsService::Stub::InstallSlotMap, install, &installed)
+                .error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  v1::RestoreShardRequest restore;
+  restore.set_attempt(99);
+  v1::RestoreShardResponse restored;
+  EXPECT_EQ(Call(ps_stub_[1].get(), &v1::PsService::Stub::RestoreShard, restore, &restored)
+                .error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // With it, the shard's own checks apply: it owns these slots, so it keeps them.
+  EXPECT_EQ(
+      Call(ps_stub_[0].get(), &v1::PsService::Stub::DropSlots, drop, &dropped, true).error_code(),
+      grpc::StatusCode::FAILED_PRECONDITION);
+  // Data calls stay open, and the coordinator (same token) still moves slots.
+  const Digest now = Checksums();
+  EXPECT_EQ(now.digest, oracle_.digest);
+  const v1::Migration op = WaitForEnd(Start(MoveSpec(0, 1024)).op_id());
+  ASSERT_EQ(op.phase(), v1::Migration::DONE) << op.error();
+  ExpectMoved(op.spec());
 }
 
 // One fault: which process dies, and where.
