@@ -142,12 +142,12 @@ absl::StatusOr<v1::MigrationSpec> SlotMigrator::Normalize(const v1::MigrationSpe
 
 bool SlotMigrator::SameRequest(const v1::Migration& op, const v1::MigrationSpec& spec) const {
   // slot -> target of each.
+  // Both specs are normalized: their ranges are valid.
   auto targets = [](const v1::MigrationSpec& s) {
     std::map<uint32_t, uint32_t> out;
     for (const v1::SlotMove& move : s.moves()) {
-      for (const v1::SlotRange& range : move.ranges()) {
-        for (uint32_t slot = range.first(); slot <= range.last(); ++slot) out[slot] = move.target();
-      }
+      const std::vector<uint32_t> slots = FromRanges(move.ranges()).value();
+      for (uint32_t slot : slots) out[slot] = move.target();
     }
     return out;
   };

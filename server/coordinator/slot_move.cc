@@ -119,13 +119,9 @@ absl::Status SlotMigrator::RunMove(v1::Migration& op, const v1::SlotMove& move) 
   EMBER_RETURN_IF_ERROR(CatchUp(op, move, source, target, &version, 0));
   MaybeCrash("catching_up");
   const absl::Status status = Switch(op, move, source, target, &version);
-  switched = op.epoch_after() > map.epoch() && status.ok();
-  if (!status.ok()) {
-    // A failure after the commit point still leaves the move switched.
-    const SlotMap now = state_->slot_map();
-    switched = now.OwnerOf(slots.front()) == move.target();
-    return status;
-  }
+  // The map decides, also after a failure past the commit point (no roll-back then).
+  switched = state_->slot_map().OwnerOf(slots.front()) == move.target();
+  EMBER_RETURN_IF_ERROR(status);
   return Cleanup(op, move, op.epoch_after());
 }
 

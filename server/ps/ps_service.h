@@ -184,8 +184,9 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                                         const google::protobuf::Message& response);
 
   // OK if `epoch` is the current one and every id's slot is owned by this shard;
-  // UNAVAILABLE if `epoch` is newer than the shard's (its map lags: retry);
-  // otherwise FAILED_PRECONDITION with a WrongShard payload.
+  // UNAVAILABLE if `epoch` is newer than the shard's (its map lags: retry) or an id's
+  // slot is fenced by a migration; otherwise FAILED_PRECONDITION with a WrongShard
+  // payload. Counts the ids in the slots' load (GetSlotStats).
   absl::Status CheckRouting(uint64_t table_seed, absl::Span<const uint64_t> ids,
                             uint64_t epoch) const;
 

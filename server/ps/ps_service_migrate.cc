@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/slot_ranges.h"
 #include "common/status_macros.h"
 #include "server/coordinator/slot_owners.h"
 #include "server/ps/ps_service.h"
@@ -33,23 +34,13 @@ constexpr uint32_t kDefaultExportRows = 4096;
 constexpr uint32_t kMaxExportRows = 65536;
 constexpr uint32_t kDefaultMaxChanges = 65536;
 
-absl::Status CheckRange(const v1::SlotRange& range) {
-  if (range.first() > range.last() || range.last() >= kNumSlots) {
-    return absl::InvalidArgumentError(absl::StrCat("bad slot range ", range.first(), "-",
-                                                   range.last(), " (slots are 0-",
-                                                   kNumSlots - 1, ")"));
-  }
-  return absl::OkStatus();
-}
-
-template <typename Ranges>
-absl::StatusOr<std::bitset<kNumSlots>> SlotsOf(const Ranges& ranges) {
+// The slots of `ranges` (common/slot_ranges.h validates them) as a set.
+absl::StatusOr<std::bitset<kNumSlots>> SlotsOf(
+    const google::protobuf::RepeatedPtrField<v1::SlotRange>& ranges) {
   if (ranges.empty()) return absl::InvalidArgumentError("no slot ranges");
+  EMBER_ASSIGN_OR_RETURN(const std::vector<uint32_t> list, FromRanges(ranges));
   std::bitset<kNumSlots> slots;
-  for (const v1::SlotRange& range : ranges) {
-    EMBER_RETURN_IF_ERROR(CheckRange(range));
-    for (uint32_t slot = range.first(); slot <= range.last(); ++slot) slots[slot] = true;
-  }
+  for (uint32_t slot : list) slots[slot] = true;
   return slots;
 }
 
@@ -104,14 +95,15 @@ absl::Status PsServiceImpl::CheckOwnership(const SlotSet& slots, bool owned) con
 
 absl::Status PsServiceImpl::DoExportRows(const v1::ExportRowsRequest& request,
                                          v1::ExportRowsResponse* response) {
-  EMBER_RETURN_IF_ERROR(CheckRange(request.range()));
+  google::protobuf::RepeatedPtrField<v1::SlotRange> range;
+  *range.Add() = request.range();
+  EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(range));
   if (request.max_rows() > kMaxExportRows) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_rows ", request.max_rows(), " exceeds ", kMaxExportRows));
   }
   absl::ReaderMutexLock lock(&store_mu_);
   EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
-  EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(std::vector<v1::SlotRange>{request.range()}));
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
   if (request.cursor().empty()) {
     // Every change after this version is in the change log; the pages below hold each

@@ -236,7 +236,7 @@ TEST_F(EmberctlTest, UsageErrorsExit2) {
       {{"audit", "extra"}, "unexpected argument 'extra'"},
       {{"--timeout_ms=0", "status"}, "--timeout_ms"},
       {{"--admin_token=a", "--admin_token_file=/x", "status"}, "not both"},
-      {{"--admin_token_file=/nonexistent/token", "status"}, "cannot read /nonexistent/token"},
+      {{"--admin_token_file=/nonexistent/token", "status"}, "cannot read admin token file '/nonexistent/token'"},
   };
   for (const Case& c : cases) {
     const CtlResult r = RunCtl(c.args);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/admin_auth.h"
 #include "common/grpc_status.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -14,7 +15,6 @@ namespace ember::ctl {
 namespace {
 
 // admin.proto: the metadata entry every AdminService call carries.
-constexpr char kAdminTokenKey[] = "ember-admin-token";
 constexpr int kMaxMessageBytes = 64 << 20;
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
@@ -39,7 +39,7 @@ absl::StatusOr<Response> AdminClient::Call(
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
   if (admin && !options_.admin_token.empty()) {
-    context.AddMetadata(kAdminTokenKey, options_.admin_token);
+    context.AddMetadata(kAdminTokenMetadataKey, options_.admin_token);
   }
   Response response;
   const absl::Status s = FromGrpcStatus((stub->*method)(&context, request, &response), &context);

@@ -12,10 +12,8 @@
 // ("emberctl: <status>" on stderr), 2 bad usage (the message and the usage on stderr).
 
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "common/admin_auth.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "tools/emberctl/admin_client.h"
@@ -120,14 +119,13 @@ absl::StatusOr<CommandLine> Split(int argc, char** argv) {
   return line;
 }
 
+// The token of `path` (common/admin_auth.h), errors prefixed with where the path came
+// from.
 absl::StatusOr<std::string> ReadToken(const std::string& path, absl::string_view source) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(source, ": cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string token(absl::StripAsciiWhitespace(text.str()));
-  if (token.empty())
-    return absl::InvalidArgumentError(absl::StrCat(source, ": ", path, " is empty"));
+  absl::StatusOr<std::string> token = ReadAdminTokenFile(path);
+  if (!token.ok()) {
+    return absl::Status(token.status().code(), absl::StrCat(source, ": ", token.status().message()));
+  }
   return token;
 }
 
