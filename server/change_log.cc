@@ -18,6 +18,7 @@ void ChangeLog::Reset(uint64_t version) {
   next_ = version + 1;
   watermark_ = version;
   highest_written_ = version;
+  base_ = version;
   pending_.clear();
 }
 
@@ -30,6 +31,7 @@ uint64_t ChangeLog::Reserve(uint32_t n) {
 
 void ChangeLog::Commit(absl::Span<const Change> entries) {
   if (entries.empty()) return;
+  const int64_t now_micros = absl::ToUnixMicros(absl::Now());
   absl::MutexLock lock(&mu_);
   size_t i = 0;
   while (i < entries.size()) {
@@ -37,7 +39,9 @@ void ChangeLog::Commit(absl::Span<const Change> entries) {
     const uint64_t first = entries[i].version;
     size_t j = i;
     while (j < entries.size() && entries[j].version == first + (j - i)) {
-      ring_[entries[j].version % capacity_] = entries[j];
+      Change& slot = ring_[entries[j].version % capacity_];
+      slot = entries[j];
+      slot.commit_micros = now_micros;
       ++j;
     }
     const uint64_t end = first + (j - i);
@@ -56,8 +60,7 @@ absl::StatusOr<std::vector<Change>> ChangeLog::Read(uint64_t after, size_t max) 
   absl::MutexLock lock(&mu_);
   std::vector<Change> out;
   if (after >= watermark_) return out;
-  // Oldest version still guaranteed in the ring.
-  const uint64_t oldest = highest_written_ >= capacity_ ? highest_written_ - capacity_ + 1 : 1;
+  const uint64_t oldest = OldestLocked();
   if (after + 1 < oldest) {
     return absl::OutOfRangeError(absl::StrCat("change log no longer holds version ", after + 1,
                                               "; oldest retained is ", oldest,
@@ -71,6 +74,24 @@ absl::StatusOr<std::vector<Change>> ChangeLog::Read(uint64_t after, size_t max) 
 
 uint64_t ChangeLog::watermark() const {
   absl::MutexLock lock(&mu_);
+  return watermark_;
+}
+
+uint64_t ChangeLog::OldestLocked() const {
+  // Oldest version still guaranteed in the ring, and never one from before Reset.
+  const uint64_t in_ring = highest_written_ >= capacity_ ? highest_written_ - capacity_ + 1 : 1;
+  return std::max(in_ring, base_ + 1);
+}
+
+uint64_t ChangeLog::oldest_retained() const {
+  absl::MutexLock lock(&mu_);
+  return OldestLocked();
+}
+
+uint64_t ChangeLog::WaitAbove(uint64_t version, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto above = [this, version]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return watermark_ > version; };
+  mu_.AwaitWithTimeout(absl::Condition(&above), timeout);
   return watermark_;
 }
 

@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 
 namespace ember {
@@ -31,6 +32,8 @@ struct Change {
   uint64_t id = 0;
   uint32_t table = 0;  // the store's table index (EmbeddingStore::ReadChanges names it)
   bool tombstone = false;
+  // When the entry was committed (unix microseconds); set by ChangeLog::Commit.
+  int64_t commit_micros = 0;
 };
 
 struct ChangeBatch {
@@ -47,7 +50,8 @@ class ChangeLog {
   explicit ChangeLog(size_t capacity);
 
   // Restarts numbering after a reopen: the next reserved version is `version + 1`
-  // and the watermark is `version`. REQUIRES: no writer in flight.
+  // and the watermark is `version`; versions up to `version` are not in the log
+  // (Read after an older version is OUT_OF_RANGE). REQUIRES: no writer in flight.
   void Reset(uint64_t version);
 
   // Reserves `n` consecutive versions and returns the first. Every reserved version
@@ -56,7 +60,7 @@ class ChangeLog {
   uint64_t Reserve(uint32_t n);
 
   // Publishes `entries`: one or more whole reserved ranges, each as a run of
-  // consecutive versions, runs in any order.
+  // consecutive versions, runs in any order. Stamps their commit time.
   void Commit(absl::Span<const Change> entries);
 
   // Up to `max` entries with version > after, ascending, all <= watermark().
@@ -64,16 +68,26 @@ class ChangeLog {
   absl::StatusOr<std::vector<Change>> Read(uint64_t after, size_t max) const;
 
   uint64_t watermark() const;
+
+  // Blocks until the watermark is above `version` or `timeout` passed; returns the
+  // watermark.
+  uint64_t WaitAbove(uint64_t version, absl::Duration timeout) const;
+
+  // The oldest version Read can still return (watermark() + 1 when none is held).
+  uint64_t oldest_retained() const;
   // Versions reserved so far (>= watermark()).
   uint64_t reserved() const;
 
  private:
+  uint64_t OldestLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const size_t capacity_;
   mutable absl::Mutex mu_;
   std::vector<Change> ring_ ABSL_GUARDED_BY(mu_);      // version % capacity_
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 1;             // next version to reserve
   uint64_t watermark_ ABSL_GUARDED_BY(mu_) = 0;        // committed prefix
   uint64_t highest_written_ ABSL_GUARDED_BY(mu_) = 0;  // newest version in ring_
+  uint64_t base_ ABSL_GUARDED_BY(mu_) = 0;             // Reset's version: not in ring_
   std::map<uint64_t, uint64_t> pending_
       ABSL_GUARDED_BY(mu_);  // committed [first, end) above watermark
 };

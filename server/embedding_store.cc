@@ -257,6 +257,10 @@ absl::StatusOr<TableChecksum> EmbeddingStore::Checksum(absl::string_view table) 
 
 uint64_t EmbeddingStore::version() const { return change_log_.watermark(); }
 
+uint64_t EmbeddingStore::WaitForVersionAbove(uint64_t version, absl::Duration timeout) const {
+  return change_log_.WaitAbove(version, timeout);
+}
+
 StoreStats EmbeddingStore::Stats() const {
   StoreStats s;
   s.memory_bytes = budget_->used();

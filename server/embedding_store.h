@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "ember/v1/table.pb.h"
 #include "server/change_log.h"
@@ -204,6 +205,9 @@ class EmbeddingStore {
 
   // The version of the newest applied update.
   uint64_t version() const;
+
+  // Blocks until version() is above `version` or `timeout` passed; returns version().
+  uint64_t WaitForVersionAbove(uint64_t version, absl::Duration timeout) const;
 
   StoreStats Stats() const;
 

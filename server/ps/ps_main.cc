@@ -290,6 +290,7 @@ absl::Status Run(const PsMainOptions& o) {
   std::cerr << "ember-ps: signal " << signal_number << ", shutting down" << std::endl;
   if (agent != nullptr) agent->Stop();
   // Calls in flight get the grace period; idle client connections do not hold it.
+  service.StopWatches();
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   const absl::Status closed = storage->Close();
   metrics_server.reset();  // no scrape reads the store from here on

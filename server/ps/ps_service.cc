@@ -69,6 +69,8 @@ PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap s
       slot_load_(new std::atomic<uint64_t>[kNumSlots]) {
   for (uint32_t slot = 0; slot < kNumSlots; ++slot) slot_load_[slot].store(0);
   if (metrics_ != nullptr) metrics_->SetEpoch(slot_map_->epoch());
+  stream_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
+  stream_origin_empty_ = store_->version() == 0;
 }
 
 void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
@@ -320,6 +322,7 @@ absl::Status PsServiceImpl::DoCheckpointShard(const v1::CheckpointShardRequest& 
   EMBER_ASSIGN_OR_RETURN(*response->mutable_snapshot(),
                          storage_->Checkpoint(shard_id_, request.dir(), request.name(),
                                               request.base_name(), request.base_version()));
+  response->mutable_snapshot()->set_stream_id(stream_id_);
   return absl::OkStatus();
 }
 
@@ -352,6 +355,7 @@ absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& reques
         ShardRestoreReport report,
         storage_->Restore(chain, dirs, [&map, me](uint32_t slot) { return map.OwnerOf(slot) == me; }));
     store_ = storage_->store();
+    BeginStreamAfterRestore(request, map);
     response->set_rows(report.rows);
     response->set_seconds(report.seconds);
   }

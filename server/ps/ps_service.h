@@ -128,6 +128,17 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                                          const v1::GetSlotStatsRequest* request,
                                          v1::GetSlotStatsResponse* response) override;
 
+  // The update stream for serving followers and exports (ps_service_watch.cc).
+  grpc::ServerWriteReactor<v1::UpdateBatch>* WatchUpdates(
+      grpc::CallbackServerContext* context, const v1::WatchUpdatesRequest* request) override;
+
+  // Ends every WatchUpdates stream (UNAVAILABLE) and refuses new ones: call before
+  // shutting the server down, so open streams do not hold the shutdown's grace period.
+  void StopWatches();
+
+  // The shard's current update stream (WatchUpdatesRequest.stream_id).
+  uint64_t stream_id() const;
+
   // The handlers' bodies, without gRPC (also used by in-process tests).
   absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
   absl::Status DoPush(const v1::PushRequest& request, v1::PushResponse* response);
@@ -205,6 +216,21 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                                        const google::protobuf::Message& request,
                                        const google::protobuf::Message& response);
 
+  class WatchReactor;  // ps_service_watch.cc
+
+  // Where a stream starts: the stream id and the version after which it is served.
+  struct StreamStart {
+    uint64_t stream_id = 0;
+    uint64_t after = 0;
+  };
+  // Resolves a WatchUpdates position against the current stream (store_mu_ held):
+  // OUT_OF_RANGE (re-bootstrap) when it is not on this shard's history.
+  absl::StatusOr<StreamStart> ResolveStreamPosition(const v1::WatchUpdatesRequest& request) const
+      ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+  // Starts a new stream after a restore of `chain` (store_mu_ held exclusively).
+  void BeginStreamAfterRestore(const v1::RestoreShardRequest& request, const SlotMap& map)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_);
+
   // Data calls hold store_mu_ shared; CheckpointShard and RestoreShard hold it
   // exclusively (no push runs during a snapshot; a restore replaces store_).
   mutable absl::Mutex store_mu_;
@@ -235,6 +261,14 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   std::array<std::atomic<uint64_t>, kLatencyBoundsMs.size() + 1> latency_counts_{};
 
   std::string admin_token_;  // set before serving, then read-only
+
+  // The update stream (WatchUpdates); guarded by store_mu_ (a restore replaces it).
+  uint64_t stream_id_ = 0;
+  bool stream_origin_empty_ = false;  // the stream began at version 0 (an empty store)
+  uint64_t stream_parent_id_ = 0;     // restored from (parent id, parent version): a
+  uint64_t stream_parent_version_ = 0;  // position there continues this stream
+  std::atomic<bool> watches_stopped_{false};
+  std::atomic<int> active_watches_{0};
   absl::Mutex crash_mu_;
   std::string crash_method_ ABSL_GUARDED_BY(crash_mu_);
   int crash_countdown_ ABSL_GUARDED_BY(crash_mu_) = 0;

@@ -1,0 +1,291 @@
+// Copyright 2026 The Ember Authors.
+//
+// WatchUpdates: the shard's update stream (ps.proto). One producer thread per open
+// stream reads the change log after the stream's position, coalesces the changed rows,
+// reads their current values and writes one message at a time (the next read waits for
+// the previous write, so a slow follower slows only its own stream; the change log
+// keeps what it has not read yet, up to its capacity).
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+#include "common/slot.h"
+#include "common/status_macros.h"
+#include "server/coordinator/slot_owners.h"
+#include "server/ps/ps_service.h"
+#include "server/ps/row_block.h"
+
+namespace ember {
+namespace {
+
+constexpr uint32_t kDefaultMaxRows = 4096;
+constexpr uint32_t kMaxMaxRows = 1 << 16;
+constexpr uint32_t kDefaultProgressMs = 200;
+constexpr int kMaxWatches = 256;
+// How long one wait for new versions lasts before the producer checks for
+// cancellation (it holds the store lock shared meanwhile; a restore waits that long).
+constexpr absl::Duration kPollSlice = absl::Milliseconds(20);
+// A row of a fenced slot is held back: the producer retries after this long.
+constexpr absl::Duration kFenceRetry = absl::Milliseconds(5);
+
+absl::Status StreamGone(uint32_t shard, uint64_t stream, uint64_t version) {
+  return absl::OutOfRangeError(absl::StrCat(
+      "shard ", shard, ": position (stream ", stream, ", version ", version,
+      ") is not on the shard's current stream (it restarted or restored a checkpoint): "
+      "re-bootstrap from a checkpoint"));
+}
+
+}  // namespace
+
+uint64_t PsServiceImpl::stream_id() const {
+  absl::ReaderMutexLock lock(&store_mu_);
+  return stream_id_;
+}
+
+void PsServiceImpl::StopWatches() { watches_stopped_.store(true, std::memory_order_release); }
+
+absl::StatusOr<PsServiceImpl::StreamStart> PsServiceImpl::ResolveStreamPosition(
+    const v1::WatchUpdatesRequest& request) const {
+  const uint64_t after = request.after_version();
+  const uint64_t watermark = store_->version();
+  const bool on_stream =
+      request.any_stream() || request.stream_id() == stream_id_ ||
+      (request.stream_id() == 0 && after == 0 && stream_origin_empty_) ||
+      (stream_parent_id_ != 0 && request.stream_id() == stream_parent_id_ &&
+       after == stream_parent_version_);
+  if (!on_stream) return StreamGone(shard_id_, request.stream_id(), after);
+  if (after > watermark) {
+    return absl::InvalidArgumentError(absl::StrCat("WatchUpdates: after_version ", after,
+                                                   " is above shard ", shard_id_,
+                                                   "'s newest version ", watermark));
+  }
+  return StreamStart{stream_id_, after};
+}
+
+void PsServiceImpl::BeginStreamAfterRestore(const v1::RestoreShardRequest& request,
+                                            const SlotMap& map) {
+  const uint64_t previous = stream_id_;
+  stream_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
+  if (stream_id_ == previous) ++stream_id_;
+  stream_origin_empty_ = false;
+  stream_parent_id_ = 0;
+  stream_parent_version_ = 0;
+  // The restored rows are exactly this shard's state at the cut when the last link
+  // holds this shard's own snapshot, the shard owns the same slots as then and no other
+  // snapshot contributed a newer version: then the new stream continues that one.
+  const v1::CheckpointManifest& last = request.chain(request.chain_size() - 1);
+  const v1::ShardSnapshot* mine = nullptr;
+  for (const v1::ShardSnapshot& snap : last.shards()) {
+    if (snap.shard_id() == shard_id_) mine = &snap;
+  }
+  if (mine == nullptr || mine->stream_id() == 0 || mine->version() != store_->version()) return;
+  absl::StatusOr<SlotMap> then = UnpackSlotOwners(last.slot_owners(), last.epoch());
+  if (!then.ok()) return;
+  for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
+    if ((then->OwnerOf(slot) == shard_id_) != (map.OwnerOf(slot) == shard_id_)) return;
+  }
+  stream_parent_id_ = mine->stream_id();
+  stream_parent_version_ = mine->version();
+}
+
+// One open stream. The producer thread owns the loop; gRPC callbacks only signal it.
+class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::UpdateBatch> {
+ public:
+  WatchReactor(PsServiceImpl* service, grpc::CallbackServerContext* context,
+               v1::WatchUpdatesRequest request)
+      : service_(service), request_(std::move(request)) {
+    service_->active_watches_.fetch_add(1);
+    thread_ = std::thread([this, context] { Finish(ToGrpcStatus(Run(), context)); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) broken_ = true;
+  }
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    broken_ = true;
+  }
+  void OnDone() override {
+    thread_.join();
+    service_->active_watches_.fetch_sub(1);
+    delete this;
+  }
+
+ private:
+  bool Stopped() {
+    if (service_->watches_stopped_.load(std::memory_order_acquire)) return true;
+    absl::MutexLock lock(&mu_);
+    return broken_;
+  }
+
+  // Writes `batch` and waits for the write to complete. False: the stream is gone.
+  bool Send(const v1::UpdateBatch& batch) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (broken_) return false;
+      writing_ = true;
+    }
+    StartWrite(&batch);
+    absl::MutexLock lock(&mu_);
+    auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !writing_ || broken_; };
+    mu_.Await(absl::Condition(&done));
+    // A broken stream may still complete the write later: wait for it, since `batch`
+    // must outlive it.
+    auto written = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !writing_; };
+    mu_.Await(absl::Condition(&written));
+    return !broken_;
+  }
+
+  // What one read produced: the message, or "hold" (a fenced slot; retry shortly).
+  struct Read {
+    v1::UpdateBatch batch;
+    bool hold = false;
+  };
+
+  absl::StatusOr<Read> ReadNext(uint64_t pos, bool wait) {
+    absl::ReaderMutexLock lock(&service_->store_mu_);
+    if (service_->stream_id_ != stream_) return StreamGone(service_->shard_id_, stream_, pos);
+    EmbeddingStore& store = *service_->store_;
+    if (wait) store.WaitForVersionAbove(pos, kPollSlice);
+    EMBER_ASSIGN_OR_RETURN(const ChangeBatch changes, store.ReadChanges(pos, max_rows_));
+    Read out;
+    v1::UpdateBatch& batch = out.batch;
+    batch.set_shard_id(service_->shard_id_);
+    batch.set_stream_id(stream_);
+    batch.set_from_version(pos);
+    batch.set_watermark(std::max(changes.watermark, pos));
+    if (changes.changes.empty()) {
+      batch.set_to_version(pos);
+      batch.set_epoch(service_->slot_map()->epoch());
+      return out;
+    }
+    batch.set_to_version(changes.changes.back().version);
+    batch.set_watermark(std::max(changes.watermark, batch.to_version()));
+    batch.set_to_commit_unix_micros(changes.changes.back().commit_micros);
+
+    std::shared_ptr<const SlotMap> map;
+    SlotSet fenced;
+    {
+      absl::MutexLock map_lock(&service_->map_mu_);
+      map = service_->slot_map_;
+      fenced = service_->fenced_;
+    }
+    batch.set_epoch(map->epoch());
+    const size_t num_tables = changes.table_names.size();
+    std::vector<std::vector<uint64_t>> ids(num_tables);
+    std::vector<int> watched(num_tables, -1);  // -1 unknown, 0 no, 1 yes
+    std::vector<uint64_t> seeds(num_tables, 0);
+    absl::flat_hash_set<std::pair<uint32_t, uint64_t>> seen;
+    for (const Change& change : changes.changes) {
+      if (change.table >= num_tables) continue;
+      int& w = watched[change.table];
+      if (w < 0) {
+        const std::string& name = changes.table_names[change.table];
+        w = tables_.empty() || tables_.contains(name) ? 1 : 0;
+        if (w == 1) {
+          EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store.GetTableConfig(name));
+          seeds[change.table] = config.seed();
+        }
+      }
+      if (w == 0) continue;
+      const uint32_t slot = SlotOf(seeds[change.table], change.id);
+      if (map->OwnerOf(slot) != service_->shard_id_) continue;  // the new owner sends it
+      if (fenced[slot]) {
+        out.hold = true;
+        return out;
+      }
+      if (seen.insert({change.table, change.id}).second) ids[change.table].push_back(change.id);
+    }
+    for (size_t t = 0; t < num_tables; ++t) {
+      if (ids[t].empty()) continue;
+      EMBER_ASSIGN_OR_RETURN(const std::vector<EncodedRow> rows,
+                             store.ReadEncodedRows(changes.table_names[t], ids[t]));
+      v1::RowBlock* block = batch.add_blocks();
+      block->set_table(changes.table_names[t]);
+      AppendRows(rows, block);
+    }
+    return out;
+  }
+
+  absl::Status Start() {
+    if (service_->active_watches_.load() > kMaxWatches) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("shard ", service_->shard_id_, " serves ", kMaxWatches,
+                       " update streams already"));
+    }
+    max_rows_ = request_.max_rows() == 0 ? kDefaultMaxRows
+                                         : std::min(request_.max_rows(), kMaxMaxRows);
+    progress_ = absl::Milliseconds(request_.progress_interval_ms() == 0
+                                       ? kDefaultProgressMs
+                                       : request_.progress_interval_ms());
+    absl::ReaderMutexLock lock(&service_->store_mu_);
+    for (const std::string& table : request_.tables()) {
+      EMBER_RETURN_IF_ERROR(service_->store_->GetTableConfig(table).status());
+      tables_.insert(table);
+    }
+    EMBER_ASSIGN_OR_RETURN(const StreamStart start, service_->ResolveStreamPosition(request_));
+    stream_ = start.stream_id;
+    pos_ = start.after;
+    target_ = service_->store_->version();
+    return absl::OkStatus();
+  }
+
+  absl::Status Run() {
+    EMBER_RETURN_IF_ERROR(Start());
+    absl::Time last_sent = absl::InfinitePast();
+    bool wait = false;
+    while (true) {
+      if (Stopped()) {
+        return absl::UnavailableError(
+            absl::StrCat("shard ", service_->shard_id_, " is shutting down or the stream closed"));
+      }
+      EMBER_ASSIGN_OR_RETURN(Read read, ReadNext(pos_, wait));
+      if (read.hold) {
+        absl::SleepFor(kFenceRetry);
+        wait = false;
+        continue;
+      }
+      const bool moved = read.batch.to_version() > pos_;
+      const bool caught_up = read.batch.to_version() >= target_;
+      const bool progress_due = absl::Now() - last_sent >= progress_;
+      if (moved || progress_due || (request_.stop_when_caught_up() && caught_up)) {
+        if (!Send(read.batch)) return absl::CancelledError("the follower went away");
+        last_sent = absl::Now();
+        pos_ = read.batch.to_version();
+        if (request_.stop_when_caught_up() && caught_up) return absl::OkStatus();
+      }
+      // Wait for new versions only when this read found none.
+      wait = !moved;
+    }
+  }
+
+  PsServiceImpl* const service_;
+  const v1::WatchUpdatesRequest request_;
+  absl::flat_hash_set<std::string> tables_;
+  uint32_t max_rows_ = kDefaultMaxRows;
+  absl::Duration progress_;
+  uint64_t stream_ = 0;
+  uint64_t pos_ = 0;
+  uint64_t target_ = 0;  // the watermark when the call began (stop_when_caught_up)
+
+  absl::Mutex mu_;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+grpc::ServerWriteReactor<v1::UpdateBatch>* PsServiceImpl::WatchUpdates(
+    grpc::CallbackServerContext* context, const v1::WatchUpdatesRequest* request) {
+  return new WatchReactor(this, context, *request);
+}
+
+}  // namespace ember
