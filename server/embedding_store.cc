@@ -177,11 +177,12 @@ std::vector<std::string> EmbeddingStore::ListTables() const {
 }
 
 absl::Status EmbeddingStore::Pull(absl::string_view table, absl::Span<const uint64_t> ids,
-                                  absl::Span<float> out) {
+                                  absl::Span<float> out, std::vector<uint8_t>* unknown) {
   EMBER_ASSIGN_OR_RETURN(EmbeddingTable * t, FindTable(table));
   EMBER_RETURN_IF_ERROR(CheckBatch(ids.size(), out.size(), t->dim(), options_.max_batch_keys,
                                    absl::StrCat("pull from '", table, "'")));
-  return t->Pull(ids, out);
+  if (unknown != nullptr) unknown->assign(ids.size(), 0);
+  return t->Pull(ids, out, unknown);
 }
 
 absl::Status EmbeddingStore::Push(absl::string_view table, absl::Span<const uint64_t> ids,

@@ -166,10 +166,13 @@ class EmbeddingStore {
   absl::StatusOr<v1::TableConfig> GetTableConfig(absl::string_view table) const;
   std::vector<std::string> ListTables() const;
 
-  // Writes the embedding of ids[i] to out[i * dim, (i + 1) * dim).
+  // Writes the embedding of ids[i] to out[i * dim, (i + 1) * dim). With `unknown`
+  // (resized to ids.size()), (*unknown)[i] is 1 when ids[i] has no stored row and read
+  // as its init vector, else 0.
   // Errors: NOT_FOUND (table), INVALID_ARGUMENT (empty/oversized batch,
   // out.size() != ids.size() * dim), backend read errors. `out` is unspecified on error.
-  absl::Status Pull(absl::string_view table, absl::Span<const uint64_t> ids, absl::Span<float> out);
+  absl::Status Pull(absl::string_view table, absl::Span<const uint64_t> ids, absl::Span<float> out,
+                    std::vector<uint8_t>* unknown = nullptr);
 
   // Applies grads[i * dim, (i + 1) * dim) to ids[i] with the table's optimizer at
   // training step `step`. Errors as for Pull, plus INVALID_ARGUMENT for a NaN/Inf

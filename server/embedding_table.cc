@@ -77,7 +77,8 @@ void EmbeddingTable::GroupByStripe(absl::Span<const uint64_t> ids, std::vector<u
 // ---------------------------------------------------------------------------------
 // Pull
 
-absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<float> out) {
+absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<float> out,
+                                  std::vector<uint8_t>* unknown) {
   const size_t n = ids.size();
   const size_t emb_bytes = size_t{dim_} * sizeof(float);
   ctx_.counters->pulled_keys.fetch_add(n, std::memory_order_relaxed);
@@ -148,6 +149,7 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<flo
       } else if (tier_.FindRemovedSince(st, id, snapshot, &removed)) {
         if (removed.empty()) {
           InitEmbedding(config_.initializer(), config_.seed(), id, dst, dim_);
+          if (unknown != nullptr) (*unknown)[pos] = 1;
         } else {
           std::memcpy(dst, removed.data() + sizeof(RowMeta), emb_bytes);
         }
@@ -163,6 +165,7 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<flo
         std::memcpy(dst, MemoryTier::Floats(row), emb_bytes);
       } else {
         InitEmbedding(config_.initializer(), config_.seed(), id, dst, dim_);
+        if (unknown != nullptr) (*unknown)[pos] = 1;
       }
     }
     tier_.EndLoad(st, snapshot);

@@ -69,7 +69,9 @@ class EmbeddingTable {
   uint32_t index() const { return ctx_.index; }
 
   // REQUIRES: out.size() == ids.size() * dim(), ids non-empty (checked by the store).
-  absl::Status Pull(absl::Span<const uint64_t> ids, absl::Span<float> out);
+  // `unknown`: null, or ids.size() zeros; set to 1 where an init vector was read.
+  absl::Status Pull(absl::Span<const uint64_t> ids, absl::Span<float> out,
+                    std::vector<uint8_t>* unknown = nullptr);
   // REQUIRES: grads.size() == ids.size() * dim(). Checks finiteness itself.
   absl::Status Push(absl::Span<const uint64_t> ids, absl::Span<const float> grads, int64_t step);
   absl::StatusOr<RowSnapshot> ReadRow(uint64_t id);

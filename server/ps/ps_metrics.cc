@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "common/metric_families.h"
 #include "rocksdb/db.h"
 #include "rocksdb/statistics.h"
 
@@ -15,49 +16,6 @@ namespace {
 using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
-
-// Builds scrape-time families without a Registry.
-class FamilyWriter {
- public:
-  explicit FamilyWriter(std::vector<MetricFamily>* out) : out_(out) {}
-
-  void Gauge(std::string name, std::string help, double value) {
-    Add(std::move(name), std::move(help), MetricType::Gauge, {}, value);
-  }
-  void Counter(std::string name, std::string help, double value) {
-    Add(std::move(name), std::move(help), MetricType::Counter, {}, value);
-  }
-  // Adds one family with one sample per (label value, value) pair, all labelled `label`.
-  void Labelled(std::string name, std::string help, MetricType type, const std::string& label,
-                const std::vector<std::pair<std::string, double>>& samples) {
-    MetricFamily family{std::move(name), std::move(help), type, {}};
-    for (const auto& [label_value, value] : samples) {
-      family.metric.push_back(Sample(type, {{label, label_value}}, value));
-    }
-    out_->push_back(std::move(family));
-  }
-
- private:
-  static ClientMetric Sample(MetricType type, std::vector<ClientMetric::Label> labels,
-                             double value) {
-    ClientMetric m;
-    m.label = std::move(labels);
-    if (type == MetricType::Counter) {
-      m.counter.value = value;
-    } else {
-      m.gauge.value = value;
-    }
-    return m;
-  }
-
-  void Add(std::string name, std::string help, MetricType type,
-           std::vector<ClientMetric::Label> labels, double value) {
-    out_->push_back(MetricFamily{
-        std::move(name), std::move(help), type, {Sample(type, std::move(labels), value)}});
-  }
-
-  std::vector<MetricFamily>* out_;
-};
 
 prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& registry,
                                                        const std::string& name,

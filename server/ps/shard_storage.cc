@@ -87,6 +87,13 @@ absl::StatusOr<v1::ShardSnapshot> ShardStorage::Checkpoint(uint32_t shard_id,
 absl::StatusOr<ShardRestoreReport> ShardStorage::Restore(
     const std::vector<v1::CheckpointManifest>& chain, const std::vector<std::string>& chain_dirs,
     const std::function<bool(uint32_t slot)>& owns) {
+  EMBER_ASSIGN_OR_RETURN(StagedRestore staged, StageRestore(chain, chain_dirs, owns));
+  return CommitRestore(staged);
+}
+
+absl::StatusOr<StagedRestore> ShardStorage::StageRestore(
+    const std::vector<v1::CheckpointManifest>& chain, const std::vector<std::string>& chain_dirs,
+    const std::function<bool(uint32_t slot)>& owns) {
   if (chain.empty() || chain.size() != chain_dirs.size()) {
     return absl::InvalidArgumentError(absl::StrCat("restore chain of ", chain.size(),
                                                    " checkpoint(s) with ", chain_dirs.size(),
@@ -118,7 +125,6 @@ absl::StatusOr<ShardRestoreReport> ShardStorage::Restore(
   }
 
   // Import into a staging database: the live rows stay intact until it is complete.
-  const fs::path live(options_.rocksdb.path);
   const fs::path staged(options_.rocksdb.path + ".restore");
   std::error_code ec;
   fs::remove_all(staged, ec);
@@ -138,7 +144,22 @@ absl::StatusOr<ShardRestoreReport> ShardStorage::Restore(
     }
     report = *imported;
   }
+  StagedRestore out;
+  out.tables = std::move(tables);
+  out.rows = report.rows;
+  out.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  return out;
+}
 
+absl::StatusOr<ShardRestoreReport> ShardStorage::CommitRestore(const StagedRestore& staged) {
+  const absl::Time start = absl::Now();
+  const fs::path live(options_.rocksdb.path);
+  const fs::path staged_path(options_.rocksdb.path + ".restore");
+  std::error_code ec;
+  if (!fs::exists(staged_path, ec)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no staged restore at ", staged_path.string()));
+  }
   // Swap: close the live store, move the staging database into its place.
   store_.reset();
   rocksdb_ = nullptr;
@@ -146,19 +167,21 @@ absl::StatusOr<ShardRestoreReport> ShardStorage::Restore(
   fs::remove_all(old, ec);
   fs::rename(live, old, ec);
   if (ec) return FsError(ec, "cannot move aside", live);
-  fs::rename(staged, live, ec);
+  fs::rename(staged_path, live, ec);
   if (ec) return FsError(ec, "cannot move the restored database to", live);
   fs::remove_all(old, ec);
   EMBER_RETURN_IF_ERROR(OpenStore());
-  for (const v1::TableConfig& config : tables) EMBER_RETURN_IF_ERROR(store_->CreateTable(config));
+  for (const v1::TableConfig& config : staged.tables) {
+    EMBER_RETURN_IF_ERROR(store_->CreateTable(config));
+  }
   // The change log restarted: no delta can build on a checkpoint written before.
   last_checkpoint_.clear();
   last_checkpoint_version_ = 0;
 
   ShardRestoreReport out;
-  out.rows = report.rows;
+  out.rows = staged.rows;
   out.version = store_->version();
-  out.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  out.seconds = staged.seconds + absl::ToDoubleSeconds(absl::Now() - start);
   return out;
 }
 

@@ -52,6 +52,13 @@ struct ShardRestoreReport {
   double seconds = 0;
 };
 
+// A restore imported into the staging database, not yet swapped in.
+struct StagedRestore {
+  std::vector<v1::TableConfig> tables;  // served after the swap
+  uint64_t rows = 0;
+  double seconds = 0;
+};
+
 class ShardStorage {
  public:
   static absl::StatusOr<std::unique_ptr<ShardStorage>> Open(const ShardStorageOptions& options);
@@ -75,6 +82,15 @@ class ShardStorage {
   absl::StatusOr<ShardRestoreReport> Restore(const std::vector<v1::CheckpointManifest>& chain,
                                              const std::vector<std::string>& chain_dirs,
                                              const std::function<bool(uint32_t slot)>& owns);
+
+  // Restore in two steps, for callers that keep serving the live store while the
+  // import runs (ember-serving): StageRestore imports into the staging database and
+  // touches nothing live (the live store may be used meanwhile); CommitRestore then
+  // swaps it in (the caller excludes every other store call, as for Restore).
+  absl::StatusOr<StagedRestore> StageRestore(const std::vector<v1::CheckpointManifest>& chain,
+                                             const std::vector<std::string>& chain_dirs,
+                                             const std::function<bool(uint32_t slot)>& owns);
+  absl::StatusOr<ShardRestoreReport> CommitRestore(const StagedRestore& staged);
 
   // Flushes and closes the store.
   absl::Status Close();

@@ -1,0 +1,505 @@
+// Copyright 2026 The Ember Authors.
+//
+// Follower: opening, bootstrap, persistence, the control loop and the read side.
+// The per-shard streams are in shard_stream.cc.
+
+#include "server/serving/follower.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "server/row_backend.h"
+
+namespace ember {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kStateKey[] = "serving/state";
+constexpr int kMaxMessageBytes = 256 << 20;
+
+void Log(const std::string& line) { std::cerr << "ember-serving: " << line << std::endl; }
+
+}  // namespace
+
+Follower::Follower(const FollowerOptions& options) : options_(options) {}
+
+Follower::~Follower() { Stop().IgnoreError(); }
+
+absl::StatusOr<std::unique_ptr<Follower>> Follower::Start(const FollowerOptions& options) {
+  if (options.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
+  if (options.checkpoint_root.empty()) {
+    return absl::InvalidArgumentError("--checkpoint_dir is required");
+  }
+  if (options.data_dir.empty()) return absl::InvalidArgumentError("--data_dir is required");
+  if (options.max_batch_keys == 0) return absl::InvalidArgumentError("max_batch_keys must be >= 1");
+  std::unique_ptr<Follower> follower(new Follower(options));
+  EMBER_RETURN_IF_ERROR(follower->Open());
+  {
+    absl::MutexLock lock(&follower->mu_);
+    follower->following_ = true;
+  }
+  follower->control_ = std::thread([f = follower.get()] { f->ControlLoop(); });
+  return follower;
+}
+
+absl::Status Follower::Open() {
+  ShardStorageOptions storage;
+  storage.rocksdb.path = (fs::path(options_.data_dir) / "store").string();
+  storage.rocksdb.enable_wal = true;  // an applied message survives a process crash
+  storage.store.memory_budget_bytes = options_.memory_budget_bytes;
+  storage.store.max_batch_keys = std::max<uint32_t>(options_.max_batch_keys, 1u << 16);
+  storage.store.change_log_capacity = 4096;  // nobody follows a follower
+  std::error_code ec;
+  fs::create_directories(options_.data_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create --data_dir ", options_.data_dir, ": ", ec.message()));
+  }
+  EMBER_ASSIGN_OR_RETURN(storage_, ShardStorage::Open(storage));
+
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  coordinator_ = v1::CoordinatorService::NewStub(
+      grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args));
+
+  // Resume from the persisted positions, or bootstrap.
+  std::vector<std::string> values;
+  std::vector<bool> found;
+  EMBER_RETURN_IF_ERROR(
+      storage_->rocksdb()->MultiGet(kMetaTable, {std::string(kStateKey)}, &values, &found));
+  v1::FollowerState state;
+  if (found[0] && !state.ParseFromString(values[0])) {
+    return absl::DataLossError(absl::StrCat("corrupt follower state in ", options_.data_dir));
+  }
+  if (!found[0]) {
+    RefreshMap();
+    EMBER_RETURN_IF_ERROR(Bootstrap());
+  } else {
+    absl::MutexLock lock(&mu_);
+    bootstrap_checkpoint_ = state.bootstrap_checkpoint();
+    pinned_ = state.pinned_checkpoint();
+    for (const v1::ShardPosition& p : state.positions()) {
+      auto shard = std::make_unique<ShardState>();
+      shard->id = p.shard_id();
+      shard->stream_id = p.stream_id();
+      shard->version = p.version();
+      shards_[p.shard_id()] = std::move(shard);
+    }
+    Log(absl::StrCat("resuming ", state.positions_size(), " shard position(s) of ",
+                     state.bootstrap_checkpoint().empty() ? "an empty start"
+                                                          : state.bootstrap_checkpoint()));
+  }
+  // The dense tower: the pinned checkpoint, else the newest.
+  std::string pinned;
+  {
+    absl::MutexLock lock(&mu_);
+    pinned = pinned_;
+  }
+  absl::StatusOr<std::vector<v1::CheckpointManifest>> valid = ValidCheckpoints();
+  if (valid.ok()) {
+    for (const v1::CheckpointManifest& m : *valid) {
+      if (m.name() == pinned && !LoadDense(m).ok()) {
+        Log(absl::StrCat("cannot load pinned ", pinned, "; following the newest"));
+        absl::MutexLock lock(&mu_);
+        pinned_.clear();
+      }
+    }
+  }
+  MaybeAdvanceDense();
+  RefreshMap();
+  return absl::OkStatus();
+}
+
+std::string Follower::Job() const {
+  if (!options_.job.empty()) return options_.job;
+  std::error_code ec;
+  std::string only;
+  int dirs = 0;
+  for (const auto& entry : fs::directory_iterator(options_.checkpoint_root, ec)) {
+    if (!entry.is_directory()) continue;
+    only = entry.path().filename().string();
+    ++dirs;
+  }
+  return dirs == 1 ? only : "";
+}
+
+absl::StatusOr<std::vector<v1::CheckpointManifest>> Follower::ValidCheckpoints() const {
+  const std::string job = Job();
+  if (job.empty()) return std::vector<v1::CheckpointManifest>{};
+  CheckpointCatalog catalog(options_.checkpoint_root);
+  EMBER_ASSIGN_OR_RETURN(CheckpointListing listing, catalog.List(job));
+  return std::move(listing.valid);
+}
+
+absl::Status Follower::Bootstrap() {
+  EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> valid, ValidCheckpoints());
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> from;  // shard -> (stream, version)
+  std::string name;
+  if (valid.empty()) {
+    // Nothing to import: only an empty store can start at (stream 0, version 0).
+    if (storage_->store()->EstimatedStoredRows() > 0 || Status().bootstraps() > 0) {
+      return absl::FailedPreconditionError(
+          "a shard's stream cannot be resumed and there is no checkpoint to bootstrap from "
+          "yet: waiting for the training job's first checkpoint");
+    }
+  } else {
+    const v1::CheckpointManifest& newest = valid.back();
+    name = newest.name();
+    CheckpointCatalog catalog(options_.checkpoint_root);
+    const std::string job = Job();
+    EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> chain,
+                           catalog.Chain(job, name));
+    std::vector<std::string> dirs;
+    for (const v1::CheckpointManifest& link : chain) dirs.push_back(catalog.Dir(job, link.name()));
+    Log(absl::StrCat("bootstrapping from ", name, " (", chain.size(), " link(s))"));
+    // The import runs next to the live store, which keeps serving meanwhile.
+    EMBER_ASSIGN_OR_RETURN(const StagedRestore staged,
+                           storage_->StageRestore(chain, dirs, [](uint32_t) { return true; }));
+    {
+      absl::MutexLock apply(&apply_mu_);
+      absl::WriterMutexLock store(&store_mu_);
+      EMBER_RETURN_IF_ERROR(storage_->CommitRestore(staged).status());
+    }
+    for (const v1::ShardSnapshot& snap : newest.shards()) {
+      from[snap.shard_id()] = {snap.stream_id(), snap.version()};
+    }
+    Log(absl::StrCat("bootstrapped ", staged.rows, " rows from ", name, " in ", staged.seconds,
+                     " s"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    ++generation_;
+    ++bootstraps_;
+    bootstrap_checkpoint_ = name;
+    bootstrap_requested_ = false;
+    failed_bootstrap_from_.clear();
+    sparse_step_ = 0;
+    for (const auto& [id, position] : from) {
+      if (shards_.find(id) == shards_.end()) {
+        shards_[id] = std::make_unique<ShardState>();
+        shards_[id]->id = id;
+      }
+    }
+    for (auto& [id, shard] : shards_) {
+      auto it = from.find(id);
+      shard->stream_id = it == from.end() ? 0 : it->second.first;
+      shard->version = it == from.end() ? 0 : it->second.second;
+      shard->received = false;
+      shard->watermark = shard->version;
+      if (shard->active != nullptr) shard->active->TryCancel();
+    }
+    if (!name.empty()) {
+      for (const v1::CheckpointManifest& m : valid) {
+        if (m.name() == name) sparse_step_ = static_cast<int64_t>(m.step());
+      }
+    }
+  }
+  return PersistState();
+}
+
+absl::Status Follower::PersistState() {
+  absl::MutexLock apply(&apply_mu_);
+  absl::ReaderMutexLock store(&store_mu_);
+  v1::FollowerState state;
+  {
+    absl::MutexLock lock(&mu_);
+    state.set_bootstrap_checkpoint(bootstrap_checkpoint_);
+    state.set_pinned_checkpoint(pinned_);
+    for (const auto& [id, shard] : shards_) {
+      v1::ShardPosition* p = state.add_positions();
+      p->set_shard_id(id);
+      p->set_stream_id(shard->stream_id);
+      p->set_version(shard->version);
+    }
+  }
+  // Rows first, then the positions that cover them.
+  EMBER_RETURN_IF_ERROR(storage_->store()->Flush());
+  return storage_->rocksdb()->Write({{kMetaTable, kStateKey, state.SerializeAsString(), false}});
+}
+
+absl::Status Follower::LoadDense(const v1::CheckpointManifest& manifest) {
+  CheckpointCatalog catalog(options_.checkpoint_root);
+  EMBER_ASSIGN_OR_RETURN(const v1::WorkerState worker, catalog.ReadWorkerState(manifest));
+  absl::MutexLock lock(&mu_);
+  dense_.checkpoint = manifest.name();
+  dense_.step = manifest.step();
+  dense_.parameters = worker.dense_parameters();
+  dense_.config_digest = worker.config_digest();
+  return absl::OkStatus();
+}
+
+void Follower::MaybeAdvanceDense() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!pinned_.empty()) return;
+  }
+  absl::StatusOr<std::vector<v1::CheckpointManifest>> valid = ValidCheckpoints();
+  if (!valid.ok()) return;
+  for (auto it = valid->rbegin(); it != valid->rend(); ++it) {
+    if (!it->has_worker_state()) continue;
+    {
+      absl::MutexLock lock(&mu_);
+      if (it->name() == dense_.checkpoint || it->step() < dense_.step) return;
+    }
+    const absl::Status loaded = LoadDense(*it);
+    if (loaded.ok()) {
+      Log(absl::StrCat("serving dense parameters of ", it->name()));
+      return;
+    }
+    Log(absl::StrCat("cannot load dense parameters of ", it->name(), ": ", loaded.ToString()));
+  }
+}
+
+void Follower::RefreshMap() {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::GetClusterMapResponse map;
+  if (!coordinator_->GetClusterMap(&context, v1::GetClusterMapRequest(), &map).ok()) return;
+  {
+    absl::ReaderMutexLock store(&store_mu_);
+    for (const v1::TableConfig& table : map.tables()) {
+      if (!storage_->store()->GetTableConfig(table.name()).ok()) {
+        storage_->store()->CreateTable(table).IgnoreError();
+      }
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  for (const v1::TableConfig& table : map.tables()) map_tables_[table.name()] = table;
+  for (const v1::ShardInfo& info : map.shards()) {
+    std::unique_ptr<ShardState>& shard = shards_[info.shard_id()];
+    if (shard == nullptr) {
+      shard = std::make_unique<ShardState>();
+      shard->id = info.shard_id();
+    }
+    shard->address = info.address();
+    if (!shard->thread_started && following_ && !stopping_) {
+      shard->thread_started = true;
+      shard_threads_.emplace_back([this, id = info.shard_id()] { RunShard(id); });
+    }
+  }
+}
+
+void Follower::ControlLoop() {
+  absl::Time last_persist = absl::Now();
+  // Shards known before the loop started get their threads now.
+  RefreshMap();
+  while (true) {
+    bool bootstrap = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return stopping_ || bootstrap_requested_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&wake),
+                           std::min(options_.refresh_interval, options_.persist_interval));
+      if (stopping_) return;
+      bootstrap = bootstrap_requested_;
+    }
+    if (bootstrap) {
+      const absl::Status status = Bootstrap();
+      if (!status.ok()) {
+        Log(absl::StrCat("bootstrap failed: ", status.ToString()));
+        absl::MutexLock lock(&mu_);
+        bootstrap_requested_ = false;
+        failed_bootstrap_from_ = bootstrap_checkpoint_;
+      }
+    }
+    RefreshMap();
+    MaybeAdvanceDense();
+    if (absl::Now() - last_persist >= options_.persist_interval) {
+      const absl::Status persisted = PersistState();
+      if (!persisted.ok()) Log(absl::StrCat("persisting positions failed: ", persisted.ToString()));
+      last_persist = absl::Now();
+    }
+  }
+}
+
+absl::Status Follower::Stop() {
+  if (stopped_.exchange(true)) return absl::OkStatus();
+  std::vector<std::thread> threads;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    for (auto& [id, shard] : shards_) {
+      if (shard->active != nullptr) shard->active->TryCancel();
+    }
+  }
+  if (control_.joinable()) control_.join();
+  {
+    absl::MutexLock lock(&mu_);
+    threads.swap(shard_threads_);
+  }
+  for (std::thread& t : threads) t.join();
+  absl::Status status = PersistState();
+  absl::WriterMutexLock store(&store_mu_);
+  const absl::Status closed = storage_->Close();
+  return status.ok() ? closed : status;
+}
+
+// ------------------------------------------------------------------------ Read side
+
+absl::StatusOr<uint32_t> Follower::Dim(const std::string& table) const {
+  absl::ReaderMutexLock store(&store_mu_);
+  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, storage_->store()->GetTableConfig(table));
+  return config.dim();
+}
+
+v1::ModelVersion Follower::VersionLocked() const {
+  v1::ModelVersion version;
+  version.set_checkpoint(dense_.checkpoint);
+  version.set_dense_step(dense_.step);
+  version.set_sparse_step(static_cast<uint64_t>(std::max<int64_t>(sparse_step_, 0)));
+  version.set_pinned(!pinned_.empty());
+  return version;
+}
+
+absl::StatusOr<uint32_t> Follower::Lookup(const std::string& table, absl::Span<const uint64_t> ids,
+                                          absl::Span<float> out, v1::ModelVersion* version) {
+  if (ids.empty()) return absl::InvalidArgumentError("Lookup needs at least one id");
+  if (ids.size() > options_.max_batch_keys) {
+    return absl::InvalidArgumentError(absl::StrCat("Lookup of ", ids.size(),
+                                                   " ids; the most is ", options_.max_batch_keys,
+                                                   " (--max_batch_keys)"));
+  }
+  std::vector<uint8_t> unknown;
+  {
+    absl::ReaderMutexLock store(&store_mu_);
+    if (stopped_) return absl::UnavailableError("ember-serving is stopping");
+    EMBER_RETURN_IF_ERROR(storage_->store()->Pull(table, ids, out, &unknown));
+  }
+  uint32_t unknown_ids = 0;
+  const size_t dim = out.size() / ids.size();
+  for (size_t i = 0; i < unknown.size(); ++i) {
+    if (unknown[i] == 0) continue;
+    ++unknown_ids;
+    if (options_.unknown_as_zeros) std::fill_n(out.begin() + i * dim, dim, 0.0f);
+  }
+  lookups_.fetch_add(1, std::memory_order_relaxed);
+  if (version != nullptr) {
+    absl::MutexLock lock(&mu_);
+    *version = VersionLocked();
+  }
+  return unknown_ids;
+}
+
+v1::ServingStatus Follower::Status() const {
+  v1::ServingStatus status;
+  status.set_job(Job());
+  status.set_max_staleness_steps(options_.max_staleness_steps);
+  status.set_lookups(lookups_.load(std::memory_order_relaxed));
+  {
+    absl::ReaderMutexLock store(&store_mu_);
+    if (!stopped_) {
+      for (const std::string& t : storage_->store()->ListTables()) status.add_tables(t);
+      status.set_rows_in_memory(storage_->store()->Stats().rows_in_memory);
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  status.set_bootstrap_checkpoint(bootstrap_checkpoint_);
+  status.set_bootstraps(bootstraps_);
+  *status.mutable_version() = VersionLocked();
+  bool ready = bootstraps_ > 0 || !bootstrap_checkpoint_.empty() || !shards_.empty();
+  for (const auto& [id, shard] : shards_) {
+    v1::ShardFollowState* s = status.add_shards();
+    s->set_shard_id(id);
+    s->set_address(shard->address);
+    s->set_connected(shard->connected);
+    s->set_stream_id(shard->stream_id);
+    s->set_applied_version(shard->version);
+    s->set_shard_watermark(shard->watermark);
+    s->set_lag_versions(shard->watermark > shard->version ? shard->watermark - shard->version : 0);
+    s->set_lag_seconds(shard->lag_seconds);
+    s->set_batches_applied(shard->batches);
+    s->set_rows_applied(shard->rows);
+    s->set_tombstones_applied(shard->tombstones);
+    s->set_reconnects(shard->reconnects);
+    s->set_last_error(shard->last_error);
+    s->set_held_for_staleness(shard->held);
+    if (!shard->received || !shard->connected) ready = false;
+  }
+  status.set_ready(ready && !bootstrap_requested_);
+  return status;
+}
+
+absl::StatusOr<v1::ListModelVersionsResponse> Follower::ListVersions() const {
+  EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> valid, ValidCheckpoints());
+  v1::ListModelVersionsResponse response;
+  for (const v1::CheckpointManifest& m : valid) {
+    v1::ModelVersionInfo* info = response.add_versions();
+    info->set_checkpoint(m.name());
+    info->set_step(m.step());
+    info->set_created_unix_ms(m.created_unix_ms());
+    info->set_has_dense(m.has_worker_state());
+  }
+  absl::MutexLock lock(&mu_);
+  *response.mutable_current() = VersionLocked();
+  return response;
+}
+
+absl::StatusOr<v1::ModelVersion> Follower::Pin(const std::string& checkpoint) {
+  if (checkpoint.empty() || checkpoint == "latest") {
+    {
+      absl::MutexLock lock(&mu_);
+      pinned_.clear();
+    }
+    MaybeAdvanceDense();
+  } else {
+    EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> valid, ValidCheckpoints());
+    const v1::CheckpointManifest* found = nullptr;
+    for (const v1::CheckpointManifest& m : valid) {
+      if (m.name() == checkpoint) found = &m;
+    }
+    if (found == nullptr) {
+      return absl::NotFoundError(absl::StrCat("no valid checkpoint '", checkpoint, "' of job '",
+                                              Job(), "' (emberctl serving versions lists them)"));
+    }
+    if (!found->has_worker_state()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint '", checkpoint, "' holds no dense parameters"));
+    }
+    EMBER_RETURN_IF_ERROR(LoadDense(*found));
+    absl::MutexLock lock(&mu_);
+    pinned_ = checkpoint;
+  }
+  EMBER_RETURN_IF_ERROR(PersistState());
+  absl::MutexLock lock(&mu_);
+  return VersionLocked();
+}
+
+absl::StatusOr<v1::GetDenseParametersResponse> Follower::DenseParameters() const {
+  absl::MutexLock lock(&mu_);
+  if (dense_.checkpoint.empty()) {
+    return absl::UnavailableError("no dense parameters loaded yet (no checkpoint with them)");
+  }
+  v1::GetDenseParametersResponse response;
+  *response.mutable_version() = VersionLocked();
+  response.set_dense_parameters(dense_.parameters);
+  response.set_config_digest(dense_.config_digest);
+  return response;
+}
+
+absl::StatusOr<v1::ChecksumResponse> Follower::Checksum(const std::string& table) {
+  absl::ReaderMutexLock store(&store_mu_);
+  if (stopped_) return absl::UnavailableError("ember-serving is stopping");
+  std::vector<std::string> tables = storage_->store()->ListTables();
+  if (!table.empty()) tables = {table};
+  std::sort(tables.begin(), tables.end());
+  v1::ChecksumResponse response;
+  for (const std::string& t : tables) {
+    EMBER_ASSIGN_OR_RETURN(const TableChecksum sum, storage_->store()->Checksum(t));
+    v1::ChecksumResponse::Table* out = response.add_tables();
+    out->set_table(sum.table);
+    out->set_rows(sum.rows);
+    out->set_digest(sum.digest);
+  }
+  return response;
+}
+
+}  // namespace ember

@@ -1,0 +1,193 @@
+// Copyright 2026 The Ember Authors.
+//
+// Follower: the state of one `ember-serving` process. It bootstraps its rows from the
+// newest checkpoint of a training job, then follows every PS shard's update stream
+// (ps.proto WatchUpdates) and applies each message to its own store (the PS storage
+// code: an EmbeddingStore, memory tier over RocksDB), so Lookup reads fresh rows.
+//
+// Positions. For each shard the follower holds a position (stream_id, version): every
+// change of that shard up to `version` is applied. A message is applied only if it
+// starts exactly at the position (no gap, no overlap); the position then moves to its
+// end. Positions are persisted together with the rows they cover every
+// persist_interval (the store is flushed first, then the positions are written), so a
+// restarted follower resumes at its last persisted position: later messages are
+// fetched again and overwrite rows with their current values, which changes nothing.
+//
+// Bootstrap. At the first start, and whenever a shard answers OUT_OF_RANGE (its
+// change log no longer reaches the position, or it restarted or restored), the
+// follower imports the newest checkpoint chain into a staging database while it keeps
+// serving, swaps it in, and takes every position from the checkpoint's manifest.
+// Without any checkpoint it starts empty at (stream 0, version 0), which a shard
+// accepts only if its history began empty.
+//
+// Model version: the dense parameters of one checkpoint (the newest, or a pinned one)
+// plus the sparse rows; with max_staleness_steps > 0, a message whose rows were
+// trained more than that many steps after the dense tower's step is held until a newer
+// dense tower is loaded (see serving.proto).
+//
+// Slot moves. A shard leaves out rows of slots it does not own when it reads them and
+// holds rows of fenced slots until the move resolves; the new owner's stream carries
+// the imported rows. A follower lagging across a move can keep an older value of a row
+// changed during the move's catch-up until that row changes again (docs/SERVING.md).
+//
+// Thread-safety: all public methods may be called concurrently.
+
+#ifndef EMBER_SERVER_SERVING_FOLLOWER_H_
+#define EMBER_SERVER_SERVING_FOLLOWER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "ember/v1/coordinator.grpc.pb.h"
+#include "ember/v1/ps.grpc.pb.h"
+#include "ember/v1/serving.pb.h"
+#include "grpcpp/client_context.h"
+#include "server/checkpoint/checkpoint_catalog.h"
+#include "server/embedding_store.h"
+#include "server/ps/shard_storage.h"
+
+namespace ember {
+
+struct FollowerOptions {
+  std::string coordinator;      // host:port of the coordinator. Required.
+  std::string checkpoint_root;  // the coordinator's --checkpoint_dir. Required.
+  // The training job whose checkpoints bootstrap the follower. Empty: the only job
+  // directory under checkpoint_root (none yet: start empty and look again later).
+  std::string job;
+  std::string data_dir;  // the follower's own RocksDB. Required.
+  int64_t memory_budget_bytes = int64_t{1} << 30;
+  // Ids without a stored row read as zeros instead of the deterministic init vector.
+  bool unknown_as_zeros = false;
+  uint64_t max_staleness_steps = 0;  // 0: unbounded
+  uint32_t max_batch_keys = 100000;
+  absl::Duration persist_interval = absl::Seconds(1);
+  absl::Duration refresh_interval = absl::Seconds(1);  // cluster map and checkpoints
+  uint32_t progress_interval_ms = 100;                 // asked of every shard
+  uint32_t max_rows_per_message = 4096;
+};
+
+class Follower {
+ public:
+  // Opens data_dir, resumes from its persisted positions or bootstraps, and starts
+  // following. Errors: INVALID_ARGUMENT for bad options; storage errors; errors of the
+  // first bootstrap (a corrupt checkpoint: DATA_LOSS naming the file).
+  static absl::StatusOr<std::unique_ptr<Follower>> Start(const FollowerOptions& options);
+
+  // Stop()s.
+  ~Follower();
+  Follower(const Follower&) = delete;
+  Follower& operator=(const Follower&) = delete;
+
+  // Stops following, persists the positions and closes the store. Idempotent.
+  absl::Status Stop();
+
+  // Embeddings of `ids` (out: ids.size() * dim floats). Returns the number of ids
+  // without a stored row. NOT_FOUND (table), INVALID_ARGUMENT (empty or oversized
+  // batch, out size), UNAVAILABLE while stopping.
+  absl::StatusOr<uint32_t> Lookup(const std::string& table, absl::Span<const uint64_t> ids,
+                                  absl::Span<float> out, v1::ModelVersion* version);
+  // The table's dim; NOT_FOUND for an unknown table.
+  absl::StatusOr<uint32_t> Dim(const std::string& table) const;
+
+  v1::ServingStatus Status() const;
+  absl::StatusOr<v1::ListModelVersionsResponse> ListVersions() const;
+  absl::StatusOr<v1::ModelVersion> Pin(const std::string& checkpoint);
+  absl::StatusOr<v1::GetDenseParametersResponse> DenseParameters() const;
+  absl::StatusOr<v1::ChecksumResponse> Checksum(const std::string& table);
+
+  const FollowerOptions& options() const { return options_; }
+
+ private:
+  // One followed shard; guarded by mu_.
+  struct ShardState {
+    uint32_t id = 0;
+    std::string address;
+    uint64_t stream_id = 0;  // position: every change up to `version` is applied
+    uint64_t version = 0;
+    uint64_t watermark = 0;  // the shard's newest version in the last message
+    double lag_seconds = 0;
+    bool connected = false;
+    bool held = false;
+    bool received = false;  // a message arrived since the last bootstrap
+    uint64_t batches = 0, rows = 0, tombstones = 0, reconnects = 0;
+    std::string last_error;
+    grpc::ClientContext* active = nullptr;  // the open stream, cancelled by Stop/Bootstrap
+    bool thread_started = false;
+  };
+  struct Dense {
+    std::string checkpoint;
+    uint64_t step = 0;
+    std::string parameters;
+    uint64_t config_digest = 0;
+  };
+
+  explicit Follower(const FollowerOptions& options);
+
+  // follower.cc
+  absl::Status Open();
+  std::string Job() const;
+  absl::StatusOr<std::vector<v1::CheckpointManifest>> ValidCheckpoints() const;
+  // Imports the newest checkpoint (or starts empty) and resets every position.
+  absl::Status Bootstrap();
+  absl::Status PersistState() ABSL_LOCKS_EXCLUDED(apply_mu_);
+  absl::Status LoadDense(const v1::CheckpointManifest& manifest);
+  void ControlLoop();
+  void RefreshMap();
+  void MaybeAdvanceDense();
+  v1::ModelVersion VersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  // shard_stream.cc
+  void RunShard(uint32_t shard_id);
+  // Applies one stream message at the shard's position. ABORTED when a bootstrap
+  // replaced the store since `generation`; DATA_LOSS for a gap, an overlap or a
+  // message of another stream than the call's first (*call_stream; 0 at its start).
+  absl::Status Apply(uint32_t shard_id, uint64_t generation, const v1::UpdateBatch& batch,
+                     uint64_t* call_stream);
+  // True once `batch` may be applied under the staleness bound (waits otherwise).
+  bool WaitForStaleness(ShardState& shard, uint64_t generation, int64_t batch_step);
+  absl::Status EnsureTable(const std::string& table) ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+
+  const FollowerOptions options_;
+  std::unique_ptr<ShardStorage> storage_;
+  std::unique_ptr<v1::CoordinatorService::Stub> coordinator_;
+
+  // Lookups and applies hold store_mu_ shared; a bootstrap's swap holds it exclusively.
+  mutable absl::Mutex store_mu_;
+  // Applies hold apply_mu_ shared; persisting positions holds it exclusively, so the
+  // positions it writes cover exactly the rows its flush made durable.
+  absl::Mutex apply_mu_;
+
+  mutable absl::Mutex mu_;
+  std::map<uint32_t, std::unique_ptr<ShardState>> shards_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by every bootstrap
+  std::string bootstrap_checkpoint_ ABSL_GUARDED_BY(mu_);
+  uint64_t bootstraps_ ABSL_GUARDED_BY(mu_) = 0;
+  bool bootstrap_requested_ ABSL_GUARDED_BY(mu_) = false;
+  std::string failed_bootstrap_from_ ABSL_GUARDED_BY(mu_);  // do not retry the same one
+  std::map<std::string, v1::TableConfig> map_tables_ ABSL_GUARDED_BY(mu_);
+  Dense dense_ ABSL_GUARDED_BY(mu_);
+  std::string pinned_ ABSL_GUARDED_BY(mu_);
+  int64_t sparse_step_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<uint64_t> lookups_{0};
+
+  std::thread control_;
+  std::vector<std::thread> shard_threads_ ABSL_GUARDED_BY(mu_);
+  bool following_ ABSL_GUARDED_BY(mu_) = false;  // shard threads may start
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_SERVING_FOLLOWER_H_

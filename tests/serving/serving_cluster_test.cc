@@ -1,0 +1,248 @@
+// Copyright 2026 The Ember Authors.
+//
+// ember-serving against a real cluster on loopback (the emberctl fixture: a coordinator,
+// two ember-ps, table "item" with 200 pushed rows), without checkpoints: a follower
+// that starts empty follows both shards from version 0. Pins the follower's outcomes:
+// its rows equal the shards' rows (digests), Lookup answers exactly what the PS answers,
+// a killed follower resumes from its persisted positions, bad Lookup input is refused.
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "ember/v1/serving.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "tests/tools/emberctl_fixture.h"
+
+namespace ember {
+namespace {
+
+class ServingTest : public EmberctlTest {
+ protected:
+  std::unique_ptr<Process> StartServing(const std::string& name,
+                                        const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {absl::StrCat("--coordinator=", address_),
+                                     absl::StrCat("--checkpoint_dir=", dir_, "/checkpoints"),
+                                     absl::StrCat("--data_dir=", dir_, "/", name), "--port=0",
+                                     "--persist_interval_ms=100"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<std::unique_ptr<Process>> p =
+        Process::Start(EMBER_SERVING_BINARY, args, "listening on ", absl::Seconds(60));
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? std::move(*p) : nullptr;
+  }
+
+  static std::unique_ptr<v1::ServingService::Stub> Stub(const Process& p) {
+    return v1::ServingService::NewStub(
+        grpc::CreateChannel(p.ready_text(), grpc::InsecureChannelCredentials()));
+  }
+
+  static v1::ServingStatus Status(v1::ServingService::Stub& stub) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::ServingStatus status;
+    stub.GetServingStatus(&context, v1::GetServingStatusRequest(), &status);
+    return status;
+  }
+
+  // The follower applied every shard's newest version.
+  bool CaughtUp(v1::ServingService::Stub& stub) {
+    const v1::ServingStatus status = Status(stub);
+    if (!status.ready() || status.shards_size() != kCtlShards) return false;
+    for (const v1::ShardFollowState& s : status.shards()) {
+      if (s.applied_version() != ShardInfo(static_cast<int>(s.shard_id())).version()) return false;
+    }
+    return true;
+  }
+
+  static std::map<std::string, std::pair<uint64_t, uint64_t>> Digests(v1::ServingService::Stub& stub) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::ChecksumResponse response;
+    const grpc::Status status = stub.Checksum(&context, v1::ChecksumRequest(), &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    std::map<std::string, std::pair<uint64_t, uint64_t>> out;
+    for (const auto& t : response.tables()) out[t.table()] = {t.rows(), t.digest()};
+    return out;
+  }
+
+  static grpc::Status Lookup(v1::ServingService::Stub& stub, const std::string& table,
+                             const std::vector<uint64_t>& ids, v1::LookupResponse* response,
+                             bool deadline = true) {
+    grpc::ClientContext context;
+    if (deadline) context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::LookupRequest request;
+    request.set_table(table);
+    request.set_ids(std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8));
+    return stub.Lookup(&context, request, response);
+  }
+
+  static std::vector<float> Floats(const v1::LookupResponse& response) {
+    std::vector<float> out(response.values().size() / 4);
+    std::memcpy(out.data(), response.values().data(), response.values().size());
+    return out;
+  }
+
+  static std::vector<uint64_t> PushedIds(uint64_t first, int count) {
+    std::vector<uint64_t> ids;
+    for (int i = 0; i < count; ++i) ids.push_back((first + i) * 7919);
+    return ids;
+  }
+};
+
+TEST_F(ServingTest, FollowerRowsEqualTheShardsAndLookupEqualsPull) {
+  std::unique_ptr<Process> serving = StartServing("f1");
+  ASSERT_NE(serving, nullptr);
+  auto stub = Stub(*serving);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); })) << Status(*stub).DebugString();
+  EXPECT_EQ(Digests(*stub), ShardDigests());
+
+  // New pushes reach the follower; a second follower started now agrees.
+  ASSERT_NO_FATAL_FAILURE(PushRows(1000, 150));
+  ASSERT_NO_FATAL_FAILURE(PushRows(1, 50));  // updates of rows it already has
+  std::unique_ptr<Process> second = StartServing("f2");
+  ASSERT_NE(second, nullptr);
+  auto stub2 = Stub(*second);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub) && CaughtUp(*stub2); }));
+  const auto shards = ShardDigests();
+  EXPECT_EQ(shards.at("item").first, 350u);
+  EXPECT_EQ(Digests(*stub), shards);
+  EXPECT_EQ(Digests(*stub2), shards);
+
+  // Lookup of pushed and never-pushed ids: exactly the PS's answer.
+  std::vector<uint64_t> ids = PushedIds(1, 200);
+  for (uint64_t id = 5; id < 25; ++id) ids.push_back(id);  // not multiples of 7919: unknown
+  std::vector<float> expected(ids.size() * 4);
+  ASSERT_TRUE(client_->Pull("item", ids, absl::MakeSpan(expected)).ok());
+  v1::LookupResponse response;
+  const grpc::Status looked = Lookup(*stub, "item", ids, &response);
+  ASSERT_TRUE(looked.ok()) << looked.error_message();
+  EXPECT_EQ(Floats(response), expected);
+  EXPECT_EQ(response.unknown_ids(), 20u);
+}
+
+TEST_F(ServingTest, UnknownIdsReadAsZerosWhenConfigured) {
+  std::unique_ptr<Process> serving = StartServing("zeros", {"--unknown_ids=zeros"});
+  ASSERT_NE(serving, nullptr);
+  auto stub = Stub(*serving);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
+  const std::vector<uint64_t> ids = {3, 7919, 4};
+  std::vector<float> pulled(ids.size() * 4);
+  ASSERT_TRUE(client_->Pull("item", ids, absl::MakeSpan(pulled)).ok());
+  v1::LookupResponse response;
+  ASSERT_TRUE(Lookup(*stub, "item", ids, &response).ok());
+  const std::vector<float> got = Floats(response);
+  ASSERT_EQ(got.size(), 12u);
+  EXPECT_EQ(response.unknown_ids(), 2u);
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(got[j], 0.0f);
+    EXPECT_EQ(got[4 + j], pulled[4 + j]);  // 7919 is a stored row
+    EXPECT_EQ(got[8 + j], 0.0f);
+  }
+}
+
+TEST_F(ServingTest, LookupRefusesBadInput) {
+  std::unique_ptr<Process> serving = StartServing("bad", {"--max_batch_keys=16"});
+  ASSERT_NE(serving, nullptr);
+  auto stub = Stub(*serving);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
+  v1::LookupResponse response;
+  EXPECT_EQ(Lookup(*stub, "nope", {1}, &response).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Lookup(*stub, "item", {}, &response).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Lookup(*stub, "item", std::vector<uint64_t>(17, 1), &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  const grpc::Status no_deadline = Lookup(*stub, "item", {1}, &response, /*deadline=*/false);
+  EXPECT_EQ(no_deadline.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(no_deadline.error_message().find("deadline"), std::string::npos);
+  {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::LookupRequest request;
+    request.set_table("item");
+    request.set_ids(std::string(7, 'x'));  // not a whole uint64
+    EXPECT_EQ(stub->Lookup(&context, request, &response).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // The follower still serves after all of that.
+  EXPECT_TRUE(Lookup(*stub, "item", {7919}, &response).ok());
+}
+
+TEST_F(ServingTest, KilledFollowerResumesFromItsPositions) {
+  std::unique_ptr<Process> serving = StartServing("f1");
+  ASSERT_NE(serving, nullptr);
+  {
+    auto stub = Stub(*serving);
+    ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
+    // Positions are persisted every 100 ms: wait for one persist after catching up.
+    absl::SleepFor(absl::Milliseconds(300));  // a persist period, not event ordering
+  }
+  ASSERT_TRUE(serving->Kill().ok());
+  ASSERT_NO_FATAL_FAILURE(PushRows(2000, 100));
+  serving = StartServing("f1");
+  ASSERT_NE(serving, nullptr);
+  auto stub = Stub(*serving);
+  // Resumed from its positions, not bootstrapped again.
+  EXPECT_EQ(Status(*stub).bootstraps(), 0u);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
+  EXPECT_EQ(Digests(*stub), ShardDigests());
+  const v1::ServingStatus status = Status(*stub);
+  for (const v1::ShardFollowState& s : status.shards()) {
+    EXPECT_EQ(s.last_error(), "") << "shard " << s.shard_id();
+  }
+}
+
+TEST_F(ServingTest, RestartedShardTellsTheFollowerToBootstrap) {
+  std::unique_ptr<Process> serving = StartServing("f1");
+  ASSERT_NE(serving, nullptr);
+  auto stub = Stub(*serving);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
+  ASSERT_TRUE(ps_[0]->Kill().ok());
+  absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
+      EMBER_PS_BINARY,
+      {absl::StrCat("--data_dir=", dir_, "/shard0"), "--port=0", "--shard_id=0",
+       absl::StrCat("--coordinator=", address_), "--heartbeat_ms=100", "--memory_budget_mb=64"},
+      "listening on ", absl::Seconds(30));
+  ASSERT_TRUE(p.ok()) << p.status();
+  ps_[0] = std::move(*p);
+  // Its old stream ended; without a checkpoint there is nothing to bootstrap from, and
+  // the follower says so instead of applying a history that no longer exists.
+  ASSERT_TRUE(Eventually([&] {
+    const v1::ServingStatus status = Status(*stub);
+    for (const v1::ShardFollowState& s : status.shards()) {
+      if (s.shard_id() == 0 && s.last_error().find("re-bootstrap") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  })) << Status(*stub).DebugString();
+  EXPECT_FALSE(Status(*stub).ready());
+}
+
+TEST_F(ServingTest, ModelVersionsWithoutCheckpoints) {
+  std::unique_ptr<Process> serving = StartServing("f1");
+  ASSERT_NE(serving, nullptr);
+  auto stub = Stub(*serving);
+  grpc::ClientContext list_context;
+  v1::ListModelVersionsResponse versions;
+  ASSERT_TRUE(stub->ListModelVersions(&list_context, {}, &versions).ok());
+  EXPECT_EQ(versions.versions_size(), 0);
+  grpc::ClientContext pin_context;
+  v1::PinModelVersionRequest pin;
+  pin.set_checkpoint("ckpt-000000000100-a1");
+  v1::PinModelVersionResponse pinned;
+  EXPECT_EQ(stub->PinModelVersion(&pin_context, pin, &pinned).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  grpc::ClientContext dense_context;
+  v1::GetDenseParametersResponse dense;
+  EXPECT_EQ(stub->GetDenseParameters(&dense_context, {}, &dense).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+}
+
+}  // namespace
+}  // namespace ember
