@@ -148,14 +148,7 @@ class JobClusterTest : public ::testing::Test {
  protected:
   // Generates the data under a temp root named after `name` and runs the reference.
   static void SetUpData(const std::string& name) {
-    root_ = new std::string(
-        (std::filesystem::temp_directory_path() / absl::StrCat(name, "-", getpid())).string());
-    std::filesystem::remove_all(*root_);
-    const std::string cmd = absl::StrCat(
-        EMBER_DATAGEN_BINARY, " --out=", *root_, "/data",
-        " --train_examples=24000 --test_examples=1000 --train_files=4 --users=3000",
-        " --items=2000 --categories=50 --shops=200 --seed=11 > /dev/null");
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    ASSERT_NO_FATAL_FAILURE(GenerateData(name));
     Cluster reference(*root_ + "/reference", *root_ + "/reference-ckpt");
     reference.data_ = *root_ + "/data";
     ASSERT_NO_FATAL_FAILURE(reference.StartCoordinator(2));
@@ -165,10 +158,23 @@ class JobClusterTest : public ::testing::Test {
     ASSERT_EQ(JsonValue(*reference_, "steps"), absl::StrCat(kSteps)) << *reference_;
   }
 
+  // Generates the data under a temp root named after `name` (no reference run).
+  static void GenerateData(const std::string& name) {
+    root_ = new std::string(
+        (std::filesystem::temp_directory_path() / absl::StrCat(name, "-", getpid())).string());
+    std::filesystem::remove_all(*root_);
+    const std::string cmd = absl::StrCat(
+        EMBER_DATAGEN_BINARY, " --out=", *root_, "/data",
+        " --train_examples=24000 --test_examples=1000 --train_files=4 --users=3000",
+        " --items=2000 --categories=50 --shops=200 --seed=11 > /dev/null");
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+
   static void TearDownData() {
     std::filesystem::remove_all(*root_);
     delete root_;
     delete reference_;
+    reference_ = nullptr;
   }
 
   // The job's worker flags: kSteps steps, a checkpoint every 20.
