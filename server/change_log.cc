@@ -38,16 +38,18 @@ void ChangeLog::Commit(absl::Span<const Change> entries) {
     // One run of consecutive versions (one Reserve call).
     const uint64_t first = entries[i].version;
     size_t j = i;
-    while (j < entries.size() && entries[j].version == first + (j - i)) {
-      Change& slot = ring_[entries[j].version % capacity_];
-      slot = entries[j];
-      slot.commit_micros = now_micros;
-      ++j;
-    }
+    while (j < entries.size() && entries[j].version == first + (j - i)) ++j;
     const uint64_t end = first + (j - i);
     highest_written_ = std::max(highest_written_, end - 1);
+    // A run committed after newer runs wrapped the ring must not overwrite their
+    // entries: write only the versions the ring still retains.
+    for (; i < j; ++i) {
+      if (entries[i].version + capacity_ <= highest_written_) continue;
+      Change& slot = ring_[entries[i].version % capacity_];
+      slot = entries[i];
+      slot.commit_micros = now_micros;
+    }
     pending_[first] = end;
-    i = j;
   }
   // Advance the watermark over every contiguous committed range.
   while (!pending_.empty() && pending_.begin()->first == watermark_ + 1) {

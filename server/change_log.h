@@ -27,6 +27,11 @@
 
 namespace ember {
 
+// Change::table of an entry that names no row: the shard gained the slots
+// [id >> 32, id & 0xffffffff] (a slot move switched them to it). Readers that want
+// rows skip it; the update stream resyncs the slots there.
+inline constexpr uint32_t kSlotsGainedMarker = 0xffffffffu;
+
 struct Change {
   uint64_t version = 0;
   uint64_t id = 0;

@@ -258,6 +258,13 @@ absl::StatusOr<TableChecksum> EmbeddingStore::Checksum(absl::string_view table) 
 
 uint64_t EmbeddingStore::version() const { return change_log_.watermark(); }
 
+uint64_t EmbeddingStore::RecordSlotsGained(uint32_t first_slot, uint32_t last_slot) {
+  const uint64_t version = change_log_.Reserve(1);
+  const Change marker{version, (uint64_t{first_slot} << 32) | last_slot, kSlotsGainedMarker, false};
+  change_log_.Commit({&marker, 1});
+  return version;
+}
+
 uint64_t EmbeddingStore::WaitForVersionAbove(uint64_t version, absl::Duration timeout) const {
   return change_log_.WaitAbove(version, timeout);
 }

@@ -206,6 +206,11 @@ class EmbeddingStore {
   // NOT_FOUND for an unknown table; backend errors.
   absl::StatusOr<TableChecksum> Checksum(absl::string_view table);
 
+  // Appends a kSlotsGainedMarker entry for [first_slot, last_slot] to the change log
+  // (the shard now owns those slots; the update stream resyncs them there). Returns
+  // its version.
+  uint64_t RecordSlotsGained(uint32_t first_slot, uint32_t last_slot);
+
   // The version of the newest applied update.
   uint64_t version() const;
 

@@ -101,7 +101,9 @@ absl::StatusOr<std::vector<std::pair<std::string, ChangedRows>>> ChangedRowsAfte
     if (batch.changes.empty()) break;
     names = std::move(batch.table_names);
     ids.resize(names.size());
-    for (const Change& change : batch.changes) ids[change.table].push_back(change.id);
+    for (const Change& change : batch.changes) {
+      if (change.table < ids.size()) ids[change.table].push_back(change.id);  // not a marker
+    }
     after = batch.changes.back().version;
   }
   std::vector<std::pair<std::string, ChangedRows>> out;

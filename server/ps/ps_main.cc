@@ -70,6 +70,9 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
                            RESOURCE_EXHAUSTED. Default: 256
   --max_batch_keys=N       most ids per Pull or Push; more fail with INVALID_ARGUMENT.
                            Default: 1048576
+  --change_log_entries=N   change-log entries kept in memory, in [1, 2^30] (32 bytes
+                           each): how far back WatchUpdates, ExportChanges and delta
+                           checkpoints reach. Default: 1048576
   --shutdown_grace_ms=N    time calls in flight get at shutdown. Default: 5000
   --metrics_port=N         serve Prometheus metrics at /metrics on this port; 0 picks
                            a free one, -1 disables. Default: -1 (disabled)
@@ -103,6 +106,7 @@ struct PsMainOptions {
   bool wal = true;
   int64_t max_message_mb = 256;
   uint32_t max_batch_keys = StoreOptions().max_batch_keys;
+  uint64_t change_log_entries = StoreOptions().change_log_capacity;
   int64_t shutdown_grace_ms = 5000;
   int32_t metrics_port = -1;  // -1: no metrics server
   std::string metrics_host;   // empty: `host`
@@ -141,6 +145,8 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.max_message_mb));
     } else if (name == "max_batch_keys") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.max_batch_keys));
+    } else if (name == "change_log_entries") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.change_log_entries));
     } else if (name == "shutdown_grace_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
     } else if (name == "metrics_port") {
@@ -182,6 +188,9 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
     return absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]");
   }
   if (o.max_batch_keys == 0) return absl::InvalidArgumentError("--max_batch_keys must be >= 1");
+  if (o.change_log_entries < 1 || o.change_log_entries > (uint64_t{1} << 30)) {
+    return absl::InvalidArgumentError("--change_log_entries must be in [1, 2^30]");
+  }
   if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
   if (o.metrics_port < -1 || o.metrics_port > 65535) {
     return absl::InvalidArgumentError("--metrics_port must be in [-1, 65535]");
@@ -210,6 +219,7 @@ absl::Status Run(const PsMainOptions& o) {
   storage_options.rocksdb.enable_wal = o.wal;
   storage_options.store.memory_budget_bytes = o.memory_budget_mb << 20;
   storage_options.store.max_batch_keys = o.max_batch_keys;
+  storage_options.store.change_log_capacity = o.change_log_entries;
   storage_options.crash_after_checkpoints = o.crash_after_checkpoints;
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ShardStorage> storage,
                          ShardStorage::Open(storage_options));

@@ -74,10 +74,36 @@ PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap s
 }
 
 void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
+  const SlotRanges gained = InstallMap(std::move(slot_map));
+  if (gained.empty()) return;
+  absl::ReaderMutexLock store(&store_mu_);
+  RecordGained(gained);
+}
+
+void PsServiceImpl::RecordGained(const SlotRanges& gained) {
+  for (const auto& [first, last] : gained) store_->RecordSlotsGained(first, last);
+}
+
+PsServiceImpl::SlotRanges PsServiceImpl::InstallMap(SlotMap slot_map) {
   auto next = std::make_shared<const SlotMap>(std::move(slot_map));
   absl::MutexLock lock(&map_mu_);
   // Maps only move forward: a heartbeat answer may arrive after InstallSlotMap.
-  if (next->epoch() < slot_map_->epoch()) return;
+  if (next->epoch() < slot_map_->epoch()) return {};
+  // Slots gained from another shard (a move switched them here) are resynced in the
+  // update stream at this point of its history: markers after the map is in place.
+  // The first assignment (epoch 0 -> N) gains nothing from anyone.
+  SlotRanges gained;
+  if (slot_map_->epoch() > 0) {
+    for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
+      if (next->OwnerOf(slot) != shard_id_ || slot_map_->OwnerOf(slot) == shard_id_) continue;
+      if (!gained.empty() && gained.back().second + 1 == slot) {
+        gained.back().second = slot;
+      } else {
+        gained.emplace_back(slot, slot);
+      }
+    }
+  }
+
   // Under the lock, so that racing installs leave the gauge at the installed epoch.
   if (metrics_ != nullptr) metrics_->SetEpoch(next->epoch());
   if (any_fenced_.load()) {
@@ -88,6 +114,7 @@ void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
     any_fenced_.store(fenced_.any());
   }
   slot_map_ = std::move(next);
+  return gained;
 }
 
 void PsServiceImpl::EnableCheckpoints(ShardStorage* storage) {
@@ -361,7 +388,7 @@ absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& reques
   }
   // Pushes deduplicated before the rollback say nothing about the restored rows.
   dedup_.Clear();
-  if (map.epoch() >= slot_map()->epoch()) SetSlotMap(std::move(map));
+  if (map.epoch() >= slot_map()->epoch()) RecordGained(InstallMap(std::move(map)));
   attempt_.store(request.attempt(), std::memory_order_release);
   response->set_version(store_->version());
   response->set_incarnation(incarnation_);

@@ -34,6 +34,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -173,6 +175,12 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
 
  private:
   using SlotSet = std::bitset<kNumSlots>;
+  using SlotRanges = std::vector<std::pair<uint32_t, uint32_t>>;
+  // Installs a newer map (map_mu_ only); returns the slot ranges it gives this shard
+  // from other shards (none at the first assignment).
+  SlotRanges InstallMap(SlotMap slot_map);
+  // Records a kSlotsGainedMarker entry per range (the stream resyncs them there).
+  void RecordGained(const SlotRanges& gained) ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
 
   std::shared_ptr<const SlotMap> slot_map() const;
 

@@ -34,6 +34,9 @@ constexpr int kMaxWatches = 256;
 constexpr absl::Duration kPollSlice = absl::Milliseconds(20);
 // A row of a fenced slot is held back: the producer retries after this long.
 constexpr absl::Duration kFenceRetry = absl::Milliseconds(5);
+// At shutdown, a write still pending this long after StopWatches (a follower that
+// stopped reading) is given up: the call is cancelled.
+constexpr absl::Duration kStalledWrite = absl::Milliseconds(200);
 
 absl::Status StreamGone(uint32_t shard, uint64_t stream, uint64_t version) {
   return absl::OutOfRangeError(absl::StrCat(
@@ -100,9 +103,9 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
  public:
   WatchReactor(PsServiceImpl* service, grpc::CallbackServerContext* context,
                v1::WatchUpdatesRequest request)
-      : service_(service), request_(std::move(request)) {
+      : service_(service), context_(context), request_(std::move(request)) {
     service_->active_watches_.fetch_add(1);
-    thread_ = std::thread([this, context] { Finish(ToGrpcStatus(Run(), context)); });
+    thread_ = std::thread([this] { Finish(ToGrpcStatus(Run(), context_)); });
   }
 
   void OnWriteDone(bool ok) override {
@@ -128,6 +131,9 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
   }
 
   // Writes `batch` and waits for the write to complete. False: the stream is gone.
+  // A follower that stopped reading holds the write until flow control lets it
+  // through: at shutdown such a call is cancelled (kStalledWrite), so that it does not
+  // hold the shutdown's grace period.
   bool Send(const v1::UpdateBatch& batch) {
     {
       absl::MutexLock lock(&mu_);
@@ -135,9 +141,25 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
       writing_ = true;
     }
     StartWrite(&batch);
-    absl::MutexLock lock(&mu_);
     auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !writing_ || broken_; };
-    mu_.Await(absl::Condition(&done));
+    absl::Time stopped = absl::InfiniteFuture();  // when this write saw StopWatches
+    bool cancelled = false;
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&done), kPollSlice)) break;
+      }
+      if (stopped == absl::InfiniteFuture() &&
+          service_->watches_stopped_.load(std::memory_order_acquire)) {
+        stopped = absl::Now();
+      }
+      // Outside mu_: cancelling runs OnCancel, which takes it.
+      if (!cancelled && absl::Now() - stopped >= kStalledWrite) {
+        context_->TryCancel();
+        cancelled = true;
+      }
+    }
+    absl::MutexLock lock(&mu_);
     // A broken stream may still complete the write later: wait for it, since `batch`
     // must outlive it.
     auto written = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !writing_; };
@@ -151,12 +173,73 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
     bool hold = false;
   };
 
+  // The next message of the slot resync in progress (resync_): one page of one table's
+  // rows of the gained slots, covering no versions; after the last table, the message
+  // that covers the marker's version and says whether the follower may sweep.
+  absl::StatusOr<Read> ResyncPage(EmbeddingStore& store, uint64_t pos) {
+    Read out;
+    v1::UpdateBatch& batch = out.batch;
+    batch.set_shard_id(service_->shard_id_);
+    batch.set_stream_id(stream_);
+    batch.set_from_version(pos);
+    batch.set_to_version(pos);
+    batch.set_watermark(std::max(store.version(), resync_.marker));
+    batch.mutable_resync()->set_first(resync_.first);
+    batch.mutable_resync()->set_last(resync_.last);
+    std::shared_ptr<const SlotMap> map = service_->slot_map();
+    batch.set_epoch(map->epoch());
+    while (resync_.table < resync_.tables.size()) {
+      const std::string& table = resync_.tables[resync_.table];
+      EMBER_ASSIGN_OR_RETURN(RowPage page, store.ExportSlotRows(table, resync_.first, resync_.last,
+                                                                resync_.cursor, max_rows_));
+      resync_.cursor = page.next_cursor;
+      if (resync_.cursor.empty()) ++resync_.table;
+      if (page.rows.empty()) continue;
+      v1::RowBlock* block = batch.add_blocks();
+      block->set_table(table);
+      AppendRows(page.rows, block);
+      return out;
+    }
+    // Sweep only while the shard still owns the whole range: then every row of it was
+    // in the pages. Otherwise the newer owner's resync follows.
+    bool owns_all = true;
+    for (uint32_t slot = resync_.first; slot <= resync_.last; ++slot) {
+      owns_all = owns_all && map->OwnerOf(slot) == service_->shard_id_;
+    }
+    batch.set_to_version(resync_.marker);
+    batch.set_to_commit_unix_micros(resync_.commit_micros);
+    batch.set_resync_done(true);
+    batch.set_resync_sweep(owns_all);
+    resync_ = Resync{};
+    return out;
+  }
+
   absl::StatusOr<Read> ReadNext(uint64_t pos, bool wait) {
     absl::ReaderMutexLock lock(&service_->store_mu_);
     if (service_->stream_id_ != stream_) return StreamGone(service_->shard_id_, stream_, pos);
     EmbeddingStore& store = *service_->store_;
     if (wait) store.WaitForVersionAbove(pos, kPollSlice);
-    EMBER_ASSIGN_OR_RETURN(const ChangeBatch changes, store.ReadChanges(pos, max_rows_));
+    if (resync_.active) return ResyncPage(store, pos);
+    EMBER_ASSIGN_OR_RETURN(ChangeBatch changes, store.ReadChanges(pos, max_rows_));
+    // A slots-gained marker: the entries before it go first, then the resync.
+    for (size_t i = 0; i < changes.changes.size(); ++i) {
+      const Change& change = changes.changes[i];
+      if (change.table != kSlotsGainedMarker) continue;
+      if (i == 0) {
+        resync_ = Resync{};
+        resync_.active = true;
+        resync_.first = static_cast<uint32_t>(change.id >> 32);
+        resync_.last = static_cast<uint32_t>(change.id & 0xffffffffu);
+        resync_.marker = change.version;
+        resync_.commit_micros = change.commit_micros;
+        for (const std::string& table : changes.table_names) {
+          if (tables_.empty() || tables_.contains(table)) resync_.tables.push_back(table);
+        }
+        return ResyncPage(store, pos);
+      }
+      changes.changes.resize(i);
+      break;
+    }
     Read out;
     v1::UpdateBatch& batch = out.batch;
     batch.set_shard_id(service_->shard_id_);
@@ -254,8 +337,8 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
         wait = false;
         continue;
       }
-      const bool moved = read.batch.to_version() > pos_;
-      const bool caught_up = read.batch.to_version() >= target_;
+      const bool moved = read.batch.to_version() > pos_ || read.batch.has_resync();
+      const bool caught_up = read.batch.to_version() >= target_ && !resync_.active;
       const bool progress_due = absl::Now() - last_sent >= progress_;
       if (moved || progress_due || (request_.stop_when_caught_up() && caught_up)) {
         if (!Send(read.batch)) return absl::CancelledError("the follower went away");
@@ -269,6 +352,7 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
   }
 
   PsServiceImpl* const service_;
+  grpc::CallbackServerContext* const context_;
   const v1::WatchUpdatesRequest request_;
   absl::flat_hash_set<std::string> tables_;
   uint32_t max_rows_ = kDefaultMaxRows;
@@ -276,6 +360,18 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
   uint64_t stream_ = 0;
   uint64_t pos_ = 0;
   uint64_t target_ = 0;  // the watermark when the call began (stop_when_caught_up)
+  // A slot resync in progress: the gained range, its marker's version, the tables to
+  // send and where the paging stands.
+  struct Resync {
+    bool active = false;
+    uint32_t first = 0, last = 0;
+    uint64_t marker = 0;
+    int64_t commit_micros = 0;
+    std::vector<std::string> tables;
+    size_t table = 0;
+    std::string cursor;
+  };
+  Resync resync_;
 
   absl::Mutex mu_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/slot.h"
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -28,7 +29,8 @@ void Log(const std::string& line) { std::cerr << "ember-serving: " << line << st
 
 }  // namespace
 
-Follower::Follower(const FollowerOptions& options) : options_(options) {}
+Follower::Follower(const FollowerOptions& options)
+    : options_(options), slot_epoch_(kNumSlots, 0) {}
 
 Follower::~Follower() { Stop().IgnoreError(); }
 
@@ -181,6 +183,7 @@ absl::Status Follower::Bootstrap() {
     bootstrap_requested_ = false;
     failed_bootstrap_from_.clear();
     sparse_step_ = 0;
+    std::fill(slot_epoch_.begin(), slot_epoch_.end(), 0);
     for (const auto& [id, position] : from) {
       if (shards_.find(id) == shards_.end()) {
         shards_[id] = std::make_unique<ShardState>();
@@ -193,6 +196,7 @@ absl::Status Follower::Bootstrap() {
       shard->version = it == from.end() ? 0 : it->second.second;
       shard->received = false;
       shard->watermark = shard->version;
+      shard->resync_active = false;
       if (shard->active != nullptr) shard->active->TryCancel();
     }
     if (!name.empty()) {
@@ -422,6 +426,7 @@ v1::ServingStatus Follower::Status() const {
     s->set_reconnects(shard->reconnects);
     s->set_last_error(shard->last_error);
     s->set_held_for_staleness(shard->held);
+    s->set_resyncs_applied(shard->resyncs);
     if (!shard->received || !shard->connected) ready = false;
   }
   status.set_ready(ready && !bootstrap_requested_);

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -120,10 +121,16 @@ class Follower {
     bool connected = false;
     bool held = false;
     bool received = false;  // a message arrived since the last bootstrap
-    uint64_t batches = 0, rows = 0, tombstones = 0, reconnects = 0;
+    uint64_t batches = 0, rows = 0, tombstones = 0, reconnects = 0, resyncs = 0;
     std::string last_error;
     grpc::ClientContext* active = nullptr;  // the open stream, cancelled by Stop/Bootstrap
     bool thread_started = false;
+    // A slot resync in progress (ps.proto UpdateBatch.resync): its range, the epoch it
+    // was read at and the rows it named so far, per table.
+    bool resync_active = false;
+    uint32_t resync_first = 0, resync_last = 0;
+    uint64_t resync_epoch = 0;
+    std::map<std::string, absl::flat_hash_set<uint64_t>> resync_seen;
   };
   struct Dense {
     std::string checkpoint;
@@ -157,6 +164,10 @@ class Follower {
   // True once `batch` may be applied under the staleness bound (waits otherwise).
   bool WaitForStaleness(ShardState& shard, uint64_t generation, int64_t batch_step);
   absl::Status EnsureTable(const std::string& table) ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+  // Ends a resync with a sweep: removes the follower's rows of the range that the
+  // resync did not name (slots a newer owner resynced since are left alone).
+  // Returns the number of rows removed.
+  absl::StatusOr<uint64_t> SweepResync(const ShardState& shard) ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
 
   const FollowerOptions options_;
   std::unique_ptr<ShardStorage> storage_;
@@ -179,6 +190,10 @@ class Follower {
   Dense dense_ ABSL_GUARDED_BY(mu_);
   std::string pinned_ ABSL_GUARDED_BY(mu_);
   int64_t sparse_step_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per slot, the slot-map epoch of the newest resync applied to it: a message read by
+  // a shard at an older epoch (an owner the slot has since moved away from) does not
+  // overwrite its rows. Reset by a bootstrap.
+  std::vector<uint64_t> slot_epoch_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> lookups_{0};
 

@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "common/slot.h"
 #include "server/ps/row_block.h"
 #include "server/row_layout.h"
 #include "server/serving/follower.h"
@@ -98,6 +99,14 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
 
   absl::ReaderMutexLock apply(&apply_mu_);
   absl::ReaderMutexLock store(&store_mu_);
+  std::vector<uint64_t> seeds;
+  for (const DecodedBlock& block : blocks) {
+    EMBER_RETURN_IF_ERROR(EnsureTable(block.table));
+    EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config,
+                           storage_->store()->GetTableConfig(block.table));
+    seeds.push_back(config.seed());
+  }
+  const bool resync = batch.has_resync();
   {
     absl::MutexLock lock(&mu_);
     if (generation_ != generation) return absl::AbortedError("re-bootstrapped");
@@ -112,12 +121,47 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
       return absl::DataLossError(absl::StrCat("shard ", shard_id, " switched streams mid-call"));
     }
     *call_stream = batch.stream_id();
+    if (resync && (!shard->resync_active || shard->resync_first != batch.resync().first() ||
+                   shard->resync_last != batch.resync().last())) {
+      if (batch.resync().last() >= kNumSlots || batch.resync().first() > batch.resync().last()) {
+        return absl::DataLossError(absl::StrCat("shard ", shard_id, " resyncs a bad slot range"));
+      }
+      shard->resync_active = true;
+      shard->resync_first = batch.resync().first();
+      shard->resync_last = batch.resync().last();
+      shard->resync_epoch = batch.epoch();
+      shard->resync_seen.clear();
+      for (uint32_t slot = shard->resync_first; slot <= shard->resync_last; ++slot) {
+        slot_epoch_[slot] = std::max(slot_epoch_[slot], batch.epoch());
+      }
+    }
+    // Rows read by a shard at an older epoch than a resync of their slot: stale.
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      std::vector<EncodedRow>& rows = blocks[b].rows;
+      rows.erase(std::remove_if(rows.begin(), rows.end(),
+                                [&](const EncodedRow& row) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                                  return slot_epoch_[SlotOf(seeds[b], row.id)] > batch.epoch();
+                                }),
+                 rows.end());
+      if (!resync) continue;
+      absl::flat_hash_set<uint64_t>& seen = shard->resync_seen[blocks[b].table];
+      for (const EncodedRow& row : rows) seen.insert(row.id);
+    }
   }
   uint64_t rows = 0, tombstones = 0;
   for (const DecodedBlock& block : blocks) {
-    EMBER_RETURN_IF_ERROR(EnsureTable(block.table));
     EMBER_RETURN_IF_ERROR(storage_->store()->ImportRows(block.table, block.rows));
     for (const EncodedRow& row : block.rows) (row.value.empty() ? tombstones : rows) += 1;
+  }
+  if (resync && batch.resync_done()) {
+    if (batch.resync_sweep()) {
+      EMBER_ASSIGN_OR_RETURN(const uint64_t removed, SweepResync(*shard));
+      tombstones += removed;
+    }
+    absl::MutexLock lock(&mu_);
+    shard->resync_active = false;
+    shard->resync_seen.clear();
+    shard->resyncs += 1;
   }
   const int64_t step = MaxStep(blocks);
   absl::MutexLock lock(&mu_);
@@ -139,6 +183,34 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint64_t> Follower::SweepResync(const ShardState& shard) {
+  EmbeddingStore& store = *storage_->store();
+  uint64_t removed = 0;
+  for (const std::string& table : store.ListTables()) {
+    EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store.GetTableConfig(table));
+    const auto seen_it = shard.resync_seen.find(table);
+    std::vector<EncodedRow> gone;
+    std::string cursor;
+    do {
+      EMBER_ASSIGN_OR_RETURN(RowPage page, store.ExportSlotRows(table, shard.resync_first,
+                                                                shard.resync_last, cursor, 4096));
+      absl::MutexLock lock(&mu_);
+      for (const EncodedRow& row : page.rows) {
+        const bool named = seen_it != shard.resync_seen.end() && seen_it->second.contains(row.id);
+        // A newer owner resynced the slot since: its rows are not this resync's to drop.
+        if (!named && slot_epoch_[SlotOf(config.seed(), row.id)] == shard.resync_epoch) {
+          gone.push_back({row.id, ""});
+        }
+      }
+      cursor = page.next_cursor;
+    } while (!cursor.empty());
+    if (gone.empty()) continue;
+    EMBER_RETURN_IF_ERROR(store.ImportRows(table, gone));
+    removed += gone.size();
+  }
+  return removed;
+}
+
 void Follower::RunShard(uint32_t shard_id) {
   std::string stub_address;
   std::unique_ptr<v1::PsService::Stub> stub;
@@ -155,6 +227,8 @@ void Follower::RunShard(uint32_t shard_id) {
       address = shard.address;
       request.set_stream_id(shard.stream_id);
       request.set_after_version(shard.version);
+      shard.resync_active = false;  // a resync cut off restarts from its beginning
+      shard.resync_seen.clear();
     }
     if (address.empty()) {
       absl::MutexLock lock(&mu_);

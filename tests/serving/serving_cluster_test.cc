@@ -6,7 +6,9 @@
 // its rows equal the shards' rows (digests), Lookup answers exactly what the PS answers,
 // a killed follower resumes from its persisted positions, bad Lookup input is refused.
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 #include <map>
 #include <memory>
 #include <string>
@@ -222,6 +224,45 @@ TEST_F(ServingTest, RestartedShardTellsTheFollowerToBootstrap) {
     return false;
   })) << Status(*stub).DebugString();
   EXPECT_FALSE(Status(*stub).ready());
+}
+
+// Slot moves while pushes run: the rows of moved slots come from their new owner's
+// stream (a resync of the gained slots at the switch), and the follower ends with the
+// shards' rows, with no stale copy from the old owner.
+TEST_F(ServingTest, FollowerStaysEqualAcrossSlotMovesUnderPushes) {
+  std::unique_ptr<Process> serving = StartServing("f1");
+  ASSERT_NE(serving, nullptr);
+  auto stub = Stub(*serving);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
+  std::atomic<bool> stop{false};
+  std::atomic<int> pushes{0};
+  std::thread pusher([&] {
+    std::vector<uint64_t> ids = PushedIds(1, 400);
+    std::vector<float> grads(ids.size() * 4, 0.125f);
+    while (!stop.load()) {
+      if (client_->Push("item", ids, grads, /*step=*/2).ok()) pushes.fetch_add(1);
+    }
+  });
+  const CtlResult away = Ctl({"slots", "move", "--slots=0-8191", "--to=1"});
+  const CtlResult back = Ctl({"slots", "move", "--slots=0-4095,12000-16383", "--to=0"});
+  stop.store(true);
+  pusher.join();
+  ASSERT_EQ(away.exit_code, 0) << away;
+  ASSERT_EQ(back.exit_code, 0) << back;
+  EXPECT_GT(pushes.load(), 0);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); })) << Status(*stub).DebugString();
+  EXPECT_EQ(Digests(*stub), ShardDigests());
+  const v1::ServingStatus status = Status(*stub);
+  uint64_t resyncs = 0;
+  for (const v1::ShardFollowState& s : status.shards()) resyncs += s.resyncs_applied();
+  EXPECT_GE(resyncs, 2u) << "each move's target resynced the slots it gained";
+  // Lookups agree with the PS for every pushed id.
+  const std::vector<uint64_t> ids = PushedIds(1, 400);
+  std::vector<float> expected(ids.size() * 4);
+  ASSERT_TRUE(client_->Pull("item", ids, absl::MakeSpan(expected)).ok());
+  v1::LookupResponse response;
+  ASSERT_TRUE(Lookup(*stub, "item", ids, &response).ok());
+  EXPECT_EQ(Floats(response), expected);
 }
 
 TEST_F(ServingTest, ModelVersionsWithoutCheckpoints) {
