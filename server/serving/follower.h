@@ -26,9 +26,11 @@
 // dense tower is loaded (see serving.proto).
 //
 // Slot moves. A shard leaves out rows of slots it does not own when it reads them and
-// holds rows of fenced slots until the move resolves; the new owner's stream carries
-// the imported rows. A follower lagging across a move can keep an older value of a row
-// changed during the move's catch-up until that row changes again (docs/SERVING.md).
+// holds rows of fenced slots until the move resolves. The shard that gains slots
+// resyncs them in its stream at the switch (every row it holds there, then a sweep of
+// the follower's rows of those slots that the resync did not name), and the follower
+// keeps, per slot, the epoch of the newest resync: rows an older owner read at an
+// older epoch never overwrite them.
 //
 // Thread-safety: all public methods may be called concurrently.
 

@@ -11,7 +11,8 @@
 //    follower's position is no longer on the shard's history, it re-bootstraps from a
 //    checkpoint and still ends equal to the PS;
 //  * model versions: the served dense tower is a checkpoint's (byte for byte), follows
-//    newer checkpoints, and a pin holds it.
+//    newer checkpoints, and a pin holds it; with --max_staleness_steps the applied rows
+//    are never trained more than that many steps past the served dense tower.
 
 #include <map>
 #include <memory>
@@ -146,9 +147,19 @@ TEST_F(ServingTrainingTest, FollowersEndEqualToThePsAndAKilledFollowerResumes) {
   std::unique_ptr<Process> early = StartServing(*c, "early");
   ASSERT_NE(early, nullptr);
   for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, Flags()));
+  // Never applies a row trained more than 20 steps past its dense tower's checkpoint.
+  std::unique_ptr<Process> bounded = StartServing(*c, "bounded", {"--max_staleness_steps=20"});
+  ASSERT_NE(bounded, nullptr);
+  auto bounded_stub = Stub(*bounded);
+  int bound_checks = 0;
   std::unique_ptr<Process> late;
   bool killed = false;
   const std::string result = c->Finish([&](absl::Duration) {
+    const v1::ModelVersion version = Status(*bounded_stub).version();
+    if (!version.checkpoint().empty()) {
+      EXPECT_LE(version.sparse_step(), version.dense_step() + 20) << version.DebugString();
+      ++bound_checks;
+    }
     const uint64_t step = c->NewestCheckpointStep();
     if (late == nullptr && step >= 40) late = StartServing(*c, "late");
     if (!killed && step >= 100) {
@@ -164,6 +175,9 @@ TEST_F(ServingTrainingTest, FollowersEndEqualToThePsAndAKilledFollowerResumes) {
   auto late_stub = Stub(*late);
   ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *early_stub));
   ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *late_stub));
+  // The job's last checkpoint is at its last step: the bounded follower ends equal too.
+  EXPECT_GT(bound_checks, 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *bounded_stub));
   const v1::ServingStatus early_status = Status(*early_stub);
   const v1::ServingStatus late_status = Status(*late_stub);
   EXPECT_EQ(early_status.bootstraps(), 0u) << "the restarted follower resumed its positions";
