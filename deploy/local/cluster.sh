@@ -6,6 +6,7 @@
 #   deploy/local/cluster.sh up --run_dir=run/demo --shards=2
 #   deploy/local/cluster.sh train --run_dir=run/demo --workers=2 --config=configs/quickstart.pbtxt
 #   deploy/local/cluster.sh add-shard --run_dir=run/demo --shard_id=2
+#   deploy/local/cluster.sh serve --run_dir=run/demo --follower_id=0
 #   deploy/local/cluster.sh status --run_dir=run/demo
 #   deploy/local/cluster.sh down --run_dir=run/demo
 #
@@ -13,7 +14,8 @@
 #   cluster.env          EMBER_COORDINATOR=host:port, EMBER_ADMIN_TOKEN_FILE and the
 #                        shard/metrics addresses (`set -a; . cluster.env` for emberctl)
 #   admin_token          the coordinator's admin token (mode 600)
-#   pids/NAME.pid        one per process started (coordinator, ps-0.., worker-0..)
+#   pids/NAME.pid        one per process started (coordinator, ps-0.., worker-0..,
+#                        serving-0..)
 #   logs/NAME.log        its stdout and stderr
 #   data/NAME/           RocksDB directories
 #   checkpoints/         the coordinator's --checkpoint_dir (every job's checkpoints)
@@ -35,6 +37,8 @@ commands:
   add-shard  start one more PS shard (--shard_id) in a running cluster; it joins
            with no slots until `emberctl rebalance` (or `shards add --rebalance`)
   train    start the workers of a training job and wait for them (cluster must be up)
+  serve    start a serving follower (ember-serving, --follower_id) of a running cluster;
+           it bootstraps from the newest checkpoint and follows every shard
   status   show every process of the run directory and whether it is alive
   down     stop every process this run directory started (SIGTERM, then SIGKILL)
 
@@ -43,6 +47,8 @@ flags:
   --build_dir=DIR        where the binaries are (DIR/bin). Default: build
   --shards=N             PS shards (up). Default: 2
   --shard_id=N           the new shard's id (add-shard). Required there
+  --follower_id=N        the follower's id (serve): its data dir and log. Default: 0
+  --serving_args="..."   extra ember-serving flags (serve), e.g. "--max_staleness_steps=50"
   --memory_budget_mb=N   memory tier per shard (up). Default: the PS default
   --workers=N            training workers (train). Default: 2
   --config=FILE          model config (train). Default: configs/quickstart.pbtxt
@@ -57,13 +63,15 @@ cmd="${1:-}"
 [[ -z "$cmd" || "$cmd" == "--help" || "$cmd" == "-h" ]] && { usage; exit 0; }
 shift
 run_dir=run/local build_dir=build shards=2 workers=2 config=configs/quickstart.pbtxt
-worker_args="" timeout=60 memory_budget_mb="" shard_id=""
+worker_args="" timeout=60 memory_budget_mb="" shard_id="" follower_id=0 serving_args=""
 for arg in "$@"; do
   case "$arg" in
     --run_dir=*) run_dir="${arg#*=}" ;;
     --build_dir=*) build_dir="${arg#*=}" ;;
     --shards=*) shards="${arg#*=}" ;;
     --shard_id=*) shard_id="${arg#*=}" ;;
+    --follower_id=*) follower_id="${arg#*=}" ;;
+    --serving_args=*) serving_args="${arg#*=}" ;;
     --workers=*) workers="${arg#*=}" ;;
     --config=*) config="${arg#*=}" ;;
     --worker_args=*) worker_args="${arg#*=}" ;;
@@ -194,6 +202,25 @@ case "$cmd" in
     echo "EMBER_PS_${shard_id}_METRICS=$metrics" >>"$run_dir/cluster.env"
     echo "ps-$shard_id on $address (no slots yet: emberctl rebalance moves some to it)"
     ;;
+  serve)
+    [[ -x "$bin/ember-serving" ]] || die "$bin/ember-serving not found: build first"
+    [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
+    [[ "$follower_id" =~ ^[0-9]+$ ]] || die "--follower_id must be a number"
+    name="serving-$follower_id"
+    alive "$name" && die "$name already runs"
+    coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
+    # shellcheck disable=SC2086
+    start "$name" "$bin/ember-serving" --coordinator="$coordinator" \
+      --checkpoint_dir="$run_dir/checkpoints" --data_dir="$run_dir/data/$name" --port=@PORT@ \
+      --metrics_port=0 --admin_token_file="$run_dir/admin_token" $serving_args
+    address="$(wait_for "$name" "listening on")"
+    metrics="$(wait_for "$name" "metrics on")"
+    echo "${address##*:}" >"$run_dir/$name.port"  # a restarted follower keeps its address
+    echo "EMBER_SERVING_$follower_id=$address" >>"$run_dir/cluster.env"
+    echo "EMBER_SERVING_${follower_id}_METRICS=$metrics" >>"$run_dir/cluster.env"
+    grep -q '^EMBER_SERVING=' "$run_dir/cluster.env" || echo "EMBER_SERVING=$address" >>"$run_dir/cluster.env"
+    echo "$name on $address (metrics http://$metrics/metrics; emberctl serving status --serving=$address)"
+    ;;
   train)
     [[ -x "$bin/ember-worker" ]] || die "$bin/ember-worker not found: build first"
     [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
@@ -235,6 +262,7 @@ case "$cmd" in
     shopt -s nullglob
     touch "$run_dir/stopping"  # supervisors exit instead of restarting
     for pidfile in "$run_dir"/pids/worker-*.pid; do stop "$(basename "$pidfile" .pid)"; done
+    for pidfile in "$run_dir"/pids/serving-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     for pidfile in "$run_dir"/pids/ps-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     stop coordinator
     rm -f "$run_dir"/pids/*.supervisor "$run_dir/stopping"

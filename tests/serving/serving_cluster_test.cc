@@ -265,6 +265,47 @@ TEST_F(ServingTest, FollowerStaysEqualAcrossSlotMovesUnderPushes) {
   EXPECT_EQ(Floats(response), expected);
 }
 
+TEST_F(ServingTest, EmberctlServingCommands) {
+  std::unique_ptr<Process> serving = StartServing("f1");
+  ASSERT_NE(serving, nullptr);
+  auto stub = Stub(*serving);
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
+  const std::string at = absl::StrCat("--serving=", serving->ready_text());
+
+  CtlResult status = Ctl({"serving", "status", at});
+  ASSERT_EQ(status.exit_code, 0) << status;
+  EXPECT_NE(status.out.find(": ready,"), std::string::npos) << status;
+  EXPECT_EQ(RowOf(status.out, "0").size(), 10u) << status;  // one row per shard
+  CtlResult json = Ctl({"serving", "status", at, "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json;
+  EXPECT_TRUE(IsJsonObject(json.out)) << json;
+  EXPECT_NE(json.out.find("\"ready\":true"), std::string::npos) << json;
+
+  // The follower's checksum line equals the cluster's (`emberctl checksum`).
+  CtlResult mine = Ctl({"serving", "checksum", at});
+  CtlResult cluster = Ctl({"checksum"});
+  ASSERT_EQ(mine.exit_code, 0) << mine;
+  ASSERT_EQ(cluster.exit_code, 0) << cluster;
+  const std::vector<std::string> follower_row = RowOf(mine.out, "item");
+  const std::vector<std::string> cluster_row = RowOf(cluster.out, "item");
+  ASSERT_EQ(follower_row.size(), 3u) << mine;
+  ASSERT_GE(cluster_row.size(), 3u) << cluster;
+  EXPECT_EQ(follower_row[1], cluster_row[1]);  // rows
+  EXPECT_EQ(follower_row[2], cluster_row[2]);  // digest
+
+  CtlResult lookup = Ctl({"serving", "lookup", at, "--table=item", "--ids=7919,3"});
+  ASSERT_EQ(lookup.exit_code, 0) << lookup;
+  EXPECT_EQ(RowOf(lookup.out, "7919").size(), 5u) << lookup;  // id + 4 floats
+  EXPECT_NE(lookup.out.find("(1 of 2 ids without a stored row"), std::string::npos) << lookup;
+  EXPECT_EQ(Ctl({"serving", "lookup", at, "--table=item", "--ids=7,x"}).exit_code, 2);
+  EXPECT_EQ(Ctl({"serving", "lookup", at, "--table=nope", "--ids=7"}).exit_code, 1);
+  EXPECT_EQ(Ctl({"serving", "status"}).exit_code, 2) << "--serving is required";
+  EXPECT_EQ(Ctl({"serving", "versions", at}).exit_code, 0);
+  const CtlResult pin = Ctl({"serving", "pin", at, "ckpt-000000000001-a1"});
+  EXPECT_EQ(pin.exit_code, 1) << pin;
+  EXPECT_NE(pin.err.find("no valid checkpoint"), std::string::npos) << pin;
+}
+
 TEST_F(ServingTest, ModelVersionsWithoutCheckpoints) {
   std::unique_ptr<Process> serving = StartServing("f1");
   ASSERT_NE(serving, nullptr);
