@@ -70,6 +70,8 @@ std::vector<CommandSpec> TableCommands();
 std::vector<CommandSpec> SlotCommands();
 std::vector<CommandSpec> MigrationCommands();
 std::vector<CommandSpec> CheckpointCommands();
+std::vector<CommandSpec> ExportCommands();
+std::vector<CommandSpec> ServingCommands();
 
 // ---- Parsing helpers (all return INVALID_ARGUMENT, a usage error) ----
 

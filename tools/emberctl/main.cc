@@ -46,7 +46,8 @@ Exit codes: 0 ok, 1 the operation failed, 2 bad usage.
 std::vector<CommandSpec> AllCommands() {
   std::vector<CommandSpec> all;
   for (auto list :
-       {StatusCommands, TableCommands, SlotCommands, MigrationCommands, CheckpointCommands}) {
+       {StatusCommands, TableCommands, SlotCommands, MigrationCommands, CheckpointCommands,
+        ExportCommands, ServingCommands}) {
     for (const CommandSpec& c : list()) all.push_back(c);
   }
   return all;

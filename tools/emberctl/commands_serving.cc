@@ -1,0 +1,385 @@
+// Copyright 2026 The Ember Authors.
+//
+// `serving status|versions|pin|checksum`: a serving follower (ember-serving), named
+// with --serving=HOST:PORT or EMBER_SERVING.
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <memory>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "common/admin_auth.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "ember/v1/serving.grpc.pb.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "tools/emberctl/cli.h"
+
+namespace ember::ctl {
+namespace {
+
+// A call to the follower at `address` with the session's deadline (and admin token).
+class ServingCall {
+ public:
+  ServingCall(const Session& s, const std::string& address)
+      : stub_(v1::ServingService::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+        address_(address) {
+    context_.set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(s.options.timeout_ms));
+    if (!s.options.admin_token.empty()) {
+      context_.AddMetadata(kAdminTokenMetadataKey, s.options.admin_token);
+    }
+  }
+  v1::ServingService::Stub& stub() { return *stub_; }
+  grpc::ClientContext* context() { return &context_; }
+  absl::Status Check(const grpc::Status& status) const {
+    if (status.ok()) return absl::OkStatus();
+    const absl::Status s = FromGrpcStatus(status, &context_);
+    return absl::Status(s.code(), absl::StrCat("ember-serving at ", address_, ": ", s.message()));
+  }
+
+ private:
+  std::unique_ptr<v1::ServingService::Stub> stub_;
+  grpc::ClientContext context_;
+  std::string address_;
+};
+
+// --serving (or EMBER_SERVING); the remaining flags go to `other`.
+absl::StatusOr<std::string> ServingAddress(const Args& args,
+                                           const std::function<absl::Status(const Flag&)>& other) {
+  std::string address;
+  if (const char* env = std::getenv("EMBER_SERVING"); env != nullptr) address = env;
+  for (const Flag& f : args.flags) {
+    if (f.name == "serving") {
+      EMBER_RETURN_IF_ERROR(ParseString(f, &address));
+    } else if (other != nullptr) {
+      EMBER_RETURN_IF_ERROR(other(f));
+    } else {
+      return UnknownFlag(args, f);
+    }
+  }
+  if (address.empty()) return MissingFlag(args, "serving");
+  return address;
+}
+
+void VersionJson(JsonWriter& j, const v1::ModelVersion& v) {
+  j.BeginObject()
+      .Key("checkpoint")
+      .String(v.checkpoint())
+      .Key("dense_step")
+      .Uint(v.dense_step())
+      .Key("sparse_step")
+      .Uint(v.sparse_step())
+      .Key("pinned")
+      .Bool(v.pinned())
+      .EndObject();
+}
+
+std::string VersionText(const v1::ModelVersion& v) {
+  if (v.checkpoint().empty()) return absl::StrCat("no dense tower yet, sparse step ", v.sparse_step());
+  return absl::StrCat(v.checkpoint(), " (dense step ", v.dense_step(), ", sparse step ",
+                      v.sparse_step(), v.pinned() ? ", pinned)" : ")");
+}
+
+absl::Status Status(Session& s, const std::string& address) {
+  ServingCall call(s, address);
+  v1::ServingStatus status;
+  EMBER_RETURN_IF_ERROR(
+      call.Check(call.stub().GetServingStatus(call.context(), {}, &status)));
+  if (s.options.json) {
+    JsonWriter j;
+    j.BeginObject()
+        .Key("address")
+        .String(address)
+        .Key("ready")
+        .Bool(status.ready())
+        .Key("job")
+        .String(status.job())
+        .Key("bootstrap_checkpoint")
+        .String(status.bootstrap_checkpoint())
+        .Key("bootstraps")
+        .Uint(status.bootstraps())
+        .Key("lookups")
+        .Uint(status.lookups())
+        .Key("version");
+    VersionJson(j, status.version());
+    j.Key("shards").BeginArray();
+    for (const v1::ShardFollowState& sh : status.shards()) {
+      j.BeginObject()
+          .Key("shard")
+          .Uint(sh.shard_id())
+          .Key("connected")
+          .Bool(sh.connected())
+          .Key("applied_version")
+          .Uint(sh.applied_version())
+          .Key("shard_watermark")
+          .Uint(sh.shard_watermark())
+          .Key("lag_versions")
+          .Uint(sh.lag_versions())
+          .Key("lag_seconds")
+          .Double(sh.lag_seconds())
+          .Key("rows_applied")
+          .Uint(sh.rows_applied())
+          .Key("tombstones_applied")
+          .Uint(sh.tombstones_applied())
+          .Key("reconnects")
+          .Uint(sh.reconnects())
+          .Key("held_for_staleness")
+          .Bool(sh.held_for_staleness())
+          .Key("last_error")
+          .String(sh.last_error())
+          .EndObject();
+    }
+    j.EndArray().EndObject();
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  *s.out << "serving " << address << ": " << (status.ready() ? "ready" : "NOT READY") << ", job '"
+         << status.job() << "', bootstrapped from "
+         << (status.bootstrap_checkpoint().empty() ? "an empty start"
+                                                   : status.bootstrap_checkpoint())
+         << ", " << status.lookups() << " lookups\n";
+  *s.out << "model version: " << VersionText(status.version()) << "\n";
+  TextTable table({"SHARD", "CONNECTED", "APPLIED", "SHARD_VERSION", "LAG", "LAG_S", "ROWS",
+                   "TOMBSTONES", "RECONNECTS", "ERROR"});
+  for (const v1::ShardFollowState& sh : status.shards()) {
+    table.AddRow({absl::StrCat(sh.shard_id()), sh.connected() ? "yes" : "no",
+                  absl::StrCat(sh.applied_version()), absl::StrCat(sh.shard_watermark()),
+                  absl::StrCat(sh.lag_versions()), DoubleText(sh.lag_seconds()),
+                  absl::StrCat(sh.rows_applied()), absl::StrCat(sh.tombstones_applied()),
+                  absl::StrCat(sh.reconnects()),
+                  sh.held_for_staleness() ? "held: waiting for a newer dense tower"
+                                          : (sh.last_error().empty() ? "-" : sh.last_error())});
+  }
+  *s.out << table.Render();
+  return absl::OkStatus();
+}
+
+absl::Status Versions(Session& s, const std::string& address) {
+  ServingCall call(s, address);
+  v1::ListModelVersionsResponse response;
+  EMBER_RETURN_IF_ERROR(
+      call.Check(call.stub().ListModelVersions(call.context(), {}, &response)));
+  if (s.options.json) {
+    JsonWriter j;
+    j.BeginObject().Key("current");
+    VersionJson(j, response.current());
+    j.Key("versions").BeginArray();
+    for (const v1::ModelVersionInfo& v : response.versions()) {
+      j.BeginObject()
+          .Key("checkpoint")
+          .String(v.checkpoint())
+          .Key("step")
+          .Uint(v.step())
+          .Key("created_unix_ms")
+          .Int(v.created_unix_ms())
+          .Key("has_dense")
+          .Bool(v.has_dense())
+          .EndObject();
+    }
+    j.EndArray().EndObject();
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  TextTable table({"", "CHECKPOINT", "STEP", "CREATED", "DENSE"});
+  for (const v1::ModelVersionInfo& v : response.versions()) {
+    const bool current = v.checkpoint() == response.current().checkpoint();
+    table.AddRow({current ? (response.current().pinned() ? "pinned" : "*") : "", v.checkpoint(),
+                  absl::StrCat(v.step()),
+                  absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixMillis(v.created_unix_ms()),
+                                   absl::UTCTimeZone()),
+                  v.has_dense() ? "yes" : "no"});
+  }
+  *s.out << table.Render();
+  *s.out << "serving: " << VersionText(response.current()) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Pin(Session& s, const std::string& address, const std::string& checkpoint) {
+  ServingCall call(s, address);
+  v1::PinModelVersionRequest request;
+  request.set_checkpoint(checkpoint);
+  v1::PinModelVersionResponse response;
+  EMBER_RETURN_IF_ERROR(
+      call.Check(call.stub().PinModelVersion(call.context(), request, &response)));
+  if (s.options.json) {
+    JsonWriter j;
+    j.BeginObject().Key("current");
+    VersionJson(j, response.current());
+    j.EndObject();
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  *s.out << "serving: " << VersionText(response.current()) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Checksum(Session& s, const std::string& address, const std::string& table) {
+  ServingCall call(s, address);
+  v1::ChecksumRequest request;
+  request.set_table(table);
+  v1::ChecksumResponse response;
+  EMBER_RETURN_IF_ERROR(call.Check(call.stub().Checksum(call.context(), request, &response)));
+  if (s.options.json) {
+    JsonWriter j;
+    j.BeginObject().Key("tables").BeginArray();
+    for (const auto& t : response.tables()) {
+      j.BeginObject()
+          .Key("table")
+          .String(t.table())
+          .Key("rows")
+          .Uint(t.rows())
+          .Key("digest")
+          .String(absl::StrCat(absl::Hex(t.digest(), absl::kZeroPad16)))
+          .EndObject();
+    }
+    j.EndArray().EndObject();
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  TextTable out({"TABLE", "ROWS", "DIGEST"});
+  for (const auto& t : response.tables()) {
+    out.AddRow({t.table(), absl::StrCat(t.rows()),
+                absl::StrCat(absl::Hex(t.digest(), absl::kZeroPad16))});
+  }
+  *s.out << out.Render();
+  return absl::OkStatus();
+}
+
+absl::Status Lookup(Session& s, const std::string& address, const std::string& table,
+                    const std::vector<uint64_t>& ids) {
+  ServingCall call(s, address);
+  v1::LookupRequest request;
+  request.set_table(table);
+  request.set_ids(std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8));
+  v1::LookupResponse response;
+  EMBER_RETURN_IF_ERROR(call.Check(call.stub().Lookup(call.context(), request, &response)));
+  const size_t dim = response.values().size() / sizeof(float) / ids.size();
+  std::vector<float> values(ids.size() * dim);
+  std::memcpy(values.data(), response.values().data(), values.size() * sizeof(float));
+  if (s.options.json) {
+    JsonWriter j;
+    j.BeginObject().Key("table").String(table).Key("unknown_ids").Uint(response.unknown_ids());
+    j.Key("version");
+    VersionJson(j, response.version());
+    j.Key("rows").BeginArray();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      j.BeginObject().Key("id").Uint(ids[i]).Key("embedding").BeginArray();
+      for (size_t k = 0; k < dim; ++k) j.Float(values[i * dim + k]);
+      j.EndArray().EndObject();
+    }
+    j.EndArray().EndObject();
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    *s.out << ids[i];
+    for (size_t k = 0; k < dim; ++k) *s.out << " " << FloatText(values[i * dim + k]);
+    *s.out << "\n";
+  }
+  *s.out << "(" << response.unknown_ids() << " of " << ids.size()
+         << " ids without a stored row; model version " << VersionText(response.version())
+         << ")\n";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Runner> ParseLookup(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  std::string table, id_list;
+  EMBER_ASSIGN_OR_RETURN(const std::string address,
+                         ServingAddress(args, [&](const Flag& f) -> absl::Status {
+                           if (f.name == "table") return ParseString(f, &table);
+                           if (f.name == "ids") return ParseString(f, &id_list);
+                           return UnknownFlag(args, f);
+                         }));
+  if (table.empty()) return MissingFlag(args, "table");
+  if (id_list.empty()) return MissingFlag(args, "ids");
+  std::vector<uint64_t> ids;
+  for (absl::string_view part : absl::StrSplit(id_list, ',')) {
+    uint64_t id = 0;
+    if (!absl::SimpleAtoi(part, &id)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(args.command, ": --ids: bad id '", part, "' (expected e.g. 1,2,3)"));
+    }
+    ids.push_back(id);
+  }
+  return Runner([address, table, ids](Session& s) { return Lookup(s, address, table, ids); });
+}
+
+absl::StatusOr<Runner> ParseStatus(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  EMBER_ASSIGN_OR_RETURN(const std::string address, ServingAddress(args, nullptr));
+  return Runner([address](Session& s) { return Status(s, address); });
+}
+
+absl::StatusOr<Runner> ParseVersions(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  EMBER_ASSIGN_OR_RETURN(const std::string address, ServingAddress(args, nullptr));
+  return Runner([address](Session& s) { return Versions(s, address); });
+}
+
+absl::StatusOr<Runner> ParsePin(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "a CHECKPOINT name or 'latest'"));
+  EMBER_ASSIGN_OR_RETURN(const std::string address, ServingAddress(args, nullptr));
+  return Runner([address, checkpoint = std::string(args.positionals[0])](Session& s) {
+    return Pin(s, address, checkpoint);
+  });
+}
+
+absl::StatusOr<Runner> ParseChecksum(const Args& args) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  std::string table;
+  EMBER_ASSIGN_OR_RETURN(const std::string address,
+                         ServingAddress(args, [&](const Flag& f) -> absl::Status {
+                           if (f.name == "table") return ParseString(f, &table);
+                           return UnknownFlag(args, f);
+                         }));
+  return Runner([address, table](Session& s) { return Checksum(s, address, table); });
+}
+
+}  // namespace
+
+std::vector<CommandSpec> ServingCommands() {
+  return {
+      {"serving", "status", "serving status --serving=HOST:PORT",
+       "  Per shard: stream connected, applied version, the shard's version, lag in versions\n"
+       "  and seconds, rows and tombstones applied, reconnects, last error; the model\n"
+       "  version served.\n"
+       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n",
+       ParseStatus},
+      {"serving", "lookup", "serving lookup --serving=HOST:PORT --table=T --ids=LIST",
+       "  The embeddings a follower serves for the ids (an id without a stored row reads\n"
+       "  as its init vector, or zeros with ember-serving --unknown_ids=zeros).\n"
+       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n"
+       "  --table=T             the table. Required\n"
+       "  --ids=LIST            comma-separated ids, e.g. 7,42,1001. Required\n",
+       ParseLookup},
+      {"serving", "versions", "serving versions --serving=HOST:PORT",
+       "  The job's checkpoints a follower can serve the dense tower of; * marks the one\n"
+       "  served now.\n"
+       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n",
+       ParseVersions},
+      {"serving", "pin", "serving pin --serving=HOST:PORT CHECKPOINT|latest",
+       "  Serve CHECKPOINT's dense tower until unpinned ('latest': follow the newest\n"
+       "  checkpoint again). Sends the admin token (--admin_token / EMBER_ADMIN_TOKEN_FILE).\n"
+       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n",
+       ParsePin},
+      {"serving", "checksum", "serving checksum --serving=HOST:PORT [--table=T]",
+       "  Per-table row count and digest of the follower's rows: equal to `emberctl\n"
+       "  checksum` of the PS cluster once the follower caught up with a stopped job.\n"
+       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n"
+       "  --table=T             one table (default: all)\n",
+       ParseChecksum},
+  };
+}
+
+}  // namespace ember::ctl
