@@ -14,12 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "ember/v1/serving.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "tests/cluster/http_get.h"
 #include "tests/tools/emberctl_fixture.h"
 
 namespace ember {
@@ -304,6 +306,37 @@ TEST_F(ServingTest, EmberctlServingCommands) {
   const CtlResult pin = Ctl({"serving", "pin", at, "ckpt-000000000001-a1"});
   EXPECT_EQ(pin.exit_code, 1) << pin;
   EXPECT_NE(pin.err.find("no valid checkpoint"), std::string::npos) << pin;
+}
+
+// The follower's Prometheus endpoint carries per-shard lag and progress.
+TEST_F(ServingTest, MetricsShowPerShardLagAndProgress) {
+  absl::StatusOr<int> port = FreeLoopbackPort();
+  ASSERT_TRUE(port.ok()) << port.status();
+  // The ready line is the later "metrics on" line, so the gRPC port is chosen here.
+  absl::StatusOr<std::unique_ptr<Process>> serving = Process::Start(
+      EMBER_SERVING_BINARY,
+      {absl::StrCat("--coordinator=", address_), absl::StrCat("--checkpoint_dir=", dir_, "/ck"),
+       absl::StrCat("--data_dir=", dir_, "/metrics"), absl::StrCat("--port=", *port),
+       "--metrics_port=0"},
+      "metrics on ", absl::Seconds(60));
+  ASSERT_TRUE(serving.ok()) << serving.status();
+  int metrics_port = 0;
+  const std::string& address = (*serving)->ready_text();
+  ASSERT_TRUE(absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &metrics_port)) << address;
+  auto stub = v1::ServingService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", *port), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
+  v1::LookupResponse response;
+  ASSERT_TRUE(Lookup(*stub, "item", {7919}, &response).ok());
+  absl::StatusOr<std::string> text = HttpGet(metrics_port, "/metrics");
+  ASSERT_TRUE(text.ok()) << text.status();
+  for (const std::string& series :
+       {"ember_serving_lag_versions{shard=\"0\"} 0", "ember_serving_lag_versions{shard=\"1\"} 0",
+        "ember_serving_connected{shard=\"1\"} 1", "ember_serving_ready 1",
+        "ember_serving_lag_seconds{shard=\"0\"}", "ember_serving_rows_applied_total{shard=\"0\"}",
+        "ember_rpc_total{code=\"OK\",method=\"Lookup\"} 1"}) {
+    EXPECT_NE(text->find(series), std::string::npos) << series << "\n" << *text;
+  }
 }
 
 TEST_F(ServingTest, ModelVersionsWithoutCheckpoints) {
