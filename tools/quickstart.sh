@@ -3,7 +3,8 @@
 # synthetic e-commerce click dataset (about 1M training examples with a planted
 # truth), starts a local cluster (coordinator + 2 PS shards), trains the quickstart
 # model (configs/quickstart.pbtxt) with 2 workers, prints the test AUC next to the
-# oracle AUC, and stops the cluster.
+# oracle AUC (checkpointing every 200 steps), starts a serving follower (ember-serving)
+# from the job's last checkpoint, shows its status and a lookup, and stops the cluster.
 #
 #   tools/quickstart.sh                    # everything
 #   tools/quickstart.sh --max_steps=200    # extra flags go to every ember-worker
@@ -17,7 +18,7 @@ tools/install-deps.sh
 BUILD_DIR="${EMBER_BUILD_DIR:-build}"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)" \
-  --target ember-coordinator ember-ps ember-worker ember-datagen
+  --target ember-coordinator ember-ps ember-worker ember-datagen ember-serving emberctl
 
 RUN=run/quickstart
 if [[ ! -f "$RUN/data/oracle.json" ]]; then
@@ -34,7 +35,7 @@ echo "== starting a local cluster (coordinator + 2 PS shards) in $CLUSTER"
 deploy/local/cluster.sh up --run_dir="$CLUSTER" --build_dir="$BUILD_DIR" --shards=2
 echo "== training configs/quickstart.pbtxt with 2 workers"
 deploy/local/cluster.sh train --run_dir="$CLUSTER" --build_dir="$BUILD_DIR" --workers=2 \
-  --config=configs/quickstart.pbtxt --worker_args="$*"
+  --config=configs/quickstart.pbtxt --worker_args="--checkpoint_every_steps=200 $*"
 
 result="$CLUSTER/job/result.json"
 field() { grep -o "\"$1\": [^,]*" "$result" | head -1 | cut -d' ' -f2 | tr -d '"'; }
@@ -49,3 +50,15 @@ printf '  %s steps, %s examples/s, model checksum %s\n' \
   "$(field steps)" "$(field examples_per_sec)" "$(field model_checksum)"
 echo "  plot: $CLUSTER/job/training.svg   curves: $CLUSTER/job/metrics.tsv"
 echo "  logs: $CLUSTER/logs/   (PS metrics endpoints were printed above)"
+
+echo
+echo "== serving: a follower bootstraps from the last checkpoint and follows both shards"
+deploy/local/cluster.sh serve --run_dir="$CLUSTER" --build_dir="$BUILD_DIR" --follower_id=0
+set -a; . "$CLUSTER/cluster.env"; set +a
+for _ in $(seq 50); do
+  "$BUILD_DIR/bin/emberctl" serving status --json 2>/dev/null | grep -q '"ready":true' && break
+  sleep 0.2
+done
+"$BUILD_DIR/bin/emberctl" serving status
+"$BUILD_DIR/bin/emberctl" serving lookup --table=item --ids=1,2,3
+echo "  (README, \"Serving\": emberctl serving versions|pin|checksum, emberctl export)"

@@ -8,10 +8,10 @@
 // Positions. For each shard the follower holds a position (stream_id, version): every
 // change of that shard up to `version` is applied. A message is applied only if it
 // starts exactly at the position (no gap, no overlap); the position then moves to its
-// end. Positions are persisted together with the rows they cover every
-// persist_interval (the store is flushed first, then the positions are written), so a
-// restarted follower resumes at its last persisted position: later messages are
-// fetched again and overwrite rows with their current values, which changes nothing.
+// end. Every persist_interval the positions are copied, the store is flushed (applies
+// go on meanwhile) and then the positions are written and flushed, so a restarted
+// follower resumes at its last persisted position: later messages are fetched again
+// and overwrite rows with their current values, which changes nothing.
 //
 // Bootstrap. At the first start, and whenever a shard answers OUT_OF_RANGE (its
 // change log no longer reaches the position, or it restarted or restored), the
@@ -74,7 +74,7 @@ struct FollowerOptions {
   bool unknown_as_zeros = false;
   uint64_t max_staleness_steps = 0;  // 0: unbounded
   uint32_t max_batch_keys = 100000;
-  absl::Duration persist_interval = absl::Seconds(1);
+  absl::Duration persist_interval = absl::Seconds(5);
   absl::Duration refresh_interval = absl::Seconds(1);  // cluster map and checkpoints
   uint32_t progress_interval_ms = 100;                 // asked of every shard
   uint32_t max_rows_per_message = 4096;
@@ -149,7 +149,7 @@ class Follower {
   absl::StatusOr<std::vector<v1::CheckpointManifest>> ValidCheckpoints() const;
   // Imports the newest checkpoint (or starts empty) and resets every position.
   absl::Status Bootstrap();
-  absl::Status PersistState() ABSL_LOCKS_EXCLUDED(apply_mu_);
+  absl::Status PersistState() ABSL_LOCKS_EXCLUDED(apply_mu_, persist_mu_);
   absl::Status LoadDense(const v1::CheckpointManifest& manifest);
   void ControlLoop();
   void RefreshMap();
@@ -177,9 +177,10 @@ class Follower {
 
   // Lookups and applies hold store_mu_ shared; a bootstrap's swap holds it exclusively.
   mutable absl::Mutex store_mu_;
-  // Applies hold apply_mu_ shared; persisting positions holds it exclusively, so the
-  // positions it writes cover exactly the rows its flush made durable.
+  // Applies hold apply_mu_ shared; persisting positions holds it exclusively while it
+  // copies them, so they cover every row applied before its flush.
   absl::Mutex apply_mu_;
+  absl::Mutex persist_mu_;  // one PersistState at a time
 
   mutable absl::Mutex mu_;
   std::map<uint32_t, std::unique_ptr<ShardState>> shards_ ABSL_GUARDED_BY(mu_);

@@ -54,7 +54,7 @@ training job, follows every PS shard's update stream and answers Lookup.
   --max_staleness_steps=N  never apply rows trained more than N steps after the served
                            dense tower's checkpoint; 0: unbounded. Default: 0
   --memory_budget_mb=N     memory tier budget in MiB; 0 = unlimited. Default: 1024
-  --persist_interval_ms=N  how often stream positions are made durable. Default: 1000
+  --persist_interval_ms=N  how often stream positions are made durable. Default: 5000
   --progress_interval_ms=N progress marks asked of every shard when idle. Default: 100
   --metrics_port=N         serve Prometheus metrics at /metrics; 0 picks a free port,
                            -1 disables. Default: -1
@@ -74,7 +74,7 @@ struct ServingMainOptions {
   std::string admin_token;
   std::string admin_token_file;
   int64_t memory_budget_mb = 1024;
-  int64_t persist_interval_ms = 1000;
+  int64_t persist_interval_ms = 5000;
   int64_t shutdown_grace_ms = 2000;
 };
 
