@@ -50,7 +50,27 @@ PsMetrics::PsMetrics(prometheus::Registry& registry, Clock* clock)
                  .Name("ember_slot_map_epoch")
                  .Help("Epoch of the slot map this shard routes by.")
                  .Register(registry)
-                 .Add({})) {}
+                 .Add({})),
+      watch_streams_(prometheus::BuildGauge()
+                         .Name("ember_watch_streams")
+                         .Help("Update streams (WatchUpdates) open now.")
+                         .Register(registry)
+                         .Add({})),
+      watch_messages_(CounterFamily(registry, "ember_watch_messages_total",
+                                    "Update stream messages sent (progress marks included).")
+                          .Add({})),
+      watch_rows_(CounterFamily(registry, "ember_watch_rows_total",
+                                "Rows and tombstones sent on update streams.")
+                      .Add({})),
+      watch_bytes_(CounterFamily(registry, "ember_watch_sent_bytes_total",
+                                 "Bytes of update stream messages sent.")
+                       .Add({})) {}
+
+void PsMetrics::CountWatchMessage(uint64_t rows, uint64_t bytes) {
+  watch_messages_.Increment();
+  watch_rows_.Increment(static_cast<double>(rows));
+  watch_bytes_.Increment(static_cast<double>(bytes));
+}
 
 void PsMetrics::CountBytes(absl::string_view method, uint64_t received, uint64_t sent) {
   const std::string m(method);

@@ -91,6 +91,11 @@ class PsMetrics {
   void CountRowsPushed(absl::string_view table, uint64_t rows);
   void CountPushDuplicate() { push_duplicates_.Increment(); }
   void SetEpoch(uint64_t epoch) { epoch_.Set(static_cast<double>(epoch)); }
+  // Update streams (WatchUpdates): one opened / closed, and one message sent with `rows`
+  // rows (tombstones included) of `bytes` bytes.
+  void WatchOpened() { watch_streams_.Increment(); }
+  void WatchClosed() { watch_streams_.Decrement(); }
+  void CountWatchMessage(uint64_t rows, uint64_t bytes);
 
   Clock* clock() const { return clock_; }
 
@@ -110,6 +115,10 @@ class PsMetrics {
   prometheus::Family<prometheus::Counter>& rows_pushed_;
   prometheus::Counter& push_duplicates_;
   prometheus::Gauge& epoch_;
+  prometheus::Gauge& watch_streams_;
+  prometheus::Counter& watch_messages_;
+  prometheus::Counter& watch_rows_;
+  prometheus::Counter& watch_bytes_;
 };
 
 // Reads EmbeddingStore::Stats() and RocksDB properties on every scrape.

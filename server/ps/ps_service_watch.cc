@@ -105,6 +105,7 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
                v1::WatchUpdatesRequest request)
       : service_(service), context_(context), request_(std::move(request)) {
     service_->active_watches_.fetch_add(1);
+    if (service_->metrics_ != nullptr) service_->metrics_->WatchOpened();
     thread_ = std::thread([this] { Finish(ToGrpcStatus(Run(), context_)); });
   }
 
@@ -120,6 +121,7 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
   void OnDone() override {
     thread_.join();
     service_->active_watches_.fetch_sub(1);
+    if (service_->metrics_ != nullptr) service_->metrics_->WatchClosed();
     delete this;
   }
 
@@ -342,6 +344,11 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
       const bool progress_due = absl::Now() - last_sent >= progress_;
       if (moved || progress_due || (request_.stop_when_caught_up() && caught_up)) {
         if (!Send(read.batch)) return absl::CancelledError("the follower went away");
+        if (service_->metrics_ != nullptr) {
+          uint64_t rows = 0;
+          for (const v1::RowBlock& block : read.batch.blocks()) rows += block.count();
+          service_->metrics_->CountWatchMessage(rows, read.batch.ByteSizeLong());
+        }
         last_sent = absl::Now();
         pos_ = read.batch.to_version();
         if (request_.stop_when_caught_up() && caught_up) return absl::OkStatus();

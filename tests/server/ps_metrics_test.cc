@@ -155,6 +155,19 @@ TEST_F(PsMetricsTest, ServiceCountsRowsDuplicatesAndEpoch) {
   EXPECT_EQ(GaugeValue(families, "ember_slot_map_epoch"), 4);
 }
 
+TEST_F(PsMetricsTest, UpdateStreamsAreCounted) {
+  metrics_->WatchOpened();
+  metrics_->WatchOpened();
+  metrics_->CountWatchMessage(/*rows=*/10, /*bytes=*/500);
+  metrics_->CountWatchMessage(/*rows=*/0, /*bytes=*/40);  // a progress mark
+  metrics_->WatchClosed();
+  const std::vector<prometheus::MetricFamily> families = registry_.Collect();
+  EXPECT_EQ(GaugeValue(families, "ember_watch_streams"), 1);
+  EXPECT_EQ(CounterValue(families, "ember_watch_messages_total"), 2);
+  EXPECT_EQ(CounterValue(families, "ember_watch_rows_total"), 10);
+  EXPECT_EQ(CounterValue(families, "ember_watch_sent_bytes_total"), 540);
+}
+
 TEST_F(PsMetricsTest, CollectorReadsStoreStats) {
   PsStoreCollector collector(store_.get(), /*rocksdb=*/nullptr);
   std::vector<prometheus::MetricFamily> families = collector.Collect();
