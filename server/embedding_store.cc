@@ -215,11 +215,13 @@ absl::StatusOr<EvictionReport> EmbeddingStore::Evict(int64_t current_step) {
   return total;
 }
 
-absl::Status EmbeddingStore::Flush() {
+absl::Status EmbeddingStore::Flush(absl::Duration spread) {
   absl::Status first_error;
   BackendWriteBatch meta;
-  for (EmbeddingTable* t : AllTables()) {
-    absl::Status s = t->FlushDirty();
+  const std::vector<EmbeddingTable*> tables = AllTables();
+  const absl::Duration per_table = tables.empty() ? absl::ZeroDuration() : spread / tables.size();
+  for (EmbeddingTable* t : tables) {
+    absl::Status s = t->FlushDirty(per_table);
     if (!s.ok() && first_error.ok()) first_error = s;
     std::string sketch = t->SerializeSketch();
     if (!sketch.empty()) meta.push_back({kMetaTable, SketchKey(t->config().name()), sketch, false});

@@ -190,8 +190,10 @@ class EmbeddingStore {
   absl::StatusOr<EvictionReport> Evict(int64_t current_step);
 
   // Writes every dirty row, the version counter and the admission sketches to the
-  // backend and makes them durable. On error the rows stay dirty in memory.
-  absl::Status Flush();
+  // backend and makes them durable. On error the rows stay dirty in memory. With a
+  // `spread`, the write-back pauses between lock stripes so that it takes about that
+  // long in all, leaving CPU to concurrent callers (a serving follower's applies).
+  absl::Status Flush(absl::Duration spread = absl::ZeroDuration());
 
   // Flush(), then refuse further calls with FAILED_PRECONDITION.
   absl::Status Close();

@@ -23,6 +23,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "ember/v1/table.pb.h"
 #include "server/change_log.h"
@@ -80,7 +82,8 @@ class EmbeddingTable {
   // met or `max_rounds` stripes were visited.
   absl::Status ShrinkToBudget(int max_rounds);
   // Writes every dirty row back; they stay resident.
-  absl::Status FlushDirty();
+  // With `spread`, pauses between stripes so the whole pass takes about that long.
+  absl::Status FlushDirty(absl::Duration spread = absl::ZeroDuration());
   // FlushDirty, then digests every stored row (EmbeddingStore::Checksum).
   absl::StatusOr<TableChecksum> Checksum();
   // Runs the eviction policy against `step`; see EvictionConfig.

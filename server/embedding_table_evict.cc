@@ -22,9 +22,11 @@ constexpr size_t kScanChunk = 4096;
 
 }  // namespace
 
-absl::Status EmbeddingTable::FlushDirty() {
+absl::Status EmbeddingTable::FlushDirty(absl::Duration spread) {
   absl::Status first_error;
+  const absl::Duration pause = spread / tier_.num_stripes();
   for (uint32_t s = 0; s < tier_.num_stripes(); ++s) {
+    if (s > 0 && pause > absl::ZeroDuration()) absl::SleepFor(pause);
     MemoryTier::Stripe& st = tier_.stripe(s);
     std::vector<uint64_t> ids;
     std::vector<std::string> bytes;

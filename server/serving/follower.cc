@@ -233,7 +233,8 @@ absl::Status Follower::PersistState() {
   // Rows first (every dirty row, then RocksDB's memtables), then the positions that
   // cover them, made durable by the next flush or Close. Without a WAL a crash keeps
   // the newest complete flush: positions never ahead of the rows they cover.
-  EMBER_RETURN_IF_ERROR(storage_->store()->Flush());
+  // Spread over a fifth of the interval: the applies keep their share of the CPU.
+  EMBER_RETURN_IF_ERROR(storage_->store()->Flush(options_.persist_interval / 5));
   EMBER_RETURN_IF_ERROR(
       storage_->rocksdb()->Write({{kMetaTable, kStateKey, state.SerializeAsString(), false}}));
   return storage_->rocksdb()->Flush();
