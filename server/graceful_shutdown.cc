@@ -2,6 +2,8 @@
 
 #include "server/graceful_shutdown.h"
 
+#include <signal.h>
+
 #include "absl/time/clock.h"
 #include "grpc/grpc.h"
 #include "grpcpp/support/server_interceptor.h"
@@ -86,6 +88,30 @@ void ShutdownServer(grpc::Server* server, const ServerCallTracker* calls, absl::
       GRPC_QUEUE_SHUTDOWN) {
   }
   grpc_completion_queue_destroy(shutdown_cq);
+}
+
+namespace {
+
+sigset_t StopSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+}  // namespace
+
+void BlockStopSignals() {
+  const sigset_t signals = StopSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+int WaitForStopSignal() {
+  const sigset_t signals = StopSignals();
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  return signal_number;
 }
 
 }  // namespace ember

@@ -72,6 +72,13 @@ class ServerCallTracker {
 // finishes once cancelled (e.g. waiting KvGets were completed before).
 void ShutdownServer(grpc::Server* server, const ServerCallTracker* calls, absl::Time deadline);
 
+// Stop signals of a server process (SIGTERM, SIGINT). Call BlockStopSignals first in
+// main, before any thread starts (threads inherit the mask, so none of gRPC's or
+// RocksDB's threads takes them); WaitForStopSignal then blocks until one arrives and
+// returns its number.
+void BlockStopSignals();
+int WaitForStopSignal();
+
 }  // namespace ember
 
 #endif  // EMBER_SERVER_GRACEFUL_SHUTDOWN_H_

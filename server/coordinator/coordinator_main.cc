@@ -11,8 +11,6 @@
 // shuts down gracefully (waiting KvGets fail with UNAVAILABLE, calls in flight get
 // --shutdown_grace_ms) and exits 0. Bad flags exit 2 with a message and the usage.
 
-#include <signal.h>
-
 #include <chrono>
 #include <cstdint>
 #include <iostream>
@@ -146,12 +144,7 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
 }
 
 absl::Status Run(const CoordinatorMainOptions& o) {
-  // Only sigwait below receives the shutdown signals (threads inherit the mask).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  BlockStopSignals();  // before any thread starts
 
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorState> state, CoordinatorState::Open(o.state));
   CoordinatorServiceOptions service_options;
@@ -194,8 +187,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
             << " shards, admin " << (o.admin_token.empty() ? "disabled" : TokenId(o.admin_token))
             << ")" << std::endl;
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  const int signal_number = WaitForStopSignal();
   std::cerr << "ember-coordinator: signal " << signal_number << ", shutting down" << std::endl;
   service.Shutdown();
   migrator.Stop();  // an unfinished migration resumes at the next start

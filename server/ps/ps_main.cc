@@ -18,8 +18,6 @@
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
 // 0..num_shards-1 at epoch 1.
 
-#include <signal.h>
-
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
@@ -206,13 +204,7 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
 }
 
 absl::Status Run(const PsMainOptions& o) {
-  // Block the shutdown signals in every thread (gRPC's and RocksDB's threads inherit
-  // this mask) so that only sigwait below receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  BlockStopSignals();  // before any thread starts
 
   ShardStorageOptions storage_options;
   storage_options.rocksdb.path = o.data_dir;
@@ -295,8 +287,7 @@ absl::Status Run(const PsMainOptions& o) {
                                       : absl::StrCat(" (coordinator ", o.coordinator, ")"))
             << " serving " << o.data_dir << " on " << o.host << ":" << port << std::endl;
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  const int signal_number = WaitForStopSignal();
   std::cerr << "ember-ps: signal " << signal_number << ", shutting down" << std::endl;
   if (agent != nullptr) agent->Stop();
   // Calls in flight get the grace period; idle client connections do not hold it.

@@ -138,9 +138,6 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   // shutting the server down, so open streams do not hold the shutdown's grace period.
   void StopWatches();
 
-  // The shard's current update stream (WatchUpdatesRequest.stream_id).
-  uint64_t stream_id() const;
-
   // The handlers' bodies, without gRPC (also used by in-process tests).
   absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
   absl::Status DoPush(const v1::PushRequest& request, v1::PushResponse* response);

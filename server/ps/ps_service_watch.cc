@@ -47,11 +47,6 @@ absl::Status StreamGone(uint32_t shard, uint64_t stream, uint64_t version) {
 
 }  // namespace
 
-uint64_t PsServiceImpl::stream_id() const {
-  absl::ReaderMutexLock lock(&store_mu_);
-  return stream_id_;
-}
-
 void PsServiceImpl::StopWatches() { watches_stopped_.store(true, std::memory_order_release); }
 
 absl::StatusOr<PsServiceImpl::StreamStart> PsServiceImpl::ResolveStreamPosition(

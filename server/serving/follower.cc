@@ -83,19 +83,21 @@ absl::Status Follower::Open() {
   if (found[0] && !state.ParseFromString(values[0])) {
     return absl::DataLossError(absl::StrCat("corrupt follower state in ", options_.data_dir));
   }
+  // Tables (and shards) from the coordinator first: a restarted store serves none
+  // until they are created again, and a bootstrap keeps the tables the store has.
+  RefreshMap();
   if (!found[0]) {
-    RefreshMap();
     EMBER_RETURN_IF_ERROR(Bootstrap());
   } else {
     absl::MutexLock lock(&mu_);
     bootstrap_checkpoint_ = state.bootstrap_checkpoint();
     pinned_ = state.pinned_checkpoint();
     for (const v1::ShardPosition& p : state.positions()) {
-      auto shard = std::make_unique<ShardState>();
+      std::unique_ptr<ShardState>& shard = shards_[p.shard_id()];
+      if (shard == nullptr) shard = std::make_unique<ShardState>();
       shard->id = p.shard_id();
       shard->stream_id = p.stream_id();
       shard->version = p.version();
-      shards_[p.shard_id()] = std::move(shard);
     }
     Log(absl::StrCat("resuming ", state.positions_size(), " shard position(s) of ",
                      state.bootstrap_checkpoint().empty() ? "an empty start"
@@ -118,8 +120,7 @@ absl::Status Follower::Open() {
     }
   }
   MaybeAdvanceDense();
-  RefreshMap();
-  return absl::OkStatus();
+  return absl::OkStatus();  // the control loop's first RefreshMap starts the shards
 }
 
 std::string Follower::Job() const {
@@ -149,7 +150,12 @@ absl::Status Follower::Bootstrap() {
   std::string name;
   if (valid.empty()) {
     // Nothing to import: only an empty store can start at (stream 0, version 0).
-    if (storage_->store()->EstimatedStoredRows() > 0 || Status().bootstraps() > 0) {
+    bool bootstrapped_before = false;
+    {
+      absl::MutexLock lock(&mu_);
+      bootstrapped_before = bootstraps_ > 0;
+    }
+    if (storage_->store()->EstimatedStoredRows() > 0 || bootstrapped_before) {
       return absl::FailedPreconditionError(
           "a shard's stream cannot be resumed and there is no checkpoint to bootstrap from "
           "yet: waiting for the training job's first checkpoint");
@@ -184,7 +190,6 @@ absl::Status Follower::Bootstrap() {
     ++bootstraps_;
     bootstrap_checkpoint_ = name;
     bootstrap_requested_ = false;
-    failed_bootstrap_from_.clear();
     sparse_step_ = 0;
     std::fill(slot_epoch_.begin(), slot_epoch_.end(), 0);
     for (const auto& [id, position] : from) {
@@ -211,7 +216,7 @@ absl::Status Follower::Bootstrap() {
   return PersistState();
 }
 
-absl::Status Follower::PersistState() {
+absl::Status Follower::PersistState(absl::Duration spread) {
   absl::MutexLock persist(&persist_mu_);
   v1::FollowerState state;
   {
@@ -231,10 +236,9 @@ absl::Status Follower::PersistState() {
   }
   absl::ReaderMutexLock store(&store_mu_);
   // Rows first (every dirty row, then RocksDB's memtables), then the positions that
-  // cover them, made durable by the next flush or Close. Without a WAL a crash keeps
-  // the newest complete flush: positions never ahead of the rows they cover.
-  // Spread over a fifth of the interval: the applies keep their share of the CPU.
-  EMBER_RETURN_IF_ERROR(storage_->store()->Flush(options_.persist_interval / 5));
+  // cover them, flushed in turn. Without a WAL a crash keeps the newest complete flush:
+  // positions are never ahead of the rows they cover.
+  EMBER_RETURN_IF_ERROR(storage_->store()->Flush(spread));
   EMBER_RETURN_IF_ERROR(
       storage_->rocksdb()->Write({{kMetaTable, kStateKey, state.SerializeAsString(), false}}));
   return storage_->rocksdb()->Flush();
@@ -324,13 +328,13 @@ void Follower::ControlLoop() {
         Log(absl::StrCat("bootstrap failed: ", status.ToString()));
         absl::MutexLock lock(&mu_);
         bootstrap_requested_ = false;
-        failed_bootstrap_from_ = bootstrap_checkpoint_;
       }
     }
     RefreshMap();
     MaybeAdvanceDense();
     if (absl::Now() - last_persist >= options_.persist_interval) {
-      const absl::Status persisted = PersistState();
+      // Spread over a fifth of the interval: the applies keep their share of the CPU.
+      const absl::Status persisted = PersistState(options_.persist_interval / 5);
       if (!persisted.ok()) Log(absl::StrCat("persisting positions failed: ", persisted.ToString()));
       last_persist = absl::Now();
     }
@@ -361,12 +365,6 @@ absl::Status Follower::Stop() {
 
 // ------------------------------------------------------------------------ Read side
 
-absl::StatusOr<uint32_t> Follower::Dim(const std::string& table) const {
-  absl::ReaderMutexLock store(&store_mu_);
-  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, storage_->store()->GetTableConfig(table));
-  return config.dim();
-}
-
 v1::ModelVersion Follower::VersionLocked() const {
   v1::ModelVersion version;
   version.set_checkpoint(dense_.checkpoint);
@@ -377,7 +375,7 @@ v1::ModelVersion Follower::VersionLocked() const {
 }
 
 absl::StatusOr<uint32_t> Follower::Lookup(const std::string& table, absl::Span<const uint64_t> ids,
-                                          absl::Span<float> out, v1::ModelVersion* version) {
+                                          std::vector<float>* out, v1::ModelVersion* version) {
   if (ids.empty()) return absl::InvalidArgumentError("Lookup needs at least one id");
   if (ids.size() > options_.max_batch_keys) {
     return absl::InvalidArgumentError(absl::StrCat("Lookup of ", ids.size(),
@@ -385,17 +383,20 @@ absl::StatusOr<uint32_t> Follower::Lookup(const std::string& table, absl::Span<c
                                                    " (--max_batch_keys)"));
   }
   std::vector<uint8_t> unknown;
+  size_t dim = 0;
   {
     absl::ReaderMutexLock store(&store_mu_);
     if (stopped_) return absl::UnavailableError("ember-serving is stopping");
-    EMBER_RETURN_IF_ERROR(storage_->store()->Pull(table, ids, out, &unknown));
+    EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, storage_->store()->GetTableConfig(table));
+    dim = config.dim();
+    out->resize(ids.size() * dim);
+    EMBER_RETURN_IF_ERROR(storage_->store()->Pull(table, ids, absl::MakeSpan(*out), &unknown));
   }
   uint32_t unknown_ids = 0;
-  const size_t dim = out.size() / ids.size();
   for (size_t i = 0; i < unknown.size(); ++i) {
     if (unknown[i] == 0) continue;
     ++unknown_ids;
-    if (options_.unknown_as_zeros) std::fill_n(out.begin() + i * dim, dim, 0.0f);
+    if (options_.unknown_as_zeros) std::fill_n(out->begin() + i * dim, dim, 0.0f);
   }
   lookups_.fetch_add(1, std::memory_order_relaxed);
   if (version != nullptr) {
@@ -421,7 +422,8 @@ v1::ServingStatus Follower::Status() const {
   status.set_bootstrap_checkpoint(bootstrap_checkpoint_);
   status.set_bootstraps(bootstraps_);
   *status.mutable_version() = VersionLocked();
-  bool ready = bootstraps_ > 0 || !bootstrap_checkpoint_.empty() || !shards_.empty();
+  // Ready: following every known shard, each stream open and heard from.
+  bool ready = !shards_.empty() && !bootstrap_requested_;
   for (const auto& [id, shard] : shards_) {
     v1::ShardFollowState* s = status.add_shards();
     s->set_shard_id(id);
@@ -441,7 +443,7 @@ v1::ServingStatus Follower::Status() const {
     s->set_resyncs_applied(shard->resyncs);
     if (!shard->received || !shard->connected) ready = false;
   }
-  status.set_ready(ready && !bootstrap_requested_);
+  status.set_ready(ready);
   return status;
 }
 

@@ -95,13 +95,11 @@ class Follower {
   // Stops following, persists the positions and closes the store. Idempotent.
   absl::Status Stop();
 
-  // Embeddings of `ids` (out: ids.size() * dim floats). Returns the number of ids
-  // without a stored row. NOT_FOUND (table), INVALID_ARGUMENT (empty or oversized
-  // batch, out size), UNAVAILABLE while stopping.
+  // Embeddings of `ids`: ids.size() * dim floats into *out (resized). Returns the
+  // number of ids without a stored row. NOT_FOUND (table), INVALID_ARGUMENT (empty or
+  // oversized batch), UNAVAILABLE while stopping.
   absl::StatusOr<uint32_t> Lookup(const std::string& table, absl::Span<const uint64_t> ids,
-                                  absl::Span<float> out, v1::ModelVersion* version);
-  // The table's dim; NOT_FOUND for an unknown table.
-  absl::StatusOr<uint32_t> Dim(const std::string& table) const;
+                                  std::vector<float>* out, v1::ModelVersion* version);
 
   v1::ServingStatus Status() const;
   absl::StatusOr<v1::ListModelVersionsResponse> ListVersions() const;
@@ -149,7 +147,10 @@ class Follower {
   absl::StatusOr<std::vector<v1::CheckpointManifest>> ValidCheckpoints() const;
   // Imports the newest checkpoint (or starts empty) and resets every position.
   absl::Status Bootstrap();
-  absl::Status PersistState() ABSL_LOCKS_EXCLUDED(apply_mu_, persist_mu_);
+  // Writes the positions after flushing the rows they cover; the flush's write-back
+  // takes about `spread` (EmbeddingStore::Flush).
+  absl::Status PersistState(absl::Duration spread = absl::ZeroDuration())
+      ABSL_LOCKS_EXCLUDED(apply_mu_, persist_mu_);
   absl::Status LoadDense(const v1::CheckpointManifest& manifest);
   void ControlLoop();
   void RefreshMap();
@@ -188,7 +189,6 @@ class Follower {
   std::string bootstrap_checkpoint_ ABSL_GUARDED_BY(mu_);
   uint64_t bootstraps_ ABSL_GUARDED_BY(mu_) = 0;
   bool bootstrap_requested_ ABSL_GUARDED_BY(mu_) = false;
-  std::string failed_bootstrap_from_ ABSL_GUARDED_BY(mu_);  // do not retry the same one
   std::map<std::string, v1::TableConfig> map_tables_ ABSL_GUARDED_BY(mu_);
   Dense dense_ ABSL_GUARDED_BY(mu_);
   std::string pinned_ ABSL_GUARDED_BY(mu_);

@@ -11,8 +11,6 @@
 // --metrics_port, "metrics on HOST:PORT"; logs go to stderr. SIGTERM or SIGINT stops
 // following, persists the stream positions and exits 0. Bad flags exit 2.
 
-#include <signal.h>
-
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -147,23 +145,17 @@ absl::StatusOr<ServingMainOptions> ParseFlags(const std::vector<Flag>& flags) {
     return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
   }
   if (o.metrics_host.empty()) o.metrics_host = o.host;
+  if (!o.admin_token_file.empty()) {
+    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadAdminTokenFile(o.admin_token_file));
+  }
   f.memory_budget_bytes = o.memory_budget_mb << 20;
   f.persist_interval = absl::Milliseconds(o.persist_interval_ms);
   return o;
 }
 
 absl::Status Run(const ServingMainOptions& o) {
-  // Block the stop signals before any thread starts, so sigwait below receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  BlockStopSignals();  // before any thread starts
 
-  std::string admin_token = o.admin_token;
-  if (!o.admin_token_file.empty()) {
-    EMBER_ASSIGN_OR_RETURN(admin_token, ReadAdminTokenFile(o.admin_token_file));
-  }
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Follower> follower, Follower::Start(o.follower));
 
   auto registry = std::make_shared<prometheus::Registry>();
@@ -177,7 +169,7 @@ absl::Status Run(const ServingMainOptions& o) {
     metrics_server->Register(registry);
     metrics_server->Register(collector);
   }
-  ServingServiceImpl service(follower.get(), rpc_metrics.get(), admin_token);
+  ServingServiceImpl service(follower.get(), rpc_metrics.get(), o.admin_token);
   ServerCallTracker calls;
   grpc::ServerBuilder builder;
   calls.Install(&builder);
@@ -198,8 +190,7 @@ absl::Status Run(const ServingMainOptions& o) {
   std::cerr << "ember-serving: following " << o.follower.coordinator << " from "
             << o.follower.data_dir << " on " << o.host << ":" << port << std::endl;
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
+  const int signal_number = WaitForStopSignal();
   std::cerr << "ember-serving: signal " << signal_number << ", shutting down" << std::endl;
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   metrics_server.reset();

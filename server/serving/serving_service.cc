@@ -54,13 +54,11 @@ absl::Status ServingServiceImpl::DoLookup(const v1::LookupRequest& request, bool
         absl::StrCat("Lookup: unknown value encoding ", static_cast<int>(request.encoding())));
   }
   if (deadline_passed) return absl::DeadlineExceededError("Lookup: the deadline passed");
-  absl::StatusOr<uint32_t> dim = follower_->Dim(request.table());
-  if (!dim.ok()) return dim.status();
   std::vector<uint64_t> ids(n);
   std::memcpy(ids.data(), request.ids().data(), request.ids().size());
-  std::vector<float> out(n * *dim);
+  std::vector<float> out;
   absl::StatusOr<uint32_t> unknown =
-      follower_->Lookup(request.table(), ids, absl::MakeSpan(out), response->mutable_version());
+      follower_->Lookup(request.table(), ids, &out, response->mutable_version());
   if (!unknown.ok()) return unknown.status();
   response->set_unknown_ids(*unknown);
   std::string* values = response->mutable_values();

@@ -93,7 +93,10 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
     absl::MutexLock lock(&mu_);
     shard = shards_.at(shard_id).get();
   }
-  if (!WaitForStaleness(*shard, generation, MaxStep(blocks))) {
+  // The newest step among the message's rows (before stale rows are left out below:
+  // an upper bound of what is applied, which the staleness bound needs).
+  const int64_t step = MaxStep(blocks);
+  if (!WaitForStaleness(*shard, generation, step)) {
     return absl::AbortedError("stopped or re-bootstrapped while held");
   }
 
@@ -163,7 +166,6 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
     shard->resync_seen.clear();
     shard->resyncs += 1;
   }
-  const int64_t step = MaxStep(blocks);
   absl::MutexLock lock(&mu_);
   shard->stream_id = batch.stream_id();
   shard->version = batch.to_version();

@@ -22,6 +22,7 @@
 #include "ember/v1/serving.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/http_get.h"
+#include "tests/serving/serving_client.h"
 #include "tests/tools/emberctl_fixture.h"
 
 namespace ember {
@@ -31,29 +32,14 @@ class ServingTest : public EmberctlTest {
  protected:
   std::unique_ptr<Process> StartServing(const std::string& name,
                                         const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {absl::StrCat("--coordinator=", address_),
-                                     absl::StrCat("--checkpoint_dir=", dir_, "/checkpoints"),
-                                     absl::StrCat("--data_dir=", dir_, "/", name), "--port=0",
-                                     "--persist_interval_ms=100"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    absl::StatusOr<std::unique_ptr<Process>> p =
-        Process::Start(EMBER_SERVING_BINARY, args, "listening on ", absl::Seconds(60));
-    EXPECT_TRUE(p.ok()) << p.status();
-    return p.ok() ? std::move(*p) : nullptr;
+    return ember::StartServing(address_, dir_ + "/checkpoints", dir_ + "/" + name,
+                               /*persist_ms=*/100, extra);
   }
-
   static std::unique_ptr<v1::ServingService::Stub> Stub(const Process& p) {
-    return v1::ServingService::NewStub(
-        grpc::CreateChannel(p.ready_text(), grpc::InsecureChannelCredentials()));
+    return ServingStub(p);
   }
-
-  static v1::ServingStatus Status(v1::ServingService::Stub& stub) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::ServingStatus status;
-    stub.GetServingStatus(&context, v1::GetServingStatusRequest(), &status);
-    return status;
-  }
+  static v1::ServingStatus Status(v1::ServingService::Stub& stub) { return ServingStatusOf(stub); }
+  static TableDigests Digests(v1::ServingService::Stub& stub) { return ServingDigests(stub); }
 
   // The follower applied every shard's newest version.
   bool CaughtUp(v1::ServingService::Stub& stub) {
@@ -63,17 +49,6 @@ class ServingTest : public EmberctlTest {
       if (s.applied_version() != ShardInfo(static_cast<int>(s.shard_id())).version()) return false;
     }
     return true;
-  }
-
-  static std::map<std::string, std::pair<uint64_t, uint64_t>> Digests(v1::ServingService::Stub& stub) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::ChecksumResponse response;
-    const grpc::Status status = stub.Checksum(&context, v1::ChecksumRequest(), &response);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    std::map<std::string, std::pair<uint64_t, uint64_t>> out;
-    for (const auto& t : response.tables()) out[t.table()] = {t.rows(), t.digest()};
-    return out;
   }
 
   static grpc::Status Lookup(v1::ServingService::Stub& stub, const std::string& table,

@@ -26,12 +26,13 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "server/checkpoint/checkpoint_catalog.h"
+#include "tests/serving/serving_client.h"
 #include "tests/worker/job_cluster.h"
 
 namespace ember {
 namespace {
 
-using Digests = std::map<std::string, std::pair<uint64_t, uint64_t>>;
+using Digests = TableDigests;
 
 std::chrono::system_clock::time_point In(int seconds) {
   return std::chrono::system_clock::now() + std::chrono::seconds(seconds);
@@ -44,29 +45,13 @@ class ServingTrainingTest : public JobClusterTest {
 
   std::unique_ptr<Process> StartServing(Cluster& c, const std::string& name,
                                         const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {absl::StrCat("--coordinator=", c.address_),
-                                     absl::StrCat("--checkpoint_dir=", c.ckpt_),
-                                     absl::StrCat("--data_dir=", c.dir_, "/", name), "--port=0",
-                                     "--persist_interval_ms=200"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    absl::StatusOr<std::unique_ptr<Process>> p =
-        Process::Start(EMBER_SERVING_BINARY, args, "listening on ", absl::Seconds(60));
-    EXPECT_TRUE(p.ok()) << p.status();
-    return p.ok() ? std::move(*p) : nullptr;
+    return ember::StartServing(c.address_, c.ckpt_, c.dir_ + "/" + name, /*persist_ms=*/200,
+                               extra);
   }
-
   static std::unique_ptr<v1::ServingService::Stub> Stub(const Process& p) {
-    return v1::ServingService::NewStub(
-        grpc::CreateChannel(p.ready_text(), grpc::InsecureChannelCredentials()));
+    return ServingStub(p);
   }
-
-  static v1::ServingStatus Status(v1::ServingService::Stub& stub) {
-    grpc::ClientContext context;
-    context.set_deadline(In(5));
-    v1::ServingStatus status;
-    stub.GetServingStatus(&context, v1::GetServingStatusRequest(), &status);
-    return status;
-  }
+  static v1::ServingStatus Status(v1::ServingService::Stub& stub) { return ServingStatusOf(stub); }
 
   static std::unique_ptr<v1::PsService::Stub> ShardStub(const Cluster& c, int shard) {
     return v1::PsService::NewStub(
@@ -109,16 +94,7 @@ class ServingTrainingTest : public JobClusterTest {
     return out;
   }
 
-  static Digests FollowerDigests(v1::ServingService::Stub& stub) {
-    grpc::ClientContext context;
-    context.set_deadline(In(30));
-    v1::ChecksumResponse response;
-    const grpc::Status status = stub.Checksum(&context, v1::ChecksumRequest(), &response);
-    EXPECT_TRUE(status.ok()) << status.error_message();
-    Digests out;
-    for (const auto& t : response.tables()) out[t.table()] = {t.rows(), t.digest()};
-    return out;
-  }
+  static Digests FollowerDigests(v1::ServingService::Stub& stub) { return ServingDigests(stub); }
 
   // Waits for the follower to catch up with the stopped job, then compares its rows.
   static void ExpectEqualToPs(const Cluster& c, v1::ServingService::Stub& stub) {
