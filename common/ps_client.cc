@@ -30,11 +30,14 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/float16.h"
+#include "common/hash.h"
 #include "common/grpc_status.h"
 #include "common/ps_client_cluster.h"
+#include "common/ps_client_impl.h"
 #include "common/slot.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
@@ -62,131 +65,8 @@ void KeepGrpcInitialized() {
   (void)initialized;
 }
 
-struct Shard {
-  std::string address;
-  std::shared_ptr<v1::PsService::Stub> stub;
-};
-using Shards = absl::flat_hash_map<uint32_t, Shard>;
-
-}  // namespace
-
-struct PsClient::Impl {
-  PsClientOptions options;
-  grpc::ChannelArguments channel_args;
-  std::unique_ptr<v1::CoordinatorService::Stub> coordinator;  // null without one
-  std::atomic<uint64_t> next_sequence{1};
-
-  // Both replaced whole (copy-on-write), never mutated: readers copy the pointers and
-  // drop the lock. Shards are only ever added or re-addressed, never removed.
-  mutable absl::Mutex map_mu;
-  std::shared_ptr<const SlotMap> slot_map ABSL_GUARDED_BY(map_mu);
-  std::shared_ptr<const Shards> shards ABSL_GUARDED_BY(map_mu);
-  absl::Time last_refresh ABSL_GUARDED_BY(map_mu) = absl::InfinitePast();
-  bool refreshing ABSL_GUARDED_BY(map_mu) = false;
-
-  mutable absl::Mutex tables_mu;
-  absl::flat_hash_map<std::string, v1::TableConfig> tables ABSL_GUARDED_BY(tables_mu);
-
-  struct View {
-    std::shared_ptr<const SlotMap> map;
-    std::shared_ptr<const Shards> shards;
-  };
-
-  View Snapshot() const {
-    absl::MutexLock lock(&map_mu);
-    return View{slot_map, shards};
-  }
-
-  std::shared_ptr<const SlotMap> Map() const {
-    absl::MutexLock lock(&map_mu);
-    return slot_map;
-  }
-
-  std::shared_ptr<v1::PsService::Stub> NewStub(const std::string& address) const {
-    std::shared_ptr<grpc::Channel> channel =
-        options.shard_interceptors
-            ? grpc::experimental::CreateCustomChannelWithInterceptors(
-                  address, grpc::InsecureChannelCredentials(), channel_args,
-                  options.shard_interceptors())
-            : grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
-    return v1::PsService::NewStub(channel);
-  }
-
-  // Records a redirect: `slot` is owned by `owner` at `epoch` (never moves back).
-  void ApplyRedirect(const v1::WrongShard& w) {
-    absl::MutexLock lock(&map_mu);
-    if (w.epoch() < slot_map->epoch()) return;  // a stale shard: keep our newer view
-    auto next = std::make_shared<SlotMap>(*slot_map);
-    next->SetOwner(w.slot(), w.owner());
-    next->set_epoch(w.epoch());
-    slot_map = std::move(next);
-  }
-
-  // Installs `cluster` unless the client already has a newer map. Stubs of shards whose
-  // address is unchanged are kept.
-  void Install(const ClusterMap& cluster) {
-    std::shared_ptr<const Shards> old;
-    {
-      absl::MutexLock lock(&map_mu);
-      old = shards;
-    }
-    // Channels are made outside the lock (creating one does no IO, but it is not free).
-    auto next = std::make_shared<Shards>(*old);
-    for (const auto& [id, address] : cluster.addresses) {
-      auto it = next->find(id);
-      if (it != next->end() && it->second.address == address) continue;
-      (*next)[id] = Shard{address, NewStub(address)};
-    }
-    {
-      absl::MutexLock lock(&map_mu);
-      if (cluster.slot_map.epoch() < slot_map->epoch()) return;
-      // Shards added by a concurrent Install since `old` are kept too.
-      for (const auto& [id, shard] : *shards) {
-        if (cluster.addresses.find(id) == cluster.addresses.end()) next->try_emplace(id, shard);
-      }
-      shards = std::move(next);
-      slot_map = std::make_shared<const SlotMap>(cluster.slot_map);
-    }
-    absl::MutexLock lock(&tables_mu);
-    for (const v1::TableConfig& config : cluster.tables) tables[config.name()] = config;
-  }
-
-  // Reloads the cluster map from the coordinator, by `deadline` at the latest. With
-  // `rate_limited`, skips (returns OK, map unchanged) when another reload runs or the
-  // last one started less than min_refresh_interval ago, unless a shard named an epoch
-  // (`seen_epoch`) newer than the client's map: that reload has news, so it runs.
-  // Returns the coordinator's error; the current map is kept then.
-  absl::Status Refresh(absl::Time deadline, bool rate_limited, uint64_t seen_epoch = 0) {
-    if (coordinator == nullptr) {
-      return absl::FailedPreconditionError("PsClient: no coordinator_address");
-    }
-    const absl::Time now = absl::Now();
-    const bool news = seen_epoch > Map()->epoch();
-    {
-      absl::MutexLock lock(&map_mu);
-      if (rate_limited &&
-          (refreshing || (!news && now - last_refresh < options.min_refresh_interval))) {
-        return absl::OkStatus();
-      }
-      refreshing = true;
-      last_refresh = now;
-    }
-    absl::StatusOr<ClusterMap> cluster =
-        FetchClusterMap(*coordinator, std::min(deadline, now + options.coordinator_deadline));
-    if (cluster.ok()) Install(*cluster);
-    absl::MutexLock lock(&map_mu);
-    refreshing = false;
-    return cluster.status();
-  }
-
-  std::string AddressOf(uint32_t shard) const {
-    std::shared_ptr<const Shards> s = Snapshot().shards;
-    auto it = s->find(shard);
-    return it == s->end() ? "?" : it->second.address;
-  }
-};
-
-namespace {
+using Shards = PsClient::Impl::Shards;
+using Shard = PsClient::Impl::Shard;
 
 std::string PackIds(absl::Span<const uint64_t> ids, const std::vector<size_t>& index) {
   std::string out(index.size() * sizeof(uint64_t), '\0');
@@ -195,13 +75,6 @@ std::string PackIds(absl::Span<const uint64_t> ids, const std::vector<size_t>& i
     std::memcpy(p, &ids[i], sizeof(uint64_t));  // little-endian host (x86-64, aarch64)
     p += sizeof(uint64_t);
   }
-  return out;
-}
-
-absl::Status WithContext(const absl::Status& s, uint32_t shard, const std::string& address) {
-  absl::Status out(s.code(), absl::StrCat("ps shard ", shard, " (", address, "): ", s.message()));
-  s.ForEachPayload(
-      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
   return out;
 }
 
@@ -214,6 +87,9 @@ class PsHandle::Op {
   // One per-shard request: the positions in the caller's batch it carries.
   struct Part {
     uint32_t shard = 0;
+    // Pulls: hot keys read from `shard`'s replicas (PullRequest.replica_read), not
+    // keys `shard` owns.
+    bool replica = false;
     std::vector<size_t> index;
     uint64_t sequence = 0;  // pushes
     int retries = 0;
@@ -241,9 +117,10 @@ class PsHandle::Op {
   // A call that fails before any RPC.
   explicit Op(absl::Status error) : error_(std::move(error)) {}
 
+  // `hot`: a pull's hot set when it replicates (null: every key to its owner).
   Op(Kind kind, std::shared_ptr<PsClient::Impl> impl, v1::TableConfig table,
      absl::Span<const uint64_t> ids, absl::Span<float> out, absl::Span<const float> grads,
-     int64_t step, bool float16)
+     int64_t step, bool float16, std::shared_ptr<const HotSetView> hot = nullptr)
       : kind_(kind),
         impl_(std::move(impl)),
         table_(std::move(table)),
@@ -254,11 +131,17 @@ class PsHandle::Op {
         float16_(float16),
         deadline_(absl::Now() + impl_->options.deadline),
         backoff_(impl_->options.initial_backoff) {
+    if (hot != nullptr && hot->replicated()) {
+      hot_keys_ = hot->HotKeys(table_.name());
+      if (hot_keys_ != nullptr) hot_ = std::move(hot);
+      spread_ = Mix64Alt(impl_->pulls.fetch_add(1, std::memory_order_relaxed) ^
+                         (impl_->options.worker_id << 32));
+    }
     std::vector<size_t> all(ids.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     std::vector<Part> parts;
     const PsClient::Impl::View view = impl_->Snapshot();
-    error_ = Split(view, all, &parts);
+    error_ = Split(view, all, &parts, /*replicas=*/hot_ != nullptr);
     if (error_.ok() && !parts.empty()) Send(view, std::move(parts));
   }
 
@@ -283,6 +166,19 @@ class PsHandle::Op {
       for (std::unique_ptr<Rpc>& rpc : round->rpcs) {
         Part& part = rpc->part;
         const absl::Status s = FromGrpcStatus(rpc->status, &rpc->context);
+        if (part.replica) {
+          // Whatever a holder could not answer goes to the owners, never fails the call.
+          std::vector<size_t> to_owners;
+          if (!s.ok() || !ConsumeReplica(*rpc, &to_owners)) {
+            impl_->replica_fallbacks.fetch_add(1, std::memory_order_relaxed);
+            to_owners = std::move(part.index);
+          }
+          if (!to_owners.empty()) {
+            absl::Status split = Split(impl_->Snapshot(), to_owners, &next);
+            if (!split.ok()) return split;
+          }
+          continue;
+        }
         if (s.ok()) {
           absl::Status consumed = Consume(*rpc);
           if (!consumed.ok()) return Fail(consumed, part.shard);
@@ -342,7 +238,7 @@ class PsHandle::Op {
 
  private:
   absl::Status Fail(const absl::Status& s, uint32_t shard) {
-    return WithContext(s, shard, impl_->AddressOf(shard));
+    return WithShardContext(s, shard, impl_->AddressOf(shard));
   }
 
   // Waits until every callback of `round` has run. Every RPC carries deadline_, so
@@ -362,23 +258,44 @@ class PsHandle::Op {
     return round.mu.AwaitWithDeadline(absl::Condition(&done), absl::Now() + kCancelGrace);
   }
 
-  // Groups `index` by owner shard under `view`, appending to `parts`.
+  // Groups `index` by owner shard under `view`, appending to `parts`. With `replicas`
+  // (a pull whose table has hot keys in a replicating hot set), each hot key goes to
+  // one of its readers instead: its owner or one of the owner's replica holders the
+  // client has an address for, a replica part per holder.
   absl::Status Split(const PsClient::Impl::View& view, const std::vector<size_t>& index,
-                     std::vector<Part>* parts) {
-    absl::flat_hash_map<uint32_t, size_t> by_shard;  // shard -> position in *parts
+                     std::vector<Part>* parts, bool replicas = false) {
+    // (shard, replica) -> position in *parts
+    absl::flat_hash_map<std::pair<uint32_t, bool>, size_t> by_shard;
+    // owner -> its readers: the owner, then its replica holders
+    absl::flat_hash_map<uint32_t, std::vector<uint32_t>> readers_of;
     for (size_t i : index) {
       const uint32_t slot = SlotOf(table_.seed(), ids_[i]);
-      const uint32_t shard = view.map->OwnerOf(slot);
+      uint32_t shard = view.map->OwnerOf(slot);
       if (view.shards->find(shard) == view.shards->end()) {
         return absl::UnavailableError(
             absl::StrCat("ps client: slot ", slot, " is owned by shard ",
                          shard == kNoShard ? std::string("<none>") : absl::StrCat(shard),
                          " which has no address"));
       }
-      auto [it, inserted] = by_shard.try_emplace(shard, parts->size());
+      bool replica = false;
+      if (replicas && hot_keys_->contains(ids_[i])) {
+        auto [readers, inserted] = readers_of.try_emplace(shard);
+        if (inserted) {
+          readers->second.push_back(shard);
+          for (uint32_t holder : hot_->ReplicaHoldersOf(shard)) {
+            if (view.shards->contains(holder)) readers->second.push_back(holder);
+          }
+        }
+        const std::vector<uint32_t>& r = readers->second;
+        const uint32_t pick = r[Mix64Alt(ids_[i] ^ spread_) % r.size()];
+        replica = pick != shard;
+        shard = pick;
+      }
+      auto [it, inserted] = by_shard.try_emplace(std::make_pair(shard, replica), parts->size());
       if (inserted) {
         parts->emplace_back();
         parts->back().shard = shard;
+        parts->back().replica = replica;
         if (kind_ == Kind::kPush) parts->back().sequence = impl_->next_sequence.fetch_add(1);
       }
       (*parts)[it->second].index.push_back(i);
@@ -404,6 +321,11 @@ class PsHandle::Op {
         r.set_epoch(epoch);
         r.set_attempt(impl_->options.attempt);
         r.set_encoding(encoding);
+        r.set_step(step_);
+        if (rpc->part.replica) {
+          r.set_replica_read(true);
+          impl_->replica_keys.fetch_add(rpc->part.index.size(), std::memory_order_relaxed);
+        }
       } else {
         v1::PushRequest& r = rpc->push_request;
         r.set_table(table_.name());
@@ -481,6 +403,22 @@ class PsHandle::Op {
     return absl::OkStatus();
   }
 
+  // Takes a successful replica read: the answered rows into out_, the positions the
+  // holder did not answer into *to_owners. False for a malformed answer (then nothing
+  // of it counts: every key goes to its owner).
+  bool ConsumeReplica(const Rpc& rpc, std::vector<size_t>* to_owners) {
+    const google::protobuf::RepeatedField<uint32_t>& missing = rpc.pull_response.replica_missing();
+    for (int k = 0; k < missing.size(); ++k) {
+      if (missing[k] >= rpc.part.index.size() || (k > 0 && missing[k] <= missing[k - 1])) {
+        return false;
+      }
+    }
+    if (!Consume(rpc).ok()) return false;
+    for (uint32_t position : missing) to_owners->push_back(rpc.part.index[position]);
+    impl_->replica_missing.fetch_add(missing.size(), std::memory_order_relaxed);
+    return true;
+  }
+
   absl::Status error_;
   Kind kind_ = Kind::kPull;
   std::shared_ptr<PsClient::Impl> impl_;
@@ -492,6 +430,11 @@ class PsHandle::Op {
   bool float16_ = false;
   absl::Time deadline_;
   absl::Duration backoff_;
+  // Pulls with replica reads: the hot set, its hot keys of table_ (non-null exactly
+  // when hot_ is) and this pull's spreading salt.
+  std::shared_ptr<const HotSetView> hot_;
+  const absl::flat_hash_set<uint64_t>* hot_keys_ = nullptr;
+  uint64_t spread_ = 0;
   absl::flat_hash_map<uint32_t, int> redirects_;  // slot -> redirects followed
   std::unique_ptr<Round> round_;                  // the round in flight, if any
 };
@@ -541,6 +484,9 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
       options.coordinator_deadline <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("PsClientOptions deadlines must be positive");
   }
+  if (options.hot_set_refresh_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("PsClientOptions.hot_set_refresh_interval must be >= 0");
+  }
   KeepGrpcInitialized();
   auto impl = std::make_shared<Impl>();
   impl->options = options;
@@ -559,6 +505,11 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
   if (!options.coordinator_address.empty()) {
     impl->coordinator = v1::CoordinatorService::NewStub(
         grpc::CreateChannel(options.coordinator_address, grpc::InsecureChannelCredentials()));
+  }
+  // The first fetch starts with the first map load (Impl::Refresh).
+  impl->hot_set = std::make_unique<HotSetCache>(
+      impl->coordinator.get(), options.hot_set_refresh_interval, options.coordinator_deadline);
+  if (impl->coordinator != nullptr) {
     absl::Status loaded =
         impl->Refresh(absl::Now() + options.coordinator_deadline, /*rate_limited=*/false);
     if (!loaded.ok()) return loaded;
@@ -568,97 +519,6 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
 
 PsClient::PsClient(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 PsClient::~PsClient() = default;
-
-absl::Status PsClient::AddTable(const v1::TableConfig& config) {
-  if (config.seed() == 0 || config.dim() == 0 || config.dim() > 4096 || config.name().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("PsClient::AddTable: table '", config.name(),
-                                                   "' is not normalized (seed ", config.seed(),
-                                                   ", dim ", config.dim(), ")"));
-  }
-  absl::MutexLock lock(&impl_->tables_mu);
-  impl_->tables[config.name()] = config;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::map<std::string, PsClient::TableDigest>> PsClient::Checksum(
-    absl::string_view table) {
-  const absl::Time deadline = absl::Now() + impl_->options.deadline;
-  v1::ChecksumRequest request;
-  request.set_table(std::string(table));
-  std::map<std::string, TableDigest> sums;
-  const std::shared_ptr<const Shards> shards = impl_->Snapshot().shards;
-  for (const auto& [shard, conn] : *shards) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(deadline));
-    v1::ChecksumResponse response;
-    absl::Status s = FromGrpcStatus(conn.stub->Checksum(&context, request, &response), &context);
-    if (!s.ok()) return WithContext(s, shard, conn.address);
-    for (const v1::ChecksumResponse::Table& t : response.tables()) {
-      TableDigest& sum = sums[t.table()];
-      sum.rows += t.rows();
-      sum.digest += t.digest();
-    }
-  }
-  return sums;
-}
-
-absl::Status PsClient::CreateTableEverywhere(const v1::TableConfig& config) {
-  const absl::Time deadline = absl::Now() + impl_->options.deadline;
-  if (impl_->coordinator != nullptr) {
-    // The coordinator persists the table and forwards it to every shard.
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(deadline));
-    v1::CoordinatorCreateTableRequest request;
-    *request.mutable_config() = config;
-    v1::CoordinatorCreateTableResponse response;
-    absl::Status s =
-        FromGrpcStatus(impl_->coordinator->CreateTable(&context, request, &response), &context);
-    if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("coordinator CreateTable: ", s.message()));
-    }
-    return AddTable(response.config());
-  }
-  v1::CreateTableRequest request;
-  *request.mutable_config() = config;
-  std::string first;
-  v1::TableConfig normalized;
-  const std::shared_ptr<const Shards> shards = impl_->Snapshot().shards;
-  for (const auto& [shard, address] : impl_->options.shard_addresses) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(deadline));
-    v1::CreateTableResponse response;
-    absl::Status s =
-        FromGrpcStatus(shards->at(shard).stub->CreateTable(&context, request, &response), &context);
-    if (!s.ok()) return WithContext(s, shard, address);
-    std::string bytes;
-    response.config().SerializeToString(&bytes);  // deterministic enough for equal messages
-    if (first.empty()) {
-      first = std::move(bytes);
-      normalized = response.config();
-    } else if (bytes != first) {
-      return absl::InternalError(absl::StrCat("CreateTable: shard ", shard, " (", address,
-                                              ") normalized table '", config.name(),
-                                              "' differently"));
-    }
-  }
-  return AddTable(normalized);
-}
-
-absl::StatusOr<v1::TableConfig> PsClient::GetTable(absl::string_view table) const {
-  absl::MutexLock lock(&impl_->tables_mu);
-  auto it = impl_->tables.find(table);
-  if (it == impl_->tables.end()) {
-    return absl::NotFoundError(absl::StrCat("PsClient: table '", table, "' not registered"));
-  }
-  return it->second;
-}
-
-SlotMap PsClient::slot_map() const { return *impl_->Map(); }
-
-absl::Status PsClient::RefreshClusterMap() {
-  return impl_->Refresh(absl::Now() + impl_->options.coordinator_deadline,
-                        /*rate_limited=*/false);
-}
 
 namespace {
 
@@ -697,9 +557,12 @@ PsHandle PsClient::PullAsync(absl::string_view table, absl::Span<const uint64_t>
         "Pull: out has ", out.size(), " floats, expected ", ids.size(), " x ", config->dim()))));
   }
   const bool f16 = UseFloat16(*config, call);
+  std::shared_ptr<const HotSetView> hot;
+  if (impl_->options.read_replicas) hot = impl_->hot_set->Current();
   return PsHandle(std::make_unique<PsHandle::Op>(PsHandle::Op::Kind::kPull, impl_,
                                                  *std::move(config), ids, out,
-                                                 absl::Span<const float>(), 0, f16));
+                                                 absl::Span<const float>(), call.step, f16,
+                                                 std::move(hot)));
 }
 
 absl::Status PsClient::Pull(absl::string_view table, absl::Span<const uint64_t> ids,

@@ -17,6 +17,18 @@
 //    the rejected keys. A slot followed more than `max_redirects` times fails the call.
 //  * anything else: returned, with the shard id and address in the message.
 //
+// Hot keys (proto/ember/v1/hotkeys.proto): with a coordinator the client keeps the
+// published hot set (common/hot_set.h), fetched with GetHotSet in the background at
+// most every `hot_set_refresh_interval` from the pull path (a pull never waits for
+// it) and after every cluster map reload. When the hot set has replication on and
+// `read_replicas` is set, a Pull sends each hot key to one of its owner and the
+// owner's replica holders (HotSetView::ReplicaHoldersOf), picked by a hash of the id
+// and a per-pull counter so the load spreads evenly; keys for a holder travel as a
+// separate replica_read request. Keys a holder cannot answer
+// (PullResponse.replica_missing) and every key of a replica request that fails
+// (whatever the error) go to their owner in the next round, with normal routing.
+// Pushes always go to owners. replica_stats() counts what happened.
+//
 //   PsClientOptions options;
 //   options.coordinator_address = "10.0.0.9:6000";  // map, shards and tables from it
 //   options.worker_id = 7;
@@ -32,7 +44,7 @@
 //   EMBER_RETURN_IF_ERROR((*client)->CreateTableEverywhere(config));
 //
 // The data path never goes through the coordinator: while it is down the client keeps
-// working with the map it has.
+// working with the map and the hot set it has.
 //
 // Thread-safety: all PsClient methods may be called concurrently. A PsHandle is used
 // by one thread at a time.
@@ -55,6 +67,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/hot_set.h"
 #include "common/slot_map.h"
 #include "ember/v1/table.pb.h"
 #include "grpcpp/support/client_interceptor.h"
@@ -107,6 +120,13 @@ struct PsClientOptions {
   int max_redirects = 3;
   // Largest message sent or received. Default: 256 MiB (the server's default).
   int max_message_bytes = 256 << 20;
+  // Least time between two background fetches of the hot set from the coordinator,
+  // started by pulls; 0: no automatic fetch (only RefreshHotSet()). Without a
+  // coordinator there is no hot set. Default: 1 s.
+  absl::Duration hot_set_refresh_interval = absl::Seconds(1);
+  // Spread pulls of hot keys over their replica holders when the hot set replicates
+  // them; false: every key goes to its owner. Default: true.
+  bool read_replicas = true;
   // Test-only: when set, called once per shard channel the client creates; the
   // interceptors it returns are installed on that channel (fault injection).
   // Default: none.
@@ -118,6 +138,10 @@ struct PsClientOptions {
 // Per-call options.
 struct PsCallOptions {
   WireEncoding encoding = WireEncoding::kTableDefault;
+  // Pulls: the caller's training step (PullRequest.step; 0: unknown). Replica holders
+  // refuse copies more than HotSet.max_staleness_steps behind it. Pushes take their
+  // step as an argument instead.
+  int64_t step = 0;
 };
 
 // The pending result of PullAsync/PushAsync. Move-only. Destroying a handle that was
@@ -216,7 +240,23 @@ class PsClient {
   // ignored.
   absl::Status RefreshClusterMap();
 
-  struct Impl;  // ps_client.cc
+  // The newest hot set the client has (never null; version 0: none). Starts a
+  // background fetch when one is due, never waits for it.
+  std::shared_ptr<const HotSetView> hot_set() const;
+  // Fetches the hot set from the coordinator now and waits for it (coordinator_deadline).
+  // FAILED_PRECONDITION without a coordinator; the coordinator's error otherwise (the
+  // client keeps the hot set it has).
+  absl::Status RefreshHotSet();
+
+  // Replica reads since the client was created.
+  struct ReplicaStats {
+    uint64_t replica_keys = 0;     // keys sent to replica holders (replica_read pulls)
+    uint64_t replica_missing = 0;  // of them, answered as missing: asked of the owner
+    uint64_t fallbacks = 0;        // replica requests that failed: keys asked of owners
+  };
+  ReplicaStats replica_stats() const;
+
+  struct Impl;  // ps_client_impl.h
 
  private:
   explicit PsClient(std::shared_ptr<Impl> impl);

@@ -211,6 +211,7 @@ absl::StatusOr<EvictionReport> EmbeddingStore::Evict(int64_t current_step) {
     EMBER_ASSIGN_OR_RETURN(EvictionReport r, t->EvictByPolicy(current_step));
     total.rows_removed += r.rows_removed;
     total.rows_scanned += r.rows_scanned;
+    total.rows_decayed += r.rows_decayed;
   }
   return total;
 }

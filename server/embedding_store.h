@@ -117,6 +117,7 @@ struct StoreStats {
 struct EvictionReport {
   uint64_t rows_removed = 0;
   uint64_t rows_scanned = 0;
+  uint64_t rows_decayed = 0;  // kept rows whose count decayed (each a change-log entry)
 };
 
 // An order-independent digest of one table's stored rows. `digest` is the sum (mod

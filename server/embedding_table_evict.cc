@@ -3,7 +3,9 @@
 // Eviction policy (TTL, minimum count, count decay) and flushing of dirty rows.
 //
 // Policy eviction deletes a row everywhere: from the backend first, then from memory,
-// and emits a tombstone. Deleting from the backend first means a concurrent loader
+// and emits a tombstone. Count decay changes a row's meta, so every decayed row that
+// stays gets a change-log entry too: delta checkpoints and the update stream read the
+// change log, and a row left out would restore (or serve) with its old count. Deleting from the backend first means a concurrent loader
 // either reads the row before the delete and then sees the removal note
 // (memory_tier.h), or reads after it and finds nothing; either way the row is not
 // brought back with stale bytes.
@@ -59,17 +61,19 @@ absl::StatusOr<EvictionReport> EmbeddingTable::EvictByPolicy(int64_t step) {
   auto expired = [&](const RowMeta& m) {
     return (ttl > 0 && step - m.last_seen_step > ttl) || (min_count > 0 && m.count < min_count);
   };
-  std::vector<Change> tombstones;
-  auto emit_tombstones = [&](const std::vector<uint64_t>& ids) {
+  std::vector<Change> tombstones;  // and decay changes
+  auto emit = [&](const std::vector<uint64_t>& ids, bool tombstone) {
     if (ids.empty()) return;
     uint64_t version = ctx_.log->Reserve(static_cast<uint32_t>(ids.size()));
-    for (uint64_t id : ids) tombstones.push_back({version++, id, ctx_.index, true});
+    for (uint64_t id : ids) tombstones.push_back({version++, id, ctx_.index, tombstone});
   };
+  auto emit_tombstones = [&](const std::vector<uint64_t>& ids) { emit(ids, true); };
 
   // 1. Resident rows: decay, find expired, delete from the backend, then from memory.
   for (uint32_t s = 0; s < tier_.num_stripes(); ++s) {
     MemoryTier::Stripe& st = tier_.stripe(s);
     std::vector<uint64_t> candidates;
+    std::vector<uint64_t> decayed;
     {
       absl::MutexLock lock(&st.mu);
       tier_.ForEach(st, [&](uint64_t id, char* row) {
@@ -79,9 +83,15 @@ absl::StatusOr<EvictionReport> EmbeddingTable::EvictByPolicy(int64_t step) {
           meta->count *= ev.count_decay();
           meta->flags |= kRowDirty;
         }
-        if (!(meta->flags & kRowWriteBack) && expired(*meta)) candidates.push_back(id);
+        if (!(meta->flags & kRowWriteBack) && expired(*meta)) {
+          candidates.push_back(id);
+        } else if (decay) {
+          decayed.push_back(id);
+        }
       });
     }
+    emit(decayed, false);
+    report.rows_decayed += decayed.size();
     if (candidates.empty()) continue;
     BackendWriteBatch batch;
     for (uint64_t id : candidates) batch.push_back({ctx_.backend_table, Key(id), "", true});
@@ -90,6 +100,7 @@ absl::StatusOr<EvictionReport> EmbeddingTable::EvictByPolicy(int64_t step) {
       return status;
     }
     std::vector<uint64_t> removed;
+    std::vector<uint64_t> kept;  // decayed, then touched before the delete: stays
     {
       absl::MutexLock lock(&st.mu);
       for (uint64_t id : candidates) {
@@ -101,9 +112,12 @@ absl::StatusOr<EvictionReport> EmbeddingTable::EvictByPolicy(int64_t step) {
           removed.push_back(id);
         } else {
           meta->flags |= kRowDirty;  // touched meanwhile: its backend copy is gone
+          if (decay) kept.push_back(id);
         }
       }
     }
+    emit(kept, false);
+    report.rows_decayed += kept.size();
     emit_tombstones(removed);
     report.rows_removed += removed.size();
   }
@@ -133,13 +147,19 @@ absl::StatusOr<EvictionReport> EmbeddingTable::EvictByPolicy(int64_t step) {
     if (batch.empty()) return absl::OkStatus();
     EMBER_RETURN_IF_ERROR(ctx_.backend->Write(batch));
     std::vector<uint64_t> removed;
+    std::vector<uint64_t> decayed;
     for (const Candidate& c : todo) {
-      if (!c.erase) continue;
+      if (!c.erase) {
+        decayed.push_back(c.id);
+        continue;
+      }
       MemoryTier::Stripe& st = tier_.stripe(tier_.StripeOf(c.id));
       absl::MutexLock lock(&st.mu);
       tier_.NoteDeleted(st, c.id);
       removed.push_back(c.id);
     }
+    emit(decayed, false);
+    report.rows_decayed += decayed.size();
     emit_tombstones(removed);
     report.rows_removed += removed.size();
     return absl::OkStatus();

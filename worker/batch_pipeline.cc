@@ -69,6 +69,10 @@ void BatchPipeline::Load() {
       if (skip_through_epoch_ >= epoch) break;
       batch->epoch = epoch;
       batch->sparse.Build(batch->examples);
+      batch->prepared = false;
+      batch->read_size = batch->examples.size;
+      batch->cold.clear();
+      batch->cold_count = 0;
       ready_.push_back(std::move(batch));
     }
   }

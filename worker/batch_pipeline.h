@@ -36,6 +36,7 @@
 #include "absl/synchronization/mutex.h"
 #include "worker/data/example_batch.h"
 #include "worker/data/reader.h"
+#include "worker/hot_row_cache.h"
 #include "worker/sparse_features.h"
 
 namespace ember::worker {
@@ -46,6 +47,14 @@ struct PreparedBatch {
   ReaderPosition start;  // the reader's position before this batch (a checkpoint cursor)
   ExampleBatch examples;
   SparseBatch sparse;
+
+  // Skew handling (worker/skew_handler.h); the loader resets these for every batch.
+  bool prepared = false;      // SkewHandler::Prepare ran
+  int read_size = 0;          // examples read from the data: examples.size before replays
+  std::vector<uint8_t> cold;  // per read example: judged cold (cold-example options on)
+  int cold_count = 0;         // read examples judged cold
+  uint64_t pull_step = 0;     // the step its rows were pulled for (hot cache)
+  std::vector<HotRowCache::TablePull> cache_pulls;  // per table, the hot cache's pull plan
 };
 
 class BatchPipeline {

@@ -36,6 +36,13 @@ using v1::TrainingConfig;
 constexpr uint32_t kMaxTableDim = 4096;
 // A sanity cap on MLP layer sizes: larger is a typo, not a model.
 constexpr uint32_t kMaxLayerSize = 1 << 16;
+// Sanity caps of the skew options (model.proto SkewConfig).
+constexpr uint64_t kMaxColdCount = 1000000000;
+constexpr float kMaxColdLossWeight = 1000;
+constexpr uint32_t kMaxReplayCapacity = 1 << 20;
+constexpr uint64_t kMaxTrackedIds = 1000000000;
+constexpr uint32_t kMaxHotCacheSteps = 1000000;
+constexpr uint64_t kMaxHotCacheRows = 1 << 26;
 constexpr int kCriteoDense = 13;
 constexpr int kCriteoCategorical = 26;
 
@@ -177,6 +184,17 @@ void FillDefaults(ModelConfig* config) {
   v1::EvalConfig* eval = config->mutable_eval();
   if (eval->hot_min_count() == 0) eval->set_hot_min_count(1000);
   if (eval->warm_min_count() == 0) eval->set_warm_min_count(20);
+
+  // Only a present skew section gets defaults: a config without one stays without
+  // (its digest, and so its checkpoints, are unchanged). cold_replay_capacity 0 stays
+  // 0 (4 x batch_size, which flags may still change).
+  if (config->has_skew()) {
+    v1::SkewConfig* skew = config->mutable_skew();
+    if (skew->cold_max_count() == 0) skew->set_cold_max_count(20);
+    if (!skew->has_cold_loss_weight()) skew->set_cold_loss_weight(1.0f);
+    if (skew->cold_max_tracked_ids() == 0) skew->set_cold_max_tracked_ids(1000000);
+    if (skew->hot_cache_max_rows() == 0) skew->set_hot_cache_max_rows(100000);
+  }
 }
 
 // Builds INVALID_ARGUMENT errors "origin: field: message".
@@ -384,6 +402,73 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
   return absl::OkStatus();
 }
 
+absl::Status CheckSkew(const ModelConfig& config, const Checker& check) {
+  if (!config.has_skew()) return absl::OkStatus();
+  const v1::SkewConfig& skew = config.skew();
+  std::map<std::string, const ColumnConfig*> columns;
+  for (const ColumnConfig& c : config.data().columns()) columns[c.name()] = &c;
+  std::set<std::string> cold_features;
+  for (int i = 0; i < skew.cold_features_size(); ++i) {
+    const std::string& name = skew.cold_features(i);
+    const std::string field = absl::StrCat("skew.cold_features[", i, "] (", name, ")");
+    const FeatureConfig* feature = nullptr;
+    for (const FeatureConfig& f : config.features()) {
+      if (f.name() == name) feature = &f;
+    }
+    if (feature == nullptr) return check.Error(field, "'", name, "' is not a feature name");
+    if (!cold_features.insert(name).second) {
+      return check.Error(field, "feature '", name, "' appears twice");
+    }
+    const ColumnConfig* column = columns.at(feature->column());  // CheckModel checked it
+    if (column->kind() != ColumnConfig::CATEGORICAL) {
+      return check.Error(field, "column '", column->name(), "' is ",
+                         ColumnConfig::Kind_Name(column->kind()),
+                         "; a cold feature must be CATEGORICAL (one ID per example)");
+    }
+  }
+  if (skew.cold_max_count() < 1 || skew.cold_max_count() > kMaxColdCount) {
+    return check.Error("skew.cold_max_count", skew.cold_max_count(), " is out of range 1..",
+                       kMaxColdCount);
+  }
+  const float weight = skew.cold_loss_weight();
+  if (!(weight > 0) || !(weight <= kMaxColdLossWeight)) {
+    return check.Error("skew.cold_loss_weight", weight, " must be in (0, ", kMaxColdLossWeight,
+                       "] (1 = off)");
+  }
+  const float fraction = skew.cold_resample_fraction();
+  if (!(fraction >= 0 && fraction <= 1)) {
+    return check.Error("skew.cold_resample_fraction", fraction, " must be in [0, 1] (0 = off)");
+  }
+  if ((weight != 1.0f || fraction > 0) && skew.cold_features().empty()) {
+    return check.Error("skew.cold_features",
+                       "cold_loss_weight and cold_resample_fraction need at least one cold "
+                       "feature (e.g. the user and item ID features)");
+  }
+  if (skew.cold_replay_capacity() > kMaxReplayCapacity) {
+    return check.Error("skew.cold_replay_capacity", skew.cold_replay_capacity(), " is above ",
+                       kMaxReplayCapacity);
+  }
+  if (skew.cold_max_tracked_ids() < 1 || skew.cold_max_tracked_ids() > kMaxTrackedIds) {
+    return check.Error("skew.cold_max_tracked_ids", skew.cold_max_tracked_ids(),
+                       " is out of range 1..", kMaxTrackedIds);
+  }
+  if (skew.hot_cache_steps() > kMaxHotCacheSteps) {
+    return check.Error("skew.hot_cache_steps", skew.hot_cache_steps(), " is above ",
+                       kMaxHotCacheSteps);
+  }
+  if (skew.hot_cache_steps() > 0 && config.training().consistency() == TrainingConfig::BSP) {
+    return check.Error("skew.hot_cache_steps", "the hot-row cache serves rows up to ",
+                       skew.hot_cache_steps(),
+                       " steps old, but BSP training must be exact: use consistency SSP or "
+                       "ASP, or hot_cache_steps 0");
+  }
+  if (skew.hot_cache_max_rows() < 1 || skew.hot_cache_max_rows() > kMaxHotCacheRows) {
+    return check.Error("skew.hot_cache_max_rows", skew.hot_cache_max_rows(), " is out of range 1..",
+                       kMaxHotCacheRows);
+  }
+  return absl::OkStatus();
+}
+
 std::vector<const ColumnConfig*> ColumnsOfKind(const ModelConfig& config, ColumnConfig::Kind kind) {
   std::vector<const ColumnConfig*> out;
   for (const ColumnConfig& c : config.data().columns()) {
@@ -436,6 +521,7 @@ absl::StatusOr<ModelConfig> NormalizeModelConfig(ModelConfig config, const std::
   const Checker check(origin);
   EMBER_RETURN_IF_ERROR(CheckColumns(config, check));
   EMBER_RETURN_IF_ERROR(CheckModel(config, check));
+  EMBER_RETURN_IF_ERROR(CheckSkew(config, check));
   return config;
 }
 

@@ -53,7 +53,11 @@ absl::StatusOr<v1::ModelConfig> ParseModelConfig(const std::string& text, bool j
 // names unique, each feature's column CATEGORICAL / MULTI_HOT and its table present;
 // MLP sizes 1..65536; DOT: every feature's table dim equals the last bottom_mlp size;
 // dense optimizer lr > 0, betas in (0, 1), epsilon > 0, initial_accumulator >= 0;
-// SSP staleness >= 1; eval.*_column name EVAL columns; warm_min_count <= hot_min_count.
+// SSP staleness >= 1; eval.*_column name EVAL columns; warm_min_count <= hot_min_count;
+// skew: cold_features name distinct features over CATEGORICAL columns (and are given
+// when cold_loss_weight != 1 or cold_resample_fraction > 0), cold_loss_weight in
+// (0, 1000], cold_resample_fraction in [0, 1], the counts and sizes in their ranges
+// (model.proto), hot_cache_steps only with SSP or ASP.
 absl::StatusOr<v1::ModelConfig> NormalizeModelConfig(v1::ModelConfig config,
                                                      const std::string& origin);
 

@@ -63,6 +63,15 @@ std::string ResultJson(const v1::ModelConfig& config, const TrainerOptions& opti
       {"steps", absl::StrCat(r.steps)},
       {"examples", absl::StrCat(r.examples)},
       {"final_train_loss", Number(r.final_loss)},
+      {"cold_examples", absl::StrCat(r.cold_examples)},
+      {"resampled_examples", absl::StrCat(r.resampled_examples)},
+      // null when the cache is off (or looked nothing up: no hot keys).
+      {"hot_cache_hit_ratio",
+       r.hot_cache && r.hot_cache_lookups > 0
+           ? Number(static_cast<double>(r.hot_cache_hits) / r.hot_cache_lookups)
+           : "null"},
+      {"hot_cache_hits", absl::StrCat(r.hot_cache_hits)},
+      {"hot_cache_lookups", absl::StrCat(r.hot_cache_lookups)},
       {"workers", absl::StrCat(options.world_size)},
       {"consistency", Quote(v1::TrainingConfig::Consistency_Name(config.training().consistency()))},
       {"batch_size", absl::StrCat(config.training().batch_size())},

@@ -119,12 +119,15 @@ void SparseBatch::Backward(absl::Span<const float> d_pooled) {
   }
 }
 
-void StartPulls(PsClient& client, SparseBatch& sparse, std::vector<PsHandle>* handles) {
+void StartPulls(PsClient& client, SparseBatch& sparse, std::vector<PsHandle>* handles,
+                int64_t step) {
+  PsCallOptions call;
+  call.step = step;
   for (int t = 0; t < sparse.num_tables(); ++t) {
     SparseBatch::TableData& table = sparse.table(t);
     if (table.ids.empty()) continue;
-    handles->push_back(
-        client.PullAsync(sparse.layout().tables[t].name, table.ids, absl::MakeSpan(table.rows)));
+    handles->push_back(client.PullAsync(sparse.layout().tables[t].name, table.ids,
+                                        absl::MakeSpan(table.rows), call));
   }
 }
 

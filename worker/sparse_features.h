@@ -98,8 +98,10 @@ class SparseBatch {
 
 // Issues one pull per table of `sparse` with IDs (the client splits it per shard and
 // runs the parts in parallel) into the tables' `rows`; wait with WaitAll. `sparse`
-// must stay alive and unchanged until then.
-void StartPulls(PsClient& client, SparseBatch& sparse, std::vector<PsHandle>* handles);
+// must stay alive and unchanged until then. `step`: the training step the rows are
+// for (PullRequest.step: replica holders refuse copies too far behind it; 0 unknown).
+void StartPulls(PsClient& client, SparseBatch& sparse, std::vector<PsHandle>* handles,
+                int64_t step = 0);
 
 }  // namespace ember::worker
 

@@ -1,18 +1,21 @@
 // Copyright 2026 The Ember Authors.
+//
+// Train and the Trainer's setup, step loop, evaluation and result (trainer_internal.h);
+// checkpoints are in trainer_checkpoint.cc.
 
 #include "worker/trainer.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <deque>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,29 +23,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
-#include "common/ps_client.h"
 #include "common/status_macros.h"
-#include "worker/batch_pipeline.h"
-#include "worker/collective/collective.h"
 #include "worker/data/reader.h"
-#include "worker/dense/dense_tower.h"
-#include "worker/job_client.h"
 #include "worker/model_config.h"
-#include "worker/run_report.h"
-#include "worker/sparse_exchange.h"
-#include "worker/sparse_features.h"
-#include "worker/worker_metrics.h"
+#include "worker/trainer_internal.h"
 
 namespace ember::worker {
+namespace trainer_internal {
 namespace {
-
-using v1::TrainingConfig;
-
-// Adds the stage to an error's message, keeping its code.
-absl::Status InStage(const absl::Status& s, absl::string_view stage) {
-  if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat(stage, ": ", s.message()));
-}
 
 // Training lines in the plain (non-gzip) files of a partition: a quick pre-pass for
 // the progress ETA. 0 when unknown (a gzip file).
@@ -72,92 +60,7 @@ std::string FormatDuration(double seconds) {
   return absl::StrFormat("%ds", s);
 }
 
-// A push in flight (SSP/ASP): the batch stays alive until its pushes complete.
-struct InFlight {
-  uint64_t step = 0;
-  std::unique_ptr<PreparedBatch> batch;
-  std::vector<PsHandle> handles;
-};
-
-class Trainer {
- public:
-  // `recoveries`: attempts this worker rejoined before this one.
-  Trainer(const TrainerOptions& options, JobClient* jobs, const v1::JoinJobResponse& join,
-          uint64_t recoveries)
-      : options_(options),
-        jobs_(jobs),
-        join_(join),
-        config_(options.config),
-        training_(options.config.training()),
-        log_(options.log != nullptr ? *options.log : std::cout),
-        layout_(SparseLayout::FromConfig(options.config)) {
-    result_.attempt = join.attempt();
-    result_.recoveries = recoveries;
-    result_.resumed_from = join.checkpoint();
-  }
-
-  absl::StatusOr<TrainResult> Run();
-
- private:
-  absl::Status Setup();
-  absl::Status Loop();
-  // One training step on `batch`; `global_examples` is the step's batch size summed
-  // over workers. Takes ownership of the batch (kept alive by in-flight pushes).
-  absl::Status Step(std::unique_ptr<PreparedBatch> batch, double global_examples);
-  absl::Status PushSparse(std::unique_ptr<PreparedBatch> batch);
-  absl::Status DrainPushes(size_t keep);
-  absl::Status Finish();
-  // Loads the dense model, step and counters of the checkpoint the attempt restored.
-  absl::Status Restore(const v1::WorkerState& state);
-  // A checkpoint at the current step barrier (every worker calls it at the same step).
-  absl::Status TakeCheckpoint();
-  // Rank 0: whether a checkpoint is due by time or was requested by an operator.
-  bool CheckpointWanted();
-  void MaybeLog(bool force);
-  absl::Status MaybeEvaluate(bool final);
-  bool rank0() const { return options_.rank == 0; }
-
-  const TrainerOptions& options_;
-  JobClient* const jobs_;
-  const v1::JoinJobResponse& join_;
-  const v1::ModelConfig& config_;
-  const TrainingConfig& training_;
-  std::ostream& log_;
-  SparseLayout layout_;
-
-  std::unique_ptr<PsClient> client_;
-  std::unique_ptr<DenseTower> tower_;
-  std::unique_ptr<DenseOptimizer> optimizer_;
-  std::unique_ptr<Collective> collective_;
-  std::unique_ptr<BatchPipeline> pipeline_;
-  std::unique_ptr<WorkerMetrics> metrics_;
-
-  std::vector<float> pooled_, d_pooled_, logits_, dlogits_, reduce_;
-  std::vector<PsHandle> prefetch_;       // pulls of the batch at the pipeline's head
-  PreparedBatch* prefetched_ = nullptr;  // that batch
-  std::deque<InFlight> in_flight_;
-  std::vector<OwnedGradients> owned_;
-
-  uint64_t step_ = 0;
-  int epoch_ = 0;
-  absl::Time last_checkpoint_ = absl::Now();
-  absl::Time next_poll_ = absl::Now() + absl::Seconds(1);
-  bool checkpoint_next_ = false;  // agreed by the last step's all-reduce
-  std::optional<uint64_t> checkpoint_step_;  // step of the last checkpoint taken
-  uint64_t examples_ = 0;
-  // The agreement on the next step (workers with a batch, their examples), carried by
-  // the previous step's all-reduce; empty at the start of an epoch.
-  std::optional<std::array<float, 2>> next_agreement_;
-  uint64_t estimated_steps_ = 0;
-  absl::Time start_;
-  // Progress since the last line.
-  double interval_loss_ = 0;
-  double interval_examples_ = 0;
-  std::vector<CurvePoint> curve_;
-  // This worker's seconds in pull, compute, all-reduce and push (incl. BSP barrier).
-  double stage_seconds_[4] = {0, 0, 0, 0};
-  TrainResult result_;
-};
+}  // namespace
 
 absl::Status Trainer::Setup() {
   const int world = options_.world_size;
@@ -244,6 +147,7 @@ absl::Status Trainer::Setup() {
       (estimated_steps_ == 0 || training_.max_steps() < estimated_steps_)) {
     estimated_steps_ = training_.max_steps();
   }
+  skew_ = std::make_unique<SkewHandler>(config_, layout_, world);
   std::optional<std::pair<int, ReaderPosition>> resume;
   if (!join_.checkpoint().empty()) {
     EMBER_RETURN_IF_ERROR(Restore(join_.state()));
@@ -323,22 +227,29 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   const absl::Time t0 = absl::Now();
   SparseBatch& sparse = batch->sparse;
   const ExampleBatch& ex = batch->examples;
-  // Pull (or collect the prefetched pull) of this batch.
+  // Pull (or collect the prefetched pull) of this batch; the skew handler prepares
+  // it first (cold examples, replays) and serves hot rows from its cache, given the
+  // hot keys (refreshed every step; fetched only for the cache).
+  std::shared_ptr<const HotSetView> hot =
+      skew_->cache_active() ? client_->hot_set() : std::shared_ptr<const HotSetView>();
   if (prefetched_ == batch.get()) {
     EMBER_RETURN_IF_ERROR(InStage(WaitAll(&prefetch_), "pull"));
     prefetched_ = nullptr;
   } else {
     std::vector<PsHandle> handles;
-    StartPulls(*client_, sparse, &handles);
+    skew_->StartPulls(*client_, step_, hot.get(), batch.get(), &handles);
     EMBER_RETURN_IF_ERROR(InStage(WaitAll(&handles), "pull"));
   }
+  skew_->FinishPulls(batch.get());
+  // The batch's effect on the skew state precedes the next batch's preparation.
+  skew_->Commit(*batch);
   const absl::Time t1 = absl::Now();
   // SSP/ASP: the next batch's pull overlaps this step's compute and push.
   if (training_.consistency() != TrainingConfig::BSP) {
     absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
     if (next.ok() && *next != nullptr) {
       prefetched_ = *next;
-      StartPulls(*client_, prefetched_->sparse, &prefetch_);
+      skew_->StartPulls(*client_, step_ + 1, hot.get(), prefetched_, &prefetch_);
     }
   }
 
@@ -370,16 +281,32 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   if (!next.ok()) return InStage(next.status(), "training data");
   const bool has_next = *next != nullptr && (*next)->epoch == epoch_;
   absl::Span<float> grads = tower_->gradients();
-  reduce_.resize(grads.size() + 4);
+  // With skew handling on, the step's skew counts ride along (only then: the size of
+  // the all-reduce may change the summation order, and so the bits, of the gradients).
+  const size_t skew_extra = skew_->active() ? std::tuple_size_v<SkewHandler::StepCounts> : 0;
+  reduce_.resize(grads.size() + 4 + skew_extra);
   std::memcpy(reduce_.data(), grads.data(), grads.size() * sizeof(float));
   const size_t extra = grads.size();
   reduce_[extra] = loss_sum;
   reduce_[extra + 1] = has_next ? 1.0f : 0.0f;
-  reduce_[extra + 2] = has_next ? static_cast<float>((*next)->examples.size) : 0.0f;
+  reduce_[extra + 2] = has_next ? static_cast<float>(skew_->PlannedSize(**next)) : 0.0f;
   // Rank 0 decides time-based and requested checkpoints; the sum tells every worker.
   reduce_[extra + 3] = rank0() && CheckpointWanted() ? 1.0f : 0.0f;
+  if (skew_extra > 0) {
+    const SkewHandler::StepCounts counts = skew_->TakeStepCounts();
+    std::copy(counts.begin(), counts.end(), reduce_.begin() + extra + 4);
+    if (metrics_ != nullptr) metrics_->RecordSkew(counts[0], counts[1], counts[3], counts[2]);
+  }
   EMBER_RETURN_IF_ERROR(
       InStage(collective_->AllReduceSum(absl::MakeSpan(reduce_)), "dense gradient all-reduce"));
+  if (skew_extra > 0) {
+    SkewHandler::Totals& totals = skew_->totals();
+    const float* sums = &reduce_[extra + 4];
+    totals.cold_examples += static_cast<uint64_t>(sums[0]);
+    totals.resampled_examples += static_cast<uint64_t>(sums[1]);
+    totals.hot_cache_hits += static_cast<uint64_t>(sums[2]);
+    totals.hot_cache_lookups += static_cast<uint64_t>(sums[3]);
+  }
   optimizer_->Step(tower_->parameters(), absl::MakeConstSpan(reduce_.data(), grads.size()));
   next_agreement_ = {reduce_[extra + 1], reduce_[extra + 2]};
   checkpoint_next_ = reduce_[extra + 3] > 0.5f;
@@ -398,139 +325,6 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
                          absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t4 - t3),
                          absl::ToDoubleSeconds(t3 - t2));
   }
-  return absl::OkStatus();
-}
-
-// A digest of what the model's state depends on: not the schedule (max_steps,
-// checkpoint, logging and evaluation settings), which a resumed run may change.
-uint64_t ConfigDigest(const v1::ModelConfig& config) {
-  v1::ModelConfig model = config;
-  model.clear_checkpoint();
-  model.clear_eval();
-  model.mutable_data()->clear_test_path();
-  v1::TrainingConfig* t = model.mutable_training();
-  t->clear_max_steps();
-  t->clear_log_every_steps();
-  t->clear_eval_every_steps();
-  t->clear_eval_max_examples();
-  std::string bytes;
-  model.SerializeToString(&bytes);
-  return HashBytes(bytes);
-}
-
-absl::Status Trainer::Restore(const v1::WorkerState& state) {
-  const auto fail = [&](absl::string_view why) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint ", join_.checkpoint(), " does not fit this job: ", why));
-  };
-  if (state.world_size() != static_cast<uint32_t>(options_.world_size) ||
-      state.cursors_size() != options_.world_size) {
-    return fail(absl::StrCat("it has ", state.world_size(), " workers, the job ",
-                             options_.world_size));
-  }
-  if (state.config_digest() != ConfigDigest(config_)) return fail("another model config");
-  absl::Span<float> params = tower_->parameters();
-  if (state.dense_parameters().size() != params.size() * sizeof(float)) {
-    return fail(absl::StrCat(state.dense_parameters().size() / sizeof(float),
-                             " dense parameters, the tower has ", params.size()));
-  }
-  std::memcpy(params.data(), state.dense_parameters().data(), state.dense_parameters().size());
-  std::vector<float> opt(state.dense_optimizer_state().size() / sizeof(float));
-  std::memcpy(opt.data(), state.dense_optimizer_state().data(), opt.size() * sizeof(float));
-  EMBER_RETURN_IF_ERROR(InStage(optimizer_->LoadState(opt), "dense optimizer state"));
-  step_ = state.step();
-  examples_ = state.examples();
-  epoch_ = static_cast<int>(state.epoch());
-  checkpoint_step_ = step_;
-  if (rank0()) {
-    log_ << "resuming from checkpoint " << join_.checkpoint() << " at step " << step_
-         << " (attempt " << join_.attempt() << ")" << std::endl;
-  }
-  return absl::OkStatus();
-}
-
-bool Trainer::CheckpointWanted() {
-  if (!join_.checkpoints()) return false;
-  const absl::Time now = absl::Now();
-  const uint32_t every_seconds = config_.checkpoint().every_seconds();
-  if (every_seconds > 0 && now - last_checkpoint_ >= absl::Seconds(every_seconds)) return true;
-  // The poll runs inside a step: at most once a second, and an unreachable coordinator
-  // (a restart) is asked again only after 10 s, so it costs the step loop little.
-  if (now < next_poll_) return false;
-  absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(config_.name(), absl::Milliseconds(200));
-  next_poll_ = now + (job.ok() ? absl::Seconds(1) : absl::Seconds(10));
-  return job.ok() && job->checkpoint_requested();
-}
-
-absl::Status Trainer::TakeCheckpoint() {
-  // Every push is applied before the cut: in BSP the step's all-reduce already waited
-  // for every worker's pushes; otherwise drain them and meet.
-  EMBER_RETURN_IF_ERROR(DrainPushes(0));
-  if (training_.consistency() != TrainingConfig::BSP) {
-    EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "checkpoint barrier"));
-  }
-  // This worker's cursor: the next batch it will train on.
-  v1::WorkerCursor cursor;
-  cursor.set_rank(static_cast<uint32_t>(options_.rank));
-  absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
-  if (!head.ok()) return InStage(head.status(), "training data");
-  if (*head == nullptr) {
-    cursor.set_epoch(training_.epochs());
-  } else {
-    cursor.set_epoch(static_cast<uint32_t>((*head)->epoch));
-    cursor.set_file_index((*head)->start.file_index);
-    cursor.set_line((*head)->start.line);
-  }
-  std::vector<std::string> send(static_cast<size_t>(options_.world_size));
-  send[0] = cursor.SerializeAsString();
-  absl::StatusOr<std::vector<std::string>> cursors = collective_->AllToAll(send);
-  if (!cursors.ok()) return InStage(cursors.status(), "checkpoint cursors");
-
-  absl::Status failed;
-  if (rank0()) {
-    v1::CheckpointRequest request;
-    request.set_job(config_.name());
-    request.set_generation(options_.generation);
-    request.set_attempt(join_.attempt());
-    request.set_allow_incremental(true);
-    v1::WorkerState* state = request.mutable_state();
-    state->set_step(step_);
-    state->set_examples(examples_);
-    state->set_world_size(static_cast<uint32_t>(options_.world_size));
-    state->set_epoch(static_cast<uint32_t>(epoch_));
-    state->set_config_digest(ConfigDigest(config_));
-    const absl::Span<const float> params = tower_->parameters();
-    state->set_dense_parameters(params.data(), params.size() * sizeof(float));
-    const std::vector<float> opt = optimizer_->SaveState();
-    state->set_dense_optimizer_state(opt.data(), opt.size() * sizeof(float));
-    for (const std::string& bytes : *cursors) {
-      if (!state->add_cursors()->ParseFromString(bytes)) {
-        return absl::InternalError("a worker's checkpoint cursor does not parse");
-      }
-    }
-    absl::StatusOr<v1::CheckpointManifest> manifest =
-        jobs_->Checkpoint(request, options_.recovery_timeout);
-    if (manifest.ok()) {
-      uint64_t bytes = 0;
-      for (const v1::ShardSnapshot& shard : manifest->shards()) bytes += shard.bytes();
-      log_ << absl::StrFormat("checkpoint %s at step %d (%s, %.1f MB, %.2fs)", manifest->name(),
-                              step_, manifest->incremental() ? "delta" : "full", bytes / 1e6,
-                              manifest->seconds())
-           << std::endl;
-    } else {
-      failed = manifest.status();
-    }
-  }
-  // Every worker learns whether it worked: a failed checkpoint ends the attempt.
-  std::array<float, 1> flag = {failed.ok() ? 0.0f : 1.0f};
-  EMBER_RETURN_IF_ERROR(InStage(collective_->AllReduceSum(absl::MakeSpan(flag)), "checkpoint"));
-  if (!failed.ok()) return InStage(failed, absl::StrCat("checkpoint at step ", step_));
-  if (flag[0] > 0.5f) {
-    return absl::AbortedError(absl::StrCat("checkpoint at step ", step_, " failed on rank 0"));
-  }
-  last_checkpoint_ = absl::Now();
-  checkpoint_step_ = step_;
-  ++result_.checkpoints;
   return absl::OkStatus();
 }
 
@@ -600,7 +394,7 @@ absl::Status Trainer::Loop() {
     if (!head.ok()) return InStage(head.status(), "training data");
     const bool has = *head != nullptr && (*head)->epoch == epoch_;
     std::array<float, 2> agree = {has ? 1.0f : 0.0f,
-                                  has ? static_cast<float>((*head)->examples.size) : 0.0f};
+                                  has ? static_cast<float>(skew_->PlannedSize(**head)) : 0.0f};
     if (next_agreement_.has_value()) {
       agree = *next_agreement_;
       next_agreement_.reset();
@@ -648,6 +442,12 @@ absl::Status Trainer::Finish() {
   result_.examples = examples_;
   result_.examples_per_sec = examples_ / std::max(result_.train_seconds, 1e-9);
   result_.malformed_lines = pipeline_->stats().malformed;
+  const SkewHandler::Totals& skew = skew_->totals();
+  result_.cold_examples = skew.cold_examples;
+  result_.resampled_examples = skew.resampled_examples;
+  result_.hot_cache = skew_->cache_active();
+  result_.hot_cache_hits = skew.hot_cache_hits;
+  result_.hot_cache_lookups = skew.hot_cache_lookups;
   const absl::Span<const float> dense = tower_->parameters();
   result_.dense_checksum = HashBytes(
       absl::string_view(reinterpret_cast<const char*>(dense.data()), dense.size() * sizeof(float)));
@@ -694,7 +494,7 @@ absl::StatusOr<TrainResult> Trainer::Run() {
   return result_;
 }
 
-}  // namespace
+}  // namespace trainer_internal
 
 static bool Recoverable(const absl::Status& s) {
   switch (s.code()) {
@@ -709,6 +509,9 @@ static bool Recoverable(const absl::Status& s) {
 }
 
 absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
+  using trainer_internal::ConfigDigest;
+  using trainer_internal::InStage;
+  using trainer_internal::Trainer;
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " is not in [0, world_size ",
                                                    options.world_size, ")"));

@@ -84,6 +84,14 @@ struct TrainResult {
   uint64_t recoveries = 0;       // attempts this worker rejoined after a failure
   std::string resumed_from;      // the checkpoint that attempt started from ("" none)
   uint64_t checkpoints = 0;      // checkpoints taken in that attempt
+  // Skew handling (ModelConfig.skew), over all workers: read examples judged cold,
+  // replayed examples trained (included in `examples`), and the hot-row cache's hot-key
+  // lookups and hits (`hot_cache`: whether the cache was on).
+  uint64_t cold_examples = 0;
+  uint64_t resampled_examples = 0;
+  bool hot_cache = false;
+  uint64_t hot_cache_hits = 0;
+  uint64_t hot_cache_lookups = 0;
 };
 
 // Runs the job to the end (epochs or max_steps), in attempts (coordinator.proto

@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "worker/model_config.h"
@@ -56,6 +58,13 @@ Overrides of the config's training section (for experiments and benchmarks):
   --batch_size=N --epochs=N --max_steps=N --eval_every_steps=N --log_every_steps=N
   --consistency=bsp|ssp|asp --staleness=N
   --checkpoint_every_steps=N --checkpoint_every_seconds=N
+Overrides of the config's skew section (model.proto SkewConfig; all off by default):
+  --cold_features=F1,F2      features whose ID counts decide which examples are cold
+  --cold_max_count=N         an ID is cold below this estimated cluster-wide count
+  --cold_loss_weight=W       loss weight of cold examples (1 = off)
+  --cold_resample_fraction=F replay buffered cold examples, up to F x batch_size per
+                             batch (0 = off)
+  --hot_cache_steps=N        reuse pulled hot rows for up to N steps (SSP/ASP; 0 = off)
   --help                     this text
 )";
 
@@ -75,6 +84,15 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
   int64_t batch_size = -1, epochs = -1, max_steps = -1, eval_every = -1, log_every = -1;
   int64_t staleness = -1, checkpoint_steps = -1, checkpoint_seconds = -1;
   int64_t recovery_timeout_ms = 600000;
+  // Skew overrides; unset unless given.
+  std::optional<std::string> cold_features;
+  std::optional<uint64_t> cold_max_count;
+  std::optional<float> cold_loss_weight, cold_resample_fraction;
+  std::optional<uint32_t> hot_cache_steps;
+  auto number = [](const Flag& flag, auto* out) -> absl::Status {
+    out->emplace();
+    return ParseNumber(flag, &**out);
+  };
   for (const Flag& flag : flags) {
     const absl::string_view name = flag.name;
     if (name == "config") {
@@ -127,6 +145,17 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.max_recoveries));
     } else if (name == "recovery_timeout_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &recovery_timeout_ms));
+    } else if (name == "cold_features") {
+      cold_features.emplace();
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &*cold_features));
+    } else if (name == "cold_max_count") {
+      EMBER_RETURN_IF_ERROR(number(flag, &cold_max_count));
+    } else if (name == "cold_loss_weight") {
+      EMBER_RETURN_IF_ERROR(number(flag, &cold_loss_weight));
+    } else if (name == "cold_resample_fraction") {
+      EMBER_RETURN_IF_ERROR(number(flag, &cold_resample_fraction));
+    } else if (name == "hot_cache_steps") {
+      EMBER_RETURN_IF_ERROR(number(flag, &hot_cache_steps));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -195,6 +224,19 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
       return absl::InvalidArgumentError("--consistency must be bsp, ssp or asp");
     }
   }
+  if (cold_features.has_value()) {
+    v1::SkewConfig* skew = config.mutable_skew();
+    skew->clear_cold_features();
+    for (absl::string_view f : absl::StrSplit(*cold_features, ',', absl::SkipEmpty())) {
+      skew->add_cold_features(std::string(f));
+    }
+  }
+  if (cold_max_count.has_value()) config.mutable_skew()->set_cold_max_count(*cold_max_count);
+  if (cold_loss_weight.has_value()) config.mutable_skew()->set_cold_loss_weight(*cold_loss_weight);
+  if (cold_resample_fraction.has_value()) {
+    config.mutable_skew()->set_cold_resample_fraction(*cold_resample_fraction);
+  }
+  if (hot_cache_steps.has_value()) config.mutable_skew()->set_hot_cache_steps(*hot_cache_steps);
   // The overrides are checked like the file itself.
   EMBER_ASSIGN_OR_RETURN(o.config, NormalizeModelConfig(std::move(config), config_path));
   return o;

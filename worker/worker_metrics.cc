@@ -42,6 +42,34 @@ WorkerMetrics::WorkerMetrics(std::unique_ptr<MetricsServer> server,
   compute_seconds_ = &stage.Add({{"stage", "compute"}});
   allreduce_seconds_ = &stage.Add({{"stage", "allreduce"}});
   push_seconds_ = &stage.Add({{"stage", "push"}});
+  cold_examples_ = &prometheus::BuildCounter()
+                        .Name("ember_worker_cold_examples_total")
+                        .Help("Training examples this worker judged cold (skew.cold_features).")
+                        .Register(*registry_)
+                        .Add({});
+  resampled_examples_ = &prometheus::BuildCounter()
+                             .Name("ember_worker_resampled_examples_total")
+                             .Help("Cold examples this worker replayed (skew re-sampling).")
+                             .Register(*registry_)
+                             .Add({});
+  hot_cache_lookups_ = &prometheus::BuildCounter()
+                            .Name("ember_worker_hot_cache_lookups_total")
+                            .Help("Hot keys this worker looked up in its hot-row cache.")
+                            .Register(*registry_)
+                            .Add({});
+  hot_cache_hits_ = &prometheus::BuildCounter()
+                         .Name("ember_worker_hot_cache_hits_total")
+                         .Help("Hot-row cache lookups served without a pull.")
+                         .Register(*registry_)
+                         .Add({});
+}
+
+void WorkerMetrics::RecordSkew(double cold, double resampled, double cache_lookups,
+                               double cache_hits) {
+  cold_examples_->Increment(cold);
+  resampled_examples_->Increment(resampled);
+  hot_cache_lookups_->Increment(cache_lookups);
+  hot_cache_hits_->Increment(cache_hits);
 }
 
 void WorkerMetrics::RecordStep(int examples, double loss, double pull_s, double compute_s,

@@ -3,7 +3,8 @@
 // WorkerMetrics: a training worker's Prometheus metrics, served on its own port
 // (common/metrics.h): steps and examples, the latest loss, and seconds spent per
 // stage of a step (pull, compute, all-reduce, push), so an operator sees where a
-// step's time goes.
+// step's time goes; and the skew handling's counts (ModelConfig.skew): examples judged
+// cold, replayed examples, hot-row cache lookups and hits.
 
 #ifndef EMBER_WORKER_WORKER_METRICS_H_
 #define EMBER_WORKER_WORKER_METRICS_H_
@@ -28,6 +29,9 @@ class WorkerMetrics {
   // seconds of each stage.
   void RecordStep(int examples, double loss, double pull_s, double compute_s, double allreduce_s,
                   double push_s);
+  // Records this worker's skew counts of one step: read examples judged cold, replayed
+  // examples, hot keys looked up in the hot-row cache and the hits among them.
+  void RecordSkew(double cold, double resampled, double cache_lookups, double cache_hits);
   std::string address() const { return server_->address(); }
 
  private:
@@ -42,6 +46,10 @@ class WorkerMetrics {
   prometheus::Counter* compute_seconds_;
   prometheus::Counter* allreduce_seconds_;
   prometheus::Counter* push_seconds_;
+  prometheus::Counter* cold_examples_;
+  prometheus::Counter* resampled_examples_;
+  prometheus::Counter* hot_cache_lookups_;
+  prometheus::Counter* hot_cache_hits_;
 };
 
 }  // namespace ember::worker

@@ -49,6 +49,8 @@ flags:
   --shard_id=N           the new shard's id (add-shard). Required there
   --follower_id=N        the follower's id (serve): its data dir and log. Default: 0
   --serving_args="..."   extra ember-serving flags (serve), e.g. "--max_staleness_steps=50"
+  --coordinator_args="..."  extra ember-coordinator flags (up), e.g. hot-key replication:
+                         "--hot_replicas=2 --hot_min_share=0.01"
   --memory_budget_mb=N   memory tier per shard (up). Default: the PS default
   --workers=N            training workers (train). Default: 2
   --config=FILE          model config (train). Default: configs/quickstart.pbtxt
@@ -64,6 +66,7 @@ cmd="${1:-}"
 shift
 run_dir=run/local build_dir=build shards=2 workers=2 config=configs/quickstart.pbtxt
 worker_args="" timeout=60 memory_budget_mb="" shard_id="" follower_id=0 serving_args=""
+coordinator_args=""
 for arg in "$@"; do
   case "$arg" in
     --run_dir=*) run_dir="${arg#*=}" ;;
@@ -72,6 +75,7 @@ for arg in "$@"; do
     --shard_id=*) shard_id="${arg#*=}" ;;
     --follower_id=*) follower_id="${arg#*=}" ;;
     --serving_args=*) serving_args="${arg#*=}" ;;
+    --coordinator_args=*) coordinator_args="${arg#*=}" ;;
     --workers=*) workers="${arg#*=}" ;;
     --config=*) config="${arg#*=}" ;;
     --worker_args=*) worker_args="${arg#*=}" ;;
@@ -165,12 +169,14 @@ case "$cmd" in
     fi
     start coordinator "$bin/ember-coordinator" --data_dir="$run_dir/data/coordinator" \
       --port=@PORT@ --expected_shards="$shards" --checkpoint_dir="$run_dir/checkpoints" \
-      --admin_token_file="$run_dir/admin_token"
+      --admin_token_file="$run_dir/admin_token" --metrics_port=0 $coordinator_args
     coordinator="$(wait_for coordinator "listening on")"
+    coordinator_metrics="$(wait_for coordinator "metrics on")"
     echo "${coordinator##*:}" >"$run_dir/coordinator.port"
     echo "EMBER_COORDINATOR=$coordinator" >"$run_dir/cluster.env"
     echo "EMBER_ADMIN_TOKEN_FILE=$(cd "$run_dir" && pwd)/admin_token" >>"$run_dir/cluster.env"
-    echo "coordinator on $coordinator"
+    echo "EMBER_COORDINATOR_METRICS=$coordinator_metrics" >>"$run_dir/cluster.env"
+    echo "coordinator on $coordinator (metrics http://$coordinator_metrics/metrics)"
     for ((i = 0; i < shards; i++)); do
       extra=()
       [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")

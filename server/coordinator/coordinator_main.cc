@@ -1,13 +1,14 @@
 // Copyright 2026 The Ember Authors.
 //
-// ember-coordinator: cluster metadata (tables, shards, slot map) and worker
+// ember-coordinator: cluster metadata (tables, shards, slot map, hot set) and worker
 // rendezvous, serving CoordinatorService and AdminService on one port.
 //
 //   ember-coordinator --data_dir=/data/ember/coordinator --port=6000 --expected_shards=2
 //       --admin_token_file=/etc/ember/admin_token
 //
 // With --port=0 the kernel picks a free port. Once serving, the process prints exactly
-// one line "listening on HOST:PORT" to stdout; logs go to stderr. SIGTERM or SIGINT
+// one line "listening on HOST:PORT" to stdout (then, with --metrics_port, one line
+// "metrics on HOST:PORT"); logs go to stderr. SIGTERM or SIGINT
 // shuts down gracefully (waiting KvGets fail with UNAVAILABLE, calls in flight get
 // --shutdown_grace_ms) and exits 0. Bad flags exit 2 with a message and the usage.
 
@@ -20,11 +21,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
 #include "common/flags.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -32,6 +35,7 @@
 #include "server/coordinator/admin_service.h"
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/hot_set_publisher.h"
 #include "server/coordinator/job_manager.h"
 #include "server/coordinator/slot_migrator.h"
 #include "server/graceful_shutdown.h"
@@ -61,6 +65,28 @@ constexpr char kUsage[] = R"(usage: ember-coordinator --data_dir=DIR [--flag=val
   --migration_retry_ms=N     a slot migration retries shards that do not answer
                              this long before it stops as FAILED. Default: 60000
   --shutdown_grace_ms=N      time calls in flight get at shutdown. Default: 5000
+  --metrics_port=N           serve Prometheus metrics at /metrics on this port; 0
+                             picks a free one, -1 disables. Default: -1 (disabled)
+  --metrics_host=ADDR        address the metrics server binds. Default: --host
+
+Hot keys (hotkeys.proto; soft state, recomputed from the shards' heartbeats):
+  --hot_keys_per_table=N     most hot keys per table; 0 disables hot keys (no hot
+                             set is published). Default: 32
+  --hot_min_share=F          least share of the cluster's load (keys served/s) that
+                             makes a key hot, in (0, 1]; a hot key stays hot down to
+                             half of it. Default: 0.001
+  --hot_publish_interval_ms=N
+                             time between two hot set computations. Default: 1000
+  --hot_replicas=N           replica holders per hot key besides its owner, <= 1024;
+                             0: replication off (the set is still published).
+                             Default: 0
+  --hot_refresh_ms=N         0: owners refresh replicas synchronously with each push
+                             (exact reads); N > 0: every N ms. Default: 0
+  --hot_max_staleness_ms=N   periodic refresh only: holders refuse copies older
+                             than this; 0: 4 x --hot_refresh_ms. Default: 0
+  --hot_max_staleness_steps=N
+                             periodic refresh only: holders refuse copies more than
+                             N steps behind the reader's step; 0: no bound. Default: 0
   --test_crash_migration_at=POINT
                              fault tests only: SIGKILL this process when a slot
                              migration reaches POINT: copying, catching_up, fenced or
@@ -77,7 +103,35 @@ struct CoordinatorMainOptions {
   std::string admin_token;
   std::string admin_token_file;
   int64_t shutdown_grace_ms = 5000;
+  int32_t metrics_port = -1;  // -1: no metrics server
+  std::string metrics_host;   // empty: `host`
+  HotSetOptions hot_set;
 };
+
+// One --hot_* flag into *o. INVALID_ARGUMENT for an unknown one or a bad number.
+absl::Status ParseHotSetFlag(const Flag& flag, HotSetOptions* o) {
+  const absl::string_view name = flag.name;
+  if (name == "hot_min_share") return ParseNumber(flag, &o->min_share);
+  if (name == "hot_publish_interval_ms") {
+    int64_t ms = 0;
+    EMBER_RETURN_IF_ERROR(ParseNumber(flag, &ms));
+    if (ms < 1) return absl::InvalidArgumentError("--hot_publish_interval_ms must be >= 1");
+    o->publish_interval = absl::Milliseconds(ms);
+    return absl::OkStatus();
+  }
+  uint32_t* out = name == "hot_keys_per_table"         ? &o->keys_per_table
+                  : name == "hot_replicas"             ? &o->replicas
+                  : name == "hot_refresh_ms"           ? &o->refresh_interval_ms
+                  : name == "hot_max_staleness_ms"     ? &o->max_staleness_ms
+                  : name == "hot_max_staleness_steps"  ? &o->max_staleness_steps
+                                                       : nullptr;
+  if (out == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+  if (absl::StartsWith(flag.value, "-")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", name, " must be >= 0, not ", flag.value));
+  }
+  return ParseNumber(flag, out);
+}
 
 absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags) {
   CoordinatorMainOptions o;
@@ -117,6 +171,12 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
       }
     } else if (name == "shutdown_grace_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
+    } else if (name == "metrics_port") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
+    } else if (name == "metrics_host") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.metrics_host));
+    } else if (absl::StartsWith(name, "hot_")) {
+      EMBER_RETURN_IF_ERROR(ParseHotSetFlag(flag, &o.hot_set));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -130,6 +190,11 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
     return absl::InvalidArgumentError("--heartbeat_timeout_ms must be > 0");
   }
   if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
+  if (o.metrics_port < -1 || o.metrics_port > 65535) {
+    return absl::InvalidArgumentError("--metrics_port must be in [-1, 65535]");
+  }
+  if (o.metrics_host.empty()) o.metrics_host = o.host;
+  EMBER_RETURN_IF_ERROR(ValidateHotSetOptions(o.hot_set));
   if (o.jobs.keep_checkpoints < 1) return absl::InvalidArgumentError("--keep_checkpoints must be >= 1");
   if (o.jobs.full_every < 1) {
     return absl::InvalidArgumentError("--checkpoint_full_every must be >= 1");
@@ -165,6 +230,17 @@ absl::Status Run(const CoordinatorMainOptions& o) {
                           jobs.AdoptShard(target, incarnation);
                         });
   admin.SetMigrator(&migrator, stubs);
+  HotSetPublisher hot_set(o.hot_set);
+  service.SetHotSetPublisher(&hot_set);
+
+  // Metrics, when enabled; the server is stopped (scrapes end) before the publisher.
+  std::unique_ptr<MetricsServer> metrics_server;
+  std::shared_ptr<prometheus::Collectable> hot_set_metrics;
+  if (o.metrics_port >= 0) {
+    EMBER_ASSIGN_OR_RETURN(metrics_server, MetricsServer::Start(o.metrics_host, o.metrics_port));
+    hot_set_metrics = hot_set.MetricsCollector();
+    metrics_server->Register(hot_set_metrics);
+  }
 
   ServerCallTracker calls;
   grpc::ServerBuilder builder;
@@ -181,10 +257,20 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   const SlotMap map = state->slot_map();
   // Resumes an interrupted migration once the service can answer its shards' calls.
   EMBER_RETURN_IF_ERROR(migrator.Start());
+  EMBER_RETURN_IF_ERROR(hot_set.Start([&state] { return state->Shards(); }));
   std::cout << "listening on " << o.host << ":" << port << std::endl;
+  if (metrics_server != nullptr) {
+    std::cout << "metrics on " << metrics_server->address() << std::endl;
+  }
   std::cerr << "ember-coordinator: serving " << o.state.data_dir << " on " << o.host << ":" << port
             << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards
             << " shards, admin " << (o.admin_token.empty() ? "disabled" : TokenId(o.admin_token))
+            << ", "
+            << (o.hot_set.keys_per_table == 0
+                    ? std::string("hot keys disabled")
+                    : absl::StrCat("hot keys: <= ", o.hot_set.keys_per_table,
+                                   " per table at share >= ", o.hot_set.min_share, ", replicas ",
+                                   o.hot_set.replicas))
             << ")" << std::endl;
 
   const int signal_number = WaitForStopSignal();
@@ -194,6 +280,8 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   jobs.Stop();      // waiting JoinJobs return UNAVAILABLE
   // Calls in flight get the grace period; idle client connections do not hold it.
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
+  metrics_server.reset();
+  hot_set.Stop();
   return absl::OkStatus();
 }
 

@@ -104,6 +104,9 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
       state_->RegisterShard(request->shard_id(), request->address(), Who(context));
   if (result.ok()) *response = *std::move(result);
   if (result.ok() && jobs_ != nullptr) jobs_->OnShardSeen(request->shard_id(), request->incarnation());
+  if (result.ok() && hot_set_ != nullptr) {
+    hot_set_->ShardRegistered(request->shard_id(), request->incarnation());
+  }
   return FinishNow(context, result.status());
 }
 
@@ -113,7 +116,24 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::Heartbeat(grpc::CallbackServer
   absl::StatusOr<v1::HeartbeatResponse> result = state_->Heartbeat(*request);
   if (result.ok()) *response = *std::move(result);
   if (result.ok() && jobs_ != nullptr) jobs_->OnShardSeen(request->shard_id(), request->incarnation());
+  if (result.ok() && hot_set_ != nullptr) {
+    hot_set_->Report(request->shard_id(), request->incarnation(), request->hot_keys(),
+                     request->hot_set_version());
+    v1::HotSet hot_set = hot_set_->Get(request->hot_set_version());
+    // Only a newer set: a shard ahead of a restarted coordinator keeps its own until
+    // the coordinator publishes above it.
+    if (hot_set.version() > request->hot_set_version()) {
+      *response->mutable_hot_set() = std::move(hot_set);
+    }
+  }
   return FinishNow(context, result.status());
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::GetHotSet(grpc::CallbackServerContext* context,
+                                                            const v1::GetHotSetRequest* request,
+                                                            v1::GetHotSetResponse* response) {
+  if (hot_set_ != nullptr) *response->mutable_hot_set() = hot_set_->Get(request->known_version());
+  return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* CoordinatorServiceImpl::GetClusterMap(

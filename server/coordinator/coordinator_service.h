@@ -7,7 +7,9 @@
 // table to every alive shard with async PsService calls (each with a deadline, the
 // caller's deadline or `forward_timeout`, whichever is sooner) and finishes when all
 // have answered; KvGet waits for a key through KvWaiters and finishes from Notify or
-// the timer thread. RocksDB writes of the state run inline (small, rare).
+// the timer thread. RocksDB writes of the state run inline (small, rare). Heartbeats
+// feed the shards' hot-key reports to the HotSetPublisher and carry newer hot sets
+// back; GetHotSet answers from it.
 //
 //   CoordinatorServiceImpl service(state.get(), CoordinatorServiceOptions());
 //   builder.RegisterService(&service);
@@ -31,6 +33,7 @@
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/hot_set_publisher.h"
 #include "server/coordinator/job_manager.h"
 #include "server/coordinator/kv_waiters.h"
 
@@ -58,6 +61,12 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
   // it. Without one they fail with UNIMPLEMENTED. Call before the server starts.
   void SetJobManager(JobManager* jobs) { jobs_ = jobs; }
 
+  // Takes the shards' hot-key reports from heartbeats into `hot_set` (not owned,
+  // outlives the service), hands its newer versions to shards in heartbeat responses
+  // and serves GetHotSet from it. Without one GetHotSet answers version 0 (no hot set)
+  // and heartbeats carry none. Call before the server starts.
+  void SetHotSetPublisher(HotSetPublisher* hot_set) { hot_set_ = hot_set; }
+
   // The (cached) PsService stub for `address`.
   std::shared_ptr<v1::PsService::Stub> StubFor(const std::string& address);
 
@@ -74,6 +83,9 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
   grpc::ServerUnaryReactor* GetClusterMap(grpc::CallbackServerContext* context,
                                           const v1::GetClusterMapRequest* request,
                                           v1::GetClusterMapResponse* response) override;
+  grpc::ServerUnaryReactor* GetHotSet(grpc::CallbackServerContext* context,
+                                      const v1::GetHotSetRequest* request,
+                                      v1::GetHotSetResponse* response) override;
   grpc::ServerUnaryReactor* CreateTable(grpc::CallbackServerContext* context,
                                         const v1::CoordinatorCreateTableRequest* request,
                                         v1::CoordinatorCreateTableResponse* response) override;
@@ -104,6 +116,7 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
   CoordinatorState* const state_;
   const CoordinatorServiceOptions options_;
   JobManager* jobs_ = nullptr;
+  HotSetPublisher* hot_set_ = nullptr;
   KvWaiters waiters_;
 
   absl::Mutex stubs_mu_;

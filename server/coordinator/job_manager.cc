@@ -576,6 +576,7 @@ absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
     v1::CheckpointShardRequest r;
     r.set_dir(dir);
     r.set_name(name);
+    r.set_step(request.state().step());  // eviction policies run at this cut
     auto base = base_versions.find(owners[i].shard_id());
     if (delta && base != base_versions.end()) {
       r.set_base_name(parent);

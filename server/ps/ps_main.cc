@@ -17,6 +17,11 @@
 //
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
 // 0..num_shards-1 at epoch 1.
+//
+// Hot keys (proto/ember/v1/hotkeys.proto): the shard counts the keys it serves in
+// per-table heavy hitters (--heavy_hitters_*); with --coordinator every heartbeat
+// reports them and brings the published hot set back, which the shard applies
+// (replica reads, PutReplicas, copies of its own hot rows to their holders).
 
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +46,7 @@
 #include "prometheus/registry.h"
 #include "server/embedding_store.h"
 #include "server/graceful_shutdown.h"
+#include "server/heavy_hitters.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
@@ -83,6 +89,15 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
                            CheckpointShard, RestoreShard. Give the coordinator the
                            same one. Default: none (not required)
   --admin_token_file=FILE  read the token from FILE
+  --heavy_hitters_capacity=N
+                           keys tracked per table for the hot-key reports (a
+                           Space-Saving summary, server/heavy_hitters.h). Default: 256
+  --heavy_hitters_half_life_s=S
+                           half-life of the decayed key rates, in seconds. Default: 10
+  --heavy_hitters_sample=N record each pulled key with probability 1/N (weight N,
+                           unbiased); 1 records every key. Default: 16
+  --heavy_hitters_report=N keys per table in each heartbeat's report and in
+                           GetShardInfo. Default: 32
   --test_crash_on_migration=METHOD:N
                            fault tests only: SIGKILL this process when its Nth call
                            of the slot-migration RPC METHOD (ExportRows,
@@ -113,6 +128,10 @@ struct PsMainOptions {
   std::string admin_token_file;
   std::string crash_on_migration_method;
   int crash_on_migration_count = 0;
+  size_t heavy_hitters_capacity = HeavyHittersOptions().capacity;
+  double heavy_hitters_half_life_s = absl::ToDoubleSeconds(HeavyHittersOptions().half_life);
+  uint32_t heavy_hitters_sample = HeavyHittersOptions().sample_every;
+  size_t heavy_hitters_report = 32;
 };
 
 absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
@@ -168,6 +187,14 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
       o.crash_on_migration_method = std::string(flag.value.substr(0, colon));
     } else if (name == "metrics_host") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.metrics_host));
+    } else if (name == "heavy_hitters_capacity") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.heavy_hitters_capacity));
+    } else if (name == "heavy_hitters_half_life_s") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.heavy_hitters_half_life_s));
+    } else if (name == "heavy_hitters_sample") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.heavy_hitters_sample));
+    } else if (name == "heavy_hitters_report") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.heavy_hitters_report));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -194,6 +221,18 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
     return absl::InvalidArgumentError("--metrics_port must be in [-1, 65535]");
   }
   if (o.metrics_host.empty()) o.metrics_host = o.host;
+  if (o.heavy_hitters_capacity > (size_t{1} << 20)) {
+    return absl::InvalidArgumentError("--heavy_hitters_capacity must be in [0, 2^20]");
+  }
+  if (!(o.heavy_hitters_half_life_s > 0 && o.heavy_hitters_half_life_s <= 86400)) {
+    return absl::InvalidArgumentError("--heavy_hitters_half_life_s must be in (0, 86400]");
+  }
+  if (o.heavy_hitters_sample < 1) {
+    return absl::InvalidArgumentError("--heavy_hitters_sample must be >= 1");
+  }
+  if (o.heavy_hitters_report > 4096) {
+    return absl::InvalidArgumentError("--heavy_hitters_report must be in [0, 4096]");
+  }
   if (!o.admin_token.empty() && !o.admin_token_file.empty()) {
     return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
   }
@@ -231,6 +270,13 @@ absl::Status Run(const PsMainOptions& o) {
                         PsServiceImpl::kDefaultDedupWindow, metrics.get(), o.max_batch_keys);
   service.EnableCheckpoints(storage.get());
   service.RequireAdminToken(o.admin_token);
+  HotKeyOptions hot_keys;
+  hot_keys.heavy_hitters.capacity = o.heavy_hitters_capacity;
+  hot_keys.heavy_hitters.half_life = absl::Seconds(o.heavy_hitters_half_life_s);
+  hot_keys.heavy_hitters.sample_every = o.heavy_hitters_sample;
+  hot_keys.shard_info_top_n = o.heavy_hitters_report;
+  hot_keys.owner.sender.max_message_bytes = static_cast<int>(o.max_message_mb << 20);
+  service.SetHotKeyOptions(hot_keys);
   if (o.crash_on_migration_count > 0) {
     service.CrashOnMigrationCall(o.crash_on_migration_method, o.crash_on_migration_count);
   }
@@ -276,7 +322,9 @@ absl::Status Run(const PsMainOptions& o) {
           v1::CreateTableResponse response;
           return service.DoCreateTable(request, &response);
         },
-        [&service]() { return service.version(); });
+        [&service]() { return service.version(); },
+        [&service, n = o.heavy_hitters_report]() { return service.HotKeyReport(n); },
+        [&service](const v1::HotSet& hot_set) { service.ApplyHotSet(hot_set); });
     EMBER_RETURN_IF_ERROR(agent->Start());
   }
   std::cout << "listening on " << o.host << ":" << port << std::endl;
@@ -293,6 +341,7 @@ absl::Status Run(const PsMainOptions& o) {
   // Calls in flight get the grace period; idle client connections do not hold it.
   service.StopWatches();
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
+  service.StopReplication();  // its background copies read the store
   const absl::Status closed = storage->Close();
   metrics_server.reset();  // no scrape reads the store from here on
   if (!closed.ok()) return closed;

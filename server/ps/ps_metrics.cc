@@ -64,7 +64,63 @@ PsMetrics::PsMetrics(prometheus::Registry& registry, Clock* clock)
                       .Add({})),
       watch_bytes_(CounterFamily(registry, "ember_watch_sent_bytes_total",
                                  "Bytes of update stream messages sent.")
-                       .Add({})) {}
+                       .Add({})),
+      replica_pulled_(CounterFamily(registry, "ember_replica_pulled_keys_total",
+                                    "Keys answered from replicas of hot keys (replica reads).")
+                          .Add({})),
+      replica_missing_(CounterFamily(registry, "ember_replica_missing_keys_total",
+                                     "Replica-read keys not answered (replica_missing).")
+                           .Add({})),
+      replica_rows_(prometheus::BuildGauge()
+                        .Name("ember_replica_rows")
+                        .Help("Replica copies of other shards' hot rows held now.")
+                        .Register(registry)
+                        .Add({})),
+      replica_copies_(CounterFamily(registry, "ember_replica_copies_total",
+                                    "PutReplicas attempts made as the owner of hot keys.")),
+      replica_copies_ok_(replica_copies_.Add({{"result", "ok"}})),
+      replica_copies_error_(replica_copies_.Add({{"result", "error"}})),
+      replica_copied_rows_(CounterFamily(registry, "ember_replica_copied_rows_total",
+                                         "Rows (and drops) sent in PutReplicas attempts.")
+                               .Add({})),
+      hot_set_version_(prometheus::BuildGauge()
+                           .Name("ember_hot_set_version")
+                           .Help("Version of the hot set this shard applies (0: none).")
+                           .Register(registry)
+                           .Add({})),
+      hot_keys_(prometheus::BuildGauge()
+                    .Name("ember_hot_keys")
+                    .Help("Keys in the hot set this shard applies, over all tables.")
+                    .Register(registry)
+                    .Add({})),
+      hot_key_rate_(prometheus::BuildGauge()
+                        .Name("ember_hot_key_rate")
+                        .Help("Rates (keys/s) of this shard's top heavy hitters at the last "
+                              "report, by table and rank.")
+                        .Register(registry)) {}
+
+void PsMetrics::CountReplicaPull(uint64_t answered, uint64_t missing) {
+  if (answered > 0) replica_pulled_.Increment(static_cast<double>(answered));
+  if (missing > 0) replica_missing_.Increment(static_cast<double>(missing));
+}
+
+void PsMetrics::CountReplicaCopy(bool ok, uint64_t rows) {
+  (ok ? replica_copies_ok_ : replica_copies_error_).Increment();
+  replica_copied_rows_.Increment(static_cast<double>(rows));
+}
+
+void PsMetrics::SetHotSet(uint64_t version, uint64_t keys) {
+  hot_set_version_.Set(static_cast<double>(version));
+  hot_keys_.Set(static_cast<double>(keys));
+}
+
+void PsMetrics::SetHotKeyRates(absl::string_view table, const std::vector<double>& rates) {
+  const std::string t(table);
+  for (int rank = 1; rank <= kHotKeyRanks; ++rank) {
+    const double rate = static_cast<size_t>(rank) <= rates.size() ? rates[rank - 1] : 0.0;
+    hot_key_rate_.Add({{"table", t}, {"rank", std::to_string(rank)}}).Set(rate);
+  }
+}
 
 void PsMetrics::CountWatchMessage(uint64_t rows, uint64_t bytes) {
   watch_messages_.Increment();

@@ -13,6 +13,16 @@
 //      ember_rows_pushed_total{table}               counter, ids in applied pushes
 //      ember_push_duplicates_total                  counter, retried pushes not re-applied
 //      ember_slot_map_epoch                         gauge, the shard's slot-map epoch
+//      ember_replica_pulled_keys_total              counter, keys answered from replicas
+//      ember_replica_missing_keys_total             counter, replica-read keys not answered
+//      ember_replica_rows                           gauge, replica copies held
+//      ember_replica_copies_total{result=ok|error}  counter, PutReplicas attempts made as
+//                                                   the owner of hot keys
+//      ember_replica_copied_rows_total              counter, rows sent in them (ok or not)
+//      ember_hot_set_version                        gauge, the hot set the shard applies
+//      ember_hot_keys                               gauge, keys in that hot set
+//      ember_hot_key_rate{table,rank="1".."5"}      gauge, the shard's top heavy hitters'
+//                                                   rates (keys/s) at the last report
 //  * PsStoreCollector computes, at scrape time, what the store and RocksDB already
 //    count (no refresher thread: a scrape reads the current values):
 //      ember_store_version                          gauge, newest applied version
@@ -96,6 +106,15 @@ class PsMetrics {
   void WatchOpened() { watch_streams_.Increment(); }
   void WatchClosed() { watch_streams_.Decrement(); }
   void CountWatchMessage(uint64_t rows, uint64_t bytes);
+  // Hot keys (hotkeys.proto): keys answered and missed by replica reads; copies held;
+  // one PutReplicas attempt of `rows` rows made as an owner; the applied hot set; the
+  // heavy hitters' top rates of `table` (ranks beyond rates.size() read 0).
+  void CountReplicaPull(uint64_t answered, uint64_t missing);
+  void SetReplicaRows(uint64_t rows) { replica_rows_.Set(static_cast<double>(rows)); }
+  void CountReplicaCopy(bool ok, uint64_t rows);
+  void SetHotSet(uint64_t version, uint64_t keys);
+  static constexpr int kHotKeyRanks = 5;
+  void SetHotKeyRates(absl::string_view table, const std::vector<double>& rates);
 
   Clock* clock() const { return clock_; }
 
@@ -119,6 +138,16 @@ class PsMetrics {
   prometheus::Counter& watch_messages_;
   prometheus::Counter& watch_rows_;
   prometheus::Counter& watch_bytes_;
+  prometheus::Counter& replica_pulled_;
+  prometheus::Counter& replica_missing_;
+  prometheus::Gauge& replica_rows_;
+  prometheus::Family<prometheus::Counter>& replica_copies_;
+  prometheus::Counter& replica_copies_ok_;
+  prometheus::Counter& replica_copies_error_;
+  prometheus::Counter& replica_copied_rows_;
+  prometheus::Gauge& hot_set_version_;
+  prometheus::Gauge& hot_keys_;
+  prometheus::Family<prometheus::Gauge>& hot_key_rate_;
 };
 
 // Reads EmbeddingStore::Stats() and RocksDB properties on every scrape.

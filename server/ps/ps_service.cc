@@ -3,8 +3,8 @@
 #include "server/ps/ps_service.h"
 
 #include <algorithm>
-
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,41 +21,9 @@
 #include "grpc/grpc.h"
 #include "grpcpp/support/server_interceptor.h"
 #include "server/coordinator/slot_owners.h"
+#include "server/ps/request_codec.h"
 
 namespace ember {
-namespace {
-
-// Bytes per element of `encoding`, or INVALID_ARGUMENT for an unknown one.
-absl::StatusOr<size_t> ElementBytes(int encoding) {
-  switch (encoding) {
-    case v1::VALUE_ENCODING_FLOAT32:
-      return 4;
-    case v1::VALUE_ENCODING_FLOAT16:
-      return 2;
-    default:
-      return absl::InvalidArgumentError(absl::StrCat("unknown value encoding ", encoding));
-  }
-}
-
-// Unpacks little-endian uint64 ids. INVALID_ARGUMENT for an empty or ragged buffer or
-// more than `max_keys` ids (checked before anything is allocated for the batch).
-absl::StatusOr<std::vector<uint64_t>> DecodeIds(const std::string& bytes, uint32_t max_keys) {
-  if (bytes.empty()) return absl::InvalidArgumentError("empty ids");
-  if (bytes.size() % sizeof(uint64_t) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ids length ", bytes.size(), " is not a multiple of 8"));
-  }
-  if (bytes.size() / sizeof(uint64_t) > max_keys) {
-    return absl::InvalidArgumentError(absl::StrCat("batch of ", bytes.size() / sizeof(uint64_t),
-                                                   " keys exceeds the limit of ", max_keys,
-                                                   " (--max_batch_keys)"));
-  }
-  std::vector<uint64_t> ids(bytes.size() / sizeof(uint64_t));
-  std::memcpy(ids.data(), bytes.data(), bytes.size());  // little-endian host (float16.cc)
-  return ids;
-}
-
-}  // namespace
 
 PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
                              uint64_t dedup_window, PsMetrics* metrics, uint32_t max_batch_keys)
@@ -71,13 +39,19 @@ PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap s
   if (metrics_ != nullptr) metrics_->SetEpoch(slot_map_->epoch());
   stream_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
   stream_origin_empty_ = store_->version() == 0;
+  owner_ = std::make_unique<ReplicaOwner>(static_cast<ReplicaHost*>(this), shard_id_,
+                                          incarnation_, hot_options_.owner, metrics_);
 }
 
+PsServiceImpl::~PsServiceImpl() { owner_->Stop(); }
+
 void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
+  const uint64_t before = this->slot_map()->epoch();
   const SlotRanges gained = InstallMap(std::move(slot_map));
-  if (gained.empty()) return;
+  if (gained.empty() && this->slot_map()->epoch() == before) return;
   absl::ReaderMutexLock store(&store_mu_);
   RecordGained(gained);
+  ReplicasAfterMapChange();
 }
 
 void PsServiceImpl::RecordGained(const SlotRanges& gained) {
@@ -190,6 +164,7 @@ absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const u
 absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullResponse* response) {
   absl::ReaderMutexLock lock(&store_mu_);
   EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
+  if (request.replica_read()) return DoReplicaPull(request, response);
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
@@ -205,6 +180,8 @@ absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullRespo
       EMBER_RETURN_IF_ERROR(store_->Pull(
           request.table(), ids, absl::MakeSpan(reinterpret_cast<float*>(out->data()), elements)));
       if (metrics_ != nullptr) metrics_->CountRowsPulled(request.table(), ids.size());
+      pulled_keys_.fetch_add(ids.size(), std::memory_order_relaxed);
+      RecordServed(request.table(), ids);
       return absl::OkStatus();
     }
     out->clear();
@@ -218,10 +195,14 @@ absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullRespo
     AppendFloat32Bytes(values, out);
   }
   if (metrics_ != nullptr) metrics_->CountRowsPulled(request.table(), ids.size());
+  pulled_keys_.fetch_add(ids.size(), std::memory_order_relaxed);
+  RecordServed(request.table(), ids);
   return absl::OkStatus();
 }
 
-absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushResponse* response) {
+absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushResponse* response,
+                                   bool* copy) {
+  if (copy != nullptr) *copy = false;
   absl::ReaderMutexLock lock(&store_mu_);
   EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
@@ -246,6 +227,8 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
   if (ticket.duplicate) {
     if (metrics_ != nullptr) metrics_->CountPushDuplicate();
     response->set_version(ticket.version);
+    // The first try may have failed to copy its hot rows: copy them (again).
+    if (copy != nullptr) *copy = true;
     return absl::OkStatus();
   }
   // Routing is checked after dedup: a retry of a push this shard applied must get
@@ -261,6 +244,8 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
   if (status.ok()) {
     response->set_version(version);
     if (metrics_ != nullptr) metrics_->CountRowsPushed(request.table(), ids.size());
+    pushed_keys_.fetch_add(ids.size(), std::memory_order_relaxed);
+    if (copy != nullptr) *copy = true;
   }
   return status;
 }
@@ -296,6 +281,12 @@ absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
     if (i < kLatencyBoundsMs.size()) response->add_latency_bounds_ms(kLatencyBoundsMs[i]);
     response->add_latency_counts(cumulative);
   }
+  response->set_pulled_keys(pulled_keys_.load(std::memory_order_relaxed));
+  response->set_pushed_keys(pushed_keys_.load(std::memory_order_relaxed));
+  response->set_replica_pulled_keys(replica_pulled_keys_.load(std::memory_order_relaxed));
+  response->set_replica_rows(replicas_.size());
+  response->set_hot_set_version(owner_->view()->version());
+  *response->mutable_hot_keys() = HotKeyReport(hot_options_.shard_info_top_n);
   absl::MutexLock lock_map(&map_mu_);
   for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
     if (fenced_[slot]) response->add_fenced_slots(slot);
@@ -339,17 +330,36 @@ absl::Status PsServiceImpl::DoCheckpointShard(const v1::CheckpointShardRequest& 
   if (request.dir().empty() || request.name().empty()) {
     return absl::InvalidArgumentError("CheckpointShard needs a dir and a name");
   }
-  absl::MutexLock admin(&admin_mu_);
-  // Exclusive: no push is applied while the snapshot is cut.
-  absl::MutexLock lock(&store_mu_);
-  if (storage_ == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));
+  EvictionReport evicted;
+  {
+    absl::MutexLock admin(&admin_mu_);
+    // Exclusive: no push is applied while the snapshot is cut.
+    absl::MutexLock lock(&store_mu_);
+    if (storage_ == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));
+    }
+    EMBER_ASSIGN_OR_RETURN(
+        *response->mutable_snapshot(),
+        storage_->Checkpoint(shard_id_, request.dir(), request.name(), request.base_name(),
+                             request.base_version(), request.step(), &evicted));
+    response->mutable_snapshot()->set_stream_id(stream_id_);
   }
-  EMBER_ASSIGN_OR_RETURN(*response->mutable_snapshot(),
-                         storage_->Checkpoint(shard_id_, request.dir(), request.name(),
-                                              request.base_name(), request.base_version()));
-  response->mutable_snapshot()->set_stream_id(stream_id_);
+  if (evicted.rows_removed > 0 || evicted.rows_decayed > 0) {
+    std::cerr << "ember-ps: shard " << shard_id_ << ": eviction at step " << request.step()
+              << " removed " << evicted.rows_removed << " of " << evicted.rows_scanned
+              << " rows (" << evicted.rows_decayed << " decayed)\n";
+  }
+  if (evicted.rows_removed > 0) {
+    // Evicted rows read as their init vectors now: their replicas must follow before
+    // the checkpoint is answered (a BSP job resumes pulling only after it), so that
+    // replica reads stay exact. Waited for outside the store lock the copies read under.
+    owner_->RefillAll();
+    if (!owner_->WaitSettled(absl::Seconds(10))) {
+      return absl::UnavailableError(absl::StrCat(
+          "shard ", shard_id_, ": replicas of evicted hot rows not refreshed within 10 s"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -390,6 +400,13 @@ absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& reques
   dedup_.Clear();
   if (map.epoch() >= slot_map()->epoch()) RecordGained(InstallMap(std::move(map)));
   attempt_.store(request.attempt(), std::memory_order_release);
+  // Replicas: copies made for an older attempt go; this shard's own hot rows changed.
+  const uint64_t restored = request.attempt();
+  replicas_.DropIf([restored](absl::string_view, uint64_t, const ReplicaMeta& meta) {
+    return meta.source.owner_attempt < restored;
+  });
+  if (metrics_ != nullptr) metrics_->SetReplicaRows(replicas_.size());
+  ReplicasAfterMapChange();
   response->set_version(store_->version());
   response->set_incarnation(incarnation_);
   return absl::OkStatus();
@@ -399,17 +416,23 @@ int64_t PsServiceImpl::CallStart() const {
   return metrics_ == nullptr ? 0 : metrics_->clock()->NowMicros();
 }
 
+void PsServiceImpl::RecordCall(RpcMethodMetrics& (PsMetrics::*rpc)(), absl::string_view method,
+                               int64_t start_micros, const absl::Status& status,
+                               const google::protobuf::Message& request,
+                               const google::protobuf::Message& response) {
+  if (metrics_ == nullptr) return;
+  (metrics_->*rpc)().Record(status.code(), metrics_->clock()->NowMicros() - start_micros);
+  // Message bytes (the bytes fields dominate): no response is sent on error.
+  metrics_->CountBytes(method, request.ByteSizeLong(), status.ok() ? response.ByteSizeLong() : 0);
+}
+
 grpc::ServerUnaryReactor* PsServiceImpl::FinishCall(grpc::CallbackServerContext* context,
                                                     RpcMethodMetrics& (PsMetrics::*rpc)(),
                                                     absl::string_view method, int64_t start_micros,
                                                     const absl::Status& status,
                                                     const google::protobuf::Message& request,
                                                     const google::protobuf::Message& response) {
-  if (metrics_ != nullptr) {
-    (metrics_->*rpc)().Record(status.code(), metrics_->clock()->NowMicros() - start_micros);
-    // Message bytes (the bytes fields dominate): no response is sent on error.
-    metrics_->CountBytes(method, request.ByteSizeLong(), status.ok() ? response.ByteSizeLong() : 0);
-  }
+  RecordCall(rpc, method, start_micros, status, request, response);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status, context));
   return reactor;
@@ -430,9 +453,30 @@ grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* conte
                                               v1::PushResponse* response) {
   const int64_t start = CallStart();
   const absl::Time began = absl::Now();
-  const absl::Status status = DoPush(*request, response);
-  RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
-  return FinishCall(context, &PsMetrics::push, "Push", start, status, *request, *response);
+  bool copy = false;
+  const absl::Status status = DoPush(*request, response, &copy);
+  if (!status.ok() || !copy) {
+    RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
+    return FinishCall(context, &PsMetrics::push, "Push", start, status, *request, *response);
+  }
+  // Hot rows of this push go to their replica holders first (synchronous mode): the
+  // reactor finishes when they acknowledged, on the thread of the last answer. The
+  // copies end a little before the client's deadline, so it hears why.
+  std::vector<uint64_t> ids(request->ids().size() / sizeof(uint64_t));
+  std::memcpy(ids.data(), request->ids().data(), ids.size() * sizeof(uint64_t));
+  const absl::Time now = absl::Now();
+  absl::Time deadline = now + hot_options_.max_copy_wait;
+  const absl::Time client_deadline = absl::FromChrono(context->deadline());
+  if (client_deadline < deadline) deadline = now + (client_deadline - now) * 9 / 10;
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  owner_->AfterPush(
+      request->table(), ids, request->step(), deadline,
+      [this, context, reactor, request, response, start, began](absl::Status copied) {
+        RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
+        RecordCall(&PsMetrics::push, "Push", start, copied, *request, *response);
+        reactor->Finish(ToGrpcStatus(copied, context));
+      });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::CreateTable(grpc::CallbackServerContext* context,

@@ -22,6 +22,14 @@
 // and message bytes, pulls and pushes their rows per table, and the slot-map epoch is
 // kept in ember_slot_map_epoch. Without one (null), nothing is recorded.
 //
+// Hot keys (hotkeys.proto; ps_service_replicas.cc): the service counts the keys of
+// every owned Pull and every key it answers from replicas in per-table HeavyHitters
+// (HotKeyReport, for the shard agent's heartbeats and GetShardInfo). ApplyHotSet
+// installs the coordinator's hot set: the shard then serves replica reads
+// (PullRequest.replica_read) from the copies other owners put here (PutReplicas), and
+// as an owner copies its hot rows to their holders (ReplicaOwner, replica_owner.h): in
+// synchronous mode a Push answers only after every holder acknowledged the new rows.
+//
 // Thread-safety: all methods may be called concurrently. `store` must outlive the
 // service and must not be Closed while a call can still arrive.
 
@@ -41,19 +49,39 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "absl/container/flat_hash_map.h"
+#include "common/hot_set.h"
 #include "common/slot.h"
 #include "common/slot_map.h"
+#include "ember/v1/hotkeys.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "server/embedding_store.h"
+#include "server/heavy_hitters.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
+#include "server/ps/replica_owner.h"
+#include "server/ps/replica_store.h"
 #include "server/ps/shard_storage.h"
 
 namespace ember {
 
-class PsServiceImpl final : public v1::PsService::CallbackService {
+// Hot-key settings of a shard (ember-ps flags). Plain values; see each default.
+struct HotKeyOptions {
+  // Per-table heavy hitters (--heavy_hitters_capacity, --heavy_hitters_half_life_s,
+  // --heavy_hitters_sample). Default: 256 counters, 10 s, every key.
+  HeavyHittersOptions heavy_hitters;
+  // Keys per table in GetShardInfoResponse.hot_keys. Default: 16.
+  size_t shard_info_top_n = 16;
+  // Owner side: copies to replica holders.
+  ReplicaOwnerOptions owner;
+  // Synchronous copies: the longest a Push waits for its holders when the client's
+  // deadline is later (or unset). Default: 10 s.
+  absl::Duration max_copy_wait = absl::Seconds(10);
+};
+
+class PsServiceImpl final : public v1::PsService::CallbackService, private ReplicaHost {
  public:
   static constexpr uint64_t kDefaultDedupWindow = 4096;
 
@@ -71,6 +99,26 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   // fences of slots the shard no longer owns are lifted.
   void SetSlotMap(SlotMap slot_map);
   uint32_t shard_id() const { return shard_id_; }
+  // Stop(s) replication (the owner's background copies).
+  ~PsServiceImpl() override;
+
+  // Replaces the hot-key settings (HotKeyOptions). Call before the server starts.
+  void SetHotKeyOptions(const HotKeyOptions& options);
+  // This shard's heavy hitters: per table (ascending name) its top `top_n` keys by
+  // descending rate, and total_rate over all tables. For the shard agent's heartbeat.
+  v1::HotKeyReport HotKeyReport(size_t top_n) const;
+  // Installs a newer hot set from the coordinator (an older or equal version is
+  // ignored): replica reads are answered by it from now on, and the owner side fills
+  // and drops the copies of this shard's hot keys in the background.
+  void ApplyHotSet(const v1::HotSet& hot_set);
+  // The hot set applied now (version 0: none). Never null.
+  std::shared_ptr<const HotSetView> hot_set() const { return owner_->view(); }
+  // Waits until the owner side's background copies (fills, drops, periodic refresh)
+  // are all acknowledged, or `timeout` passed; returns whether they are (tests).
+  bool WaitForReplicasSettled(absl::Duration timeout) { return owner_->WaitSettled(timeout); }
+  // Ends the owner side's copies (pending ones fail); synchronous pushes of hot keys
+  // then fail UNAVAILABLE. Call before the store closes. Idempotent.
+  void StopReplication() { owner_->Stop(); }
 
   // Serves CheckpointShard and RestoreShard with `storage` (not owned; it must own the
   // store passed to the constructor and outlive the service). Without it both fail
@@ -92,6 +140,9 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
                                  const v1::PushRequest* request,
                                  v1::PushResponse* response) override;
+  grpc::ServerUnaryReactor* PutReplicas(grpc::CallbackServerContext* context,
+                                        const v1::PutReplicasRequest* request,
+                                        v1::PutReplicasResponse* response) override;
   grpc::ServerUnaryReactor* CreateTable(grpc::CallbackServerContext* context,
                                         const v1::CreateTableRequest* request,
                                         v1::CreateTableResponse* response) override;
@@ -138,9 +189,15 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   // shutting the server down, so open streams do not hold the shutdown's grace period.
   void StopWatches();
 
-  // The handlers' bodies, without gRPC (also used by in-process tests).
+  // The handlers' bodies, without gRPC (also used by in-process tests). DoPush only
+  // applies: the copies of hot rows to replica holders are made by the Push handler
+  // (with `copy`, DoPush returns the ids the handler must copy: the request's ids
+  // after an applied push or a duplicate).
   absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
-  absl::Status DoPush(const v1::PushRequest& request, v1::PushResponse* response);
+  absl::Status DoPush(const v1::PushRequest& request, v1::PushResponse* response,
+                      bool* copy = nullptr);
+  absl::Status DoPutReplicas(const v1::PutReplicasRequest& request,
+                             v1::PutReplicasResponse* response);
   absl::Status DoCreateTable(const v1::CreateTableRequest& request,
                              v1::CreateTableResponse* response);
   absl::Status DoGetShardInfo(v1::GetShardInfoResponse* response);
@@ -163,7 +220,8 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   // makes: slot migration (all but GetSlotStats), CheckpointShard and RestoreShard;
   // others get UNAUTHENTICATED. Empty (the default): not required. Call before the
   // server starts.
-  void RequireAdminToken(std::string token) { admin_token_ = std::move(token); }
+  // PutReplicas (shard to shard) requires it too, and this shard's copies carry it.
+  void RequireAdminToken(std::string token);
 
   // Test hook (fault tests): the process SIGKILLs itself when it receives its
   // `count`th call of `method` (a slot-migration RPC name, e.g. "ExportChanges"),
@@ -213,7 +271,12 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   // Starts timing a call: the metrics clock's now, or 0 without metrics.
   int64_t CallStart() const;
   // Records a call of `method` (`rpc` its metrics) that began at `start_micros` and
-  // ended with `status`, then finishes it. Without metrics only finishes it.
+  // ended with `status` (nothing without metrics).
+  void RecordCall(RpcMethodMetrics& (PsMetrics::*rpc)(), absl::string_view method,
+                  int64_t start_micros, const absl::Status& status,
+                  const google::protobuf::Message& request,
+                  const google::protobuf::Message& response);
+  // RecordCall, then finishes the call.
   grpc::ServerUnaryReactor* FinishCall(grpc::CallbackServerContext* context,
                                        RpcMethodMetrics& (PsMetrics::*rpc)(),
                                        absl::string_view method, int64_t start_micros,
@@ -222,6 +285,24 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
                                        const google::protobuf::Message& response);
 
   class WatchReactor;  // ps_service_watch.cc
+
+  // Hot keys (ps_service_replicas.cc).
+  // Replaces the owner side with one made from hot_options_ and admin_token_ (before
+  // serving only).
+  void RebuildReplicaOwner();
+  // Replica reads: answers what the replica store may serve (see hotkeys.proto).
+  absl::Status DoReplicaPull(const v1::PullRequest& request, v1::PullResponse* response)
+      ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+  // Counts served keys of `table` in its heavy hitters.
+  void RecordServed(const std::string& table, absl::Span<const uint64_t> ids);
+  // After a map change: drops held copies whose owner is no longer their slot's owner,
+  // and tells the owner side.
+  void ReplicasAfterMapChange() ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+  // ReplicaHost.
+  absl::Status ReadOwnedRows(const std::string& table, std::vector<uint64_t>* ids,
+                             v1::PutReplicasRequest* request) override;
+  void KeepOwned(const std::string& table, std::vector<uint64_t>* ids) override;
+  uint64_t ReplicaAttempt() const override { return attempt(); }
 
   // Where a stream starts: the stream id and the version after which it is served.
   struct StreamStart {
@@ -277,6 +358,18 @@ class PsServiceImpl final : public v1::PsService::CallbackService {
   absl::Mutex crash_mu_;
   std::string crash_method_ ABSL_GUARDED_BY(crash_mu_);
   int crash_countdown_ ABSL_GUARDED_BY(crash_mu_) = 0;
+
+  // Hot keys. Options are set before serving, then read-only.
+  HotKeyOptions hot_options_;
+  mutable absl::Mutex hitters_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<HeavyHitters>> hitters_
+      ABSL_GUARDED_BY(hitters_mu_);
+  ReplicaStore replicas_;
+  std::unique_ptr<ReplicaOwner> owner_;
+  // Load since the process started (GetShardInfo).
+  std::atomic<uint64_t> pulled_keys_{0};
+  std::atomic<uint64_t> pushed_keys_{0};
+  std::atomic<uint64_t> replica_pulled_keys_{0};
 };
 
 }  // namespace ember

@@ -16,11 +16,14 @@
 namespace ember {
 
 ShardAgent::ShardAgent(ShardAgentOptions options, SlotMapCallback on_slot_map,
-                       CreateTableCallback create_table, VersionCallback version)
+                       CreateTableCallback create_table, VersionCallback version,
+                       HotKeysCallback hot_keys, HotSetCallback on_hot_set)
     : options_(std::move(options)),
       on_slot_map_(std::move(on_slot_map)),
       create_table_(std::move(create_table)),
-      version_(std::move(version)) {}
+      version_(std::move(version)),
+      hot_keys_(std::move(hot_keys)),
+      on_hot_set_(std::move(on_hot_set)) {}
 
 ShardAgent::~ShardAgent() { Stop(); }
 
@@ -78,6 +81,11 @@ bool ShardAgent::connected() const {
   return connected_;
 }
 
+uint64_t ShardAgent::hot_set_version() const {
+  absl::MutexLock lock(&mu_);
+  return hot_set_version_;
+}
+
 void ShardAgent::Loop() {
   absl::Duration delay = absl::ZeroDuration();
   absl::Duration backoff = options_.initial_backoff;
@@ -130,12 +138,23 @@ absl::Status ShardAgent::Heartbeat() {
   request.set_table_count(static_cast<uint32_t>(applied_tables_.size()));
   if (version_) request.set_version(version_());
   request.set_incarnation(options_.incarnation);
+  if (hot_keys_) *request.mutable_hot_keys() = hot_keys_();
+  const uint64_t hot_set_version = this->hot_set_version();
+  request.set_hot_set_version(hot_set_version);
   v1::HeartbeatResponse response;
   const absl::Status status =
       FromGrpcStatus(stub_->Heartbeat(&context, request, &response), &context);
   if (!status.ok()) return status;
   Apply(response.slot_owners().empty() ? 0 : response.epoch(), response.slot_owners(),
         response.tables());
+  // After the map and tables: the hot set names owners and tables.
+  if (on_hot_set_ && response.hot_set().version() > hot_set_version) {
+    on_hot_set_(response.hot_set());
+    std::cerr << "shard agent: shard " << options_.shard_id << " applied hot set version "
+              << response.hot_set().version() << std::endl;
+    absl::MutexLock lock(&mu_);
+    hot_set_version_ = response.hot_set().version();
+  }
   return absl::OkStatus();
 }
 

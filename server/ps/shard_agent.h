@@ -4,8 +4,10 @@
 // On its own thread it registers the shard (retrying with exponential backoff until
 // the coordinator answers), then heartbeats every `heartbeat_interval`. Whatever the
 // coordinator sends back is applied through the callbacks: a newer slot map
-// (on_slot_map, e.g. PsServiceImpl::SetSlotMap) and tables the shard lacks
-// (create_table, e.g. PsServiceImpl::DoCreateTable).
+// (on_slot_map, e.g. PsServiceImpl::SetSlotMap), tables the shard lacks
+// (create_table, e.g. PsServiceImpl::DoCreateTable) and a newer hot set (on_hot_set,
+// e.g. PsServiceImpl::ApplyHotSet). Each heartbeat carries the shard's heavy hitters
+// (hot_keys, e.g. PsServiceImpl::HotKeyReport) and the hot set version it applied.
 //
 // The coordinator is not on the data path: while it is unreachable the agent keeps the
 // last applied map (the shard keeps serving with it) and retries; when the
@@ -44,6 +46,7 @@
 #include "absl/time/time.h"
 #include "common/slot_map.h"
 #include "ember/v1/coordinator.grpc.pb.h"
+#include "ember/v1/hotkeys.pb.h"
 #include "ember/v1/table.pb.h"
 
 namespace ember {
@@ -74,9 +77,16 @@ class ShardAgent {
   using CreateTableCallback = std::function<absl::Status(const v1::TableConfig&)>;
   // Optional: the shard's newest applied update version, reported in heartbeats.
   using VersionCallback = std::function<uint64_t()>;
+  // Optional: the shard's heavy hitters, called for each heartbeat (HeartbeatRequest.
+  // hot_keys).
+  using HotKeysCallback = std::function<v1::HotKeyReport()>;
+  // Optional: called with each hot set newer than the last one applied (versions only
+  // grow). Without it the agent reports hot set version 0 and ignores hot sets.
+  using HotSetCallback = std::function<void(const v1::HotSet&)>;
 
   ShardAgent(ShardAgentOptions options, SlotMapCallback on_slot_map,
-             CreateTableCallback create_table, VersionCallback version = nullptr);
+             CreateTableCallback create_table, VersionCallback version = nullptr,
+             HotKeysCallback hot_keys = nullptr, HotSetCallback on_hot_set = nullptr);
   // Stop().
   ~ShardAgent();
 
@@ -97,6 +107,8 @@ class ShardAgent {
   uint64_t epoch() const;
   // Whether the last coordinator RPC succeeded.
   bool connected() const;
+  // The version of the last hot set handed to on_hot_set (0: none yet).
+  uint64_t hot_set_version() const;
 
  private:
   void Loop();
@@ -113,6 +125,8 @@ class ShardAgent {
   const SlotMapCallback on_slot_map_;
   const CreateTableCallback create_table_;
   const VersionCallback version_;
+  const HotKeysCallback hot_keys_;
+  const HotSetCallback on_hot_set_;
   std::unique_ptr<v1::CoordinatorService::Stub> stub_;
 
   absl::Notification stop_;
@@ -125,6 +139,7 @@ class ShardAgent {
   mutable absl::Mutex mu_;
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   bool connected_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t hot_set_version_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ember

@@ -59,7 +59,13 @@ absl::StatusOr<v1::ShardSnapshot> ShardStorage::Checkpoint(uint32_t shard_id,
                                                            const std::string& checkpoint_dir,
                                                            const std::string& name,
                                                            const std::string& base_name,
-                                                           uint64_t base_version) {
+                                                           uint64_t base_version,
+                                                           int64_t evict_step,
+                                                           EvictionReport* evicted) {
+  if (evict_step > 0) {
+    EMBER_ASSIGN_OR_RETURN(EvictionReport report, store_->Evict(evict_step));
+    if (evicted != nullptr) *evicted = report;
+  }
   const std::string subdir = absl::StrCat("shard-", shard_id);
   std::error_code ec;
   fs::remove_all(fs::path(checkpoint_dir) / subdir, ec);  // a leftover of an earlier try

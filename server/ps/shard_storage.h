@@ -70,10 +70,18 @@ class ShardStorage {
   // Writes <checkpoint_dir>/shard-<shard_id>/ (replacing a leftover of an interrupted
   // try): a DELTA against `base_name` when this process wrote that checkpoint (with
   // version base_version) and its change log still reaches back, else FULL.
+  //
+  // With `evict_step` > 0 (the job's step at this cut), first runs every table's
+  // eviction policy (TTL relative to evict_step, minimum count, count decay;
+  // EmbeddingStore::Evict): evictions happen at checkpoints, so they are part of the
+  // cut, of the update stream (tombstones) and of a restored run alike, and a run
+  // that never crashed evicts the same rows at the same steps. `evicted` (optional)
+  // receives what it did.
   absl::StatusOr<v1::ShardSnapshot> Checkpoint(uint32_t shard_id, const std::string& checkpoint_dir,
                                                const std::string& name,
                                                const std::string& base_name,
-                                               uint64_t base_version);
+                                               uint64_t base_version, int64_t evict_step = 0,
+                                               EvictionReport* evicted = nullptr);
 
   // Replaces every row with the rows of the slots `owns` accepts from `chain` (full
   // first; chain_dirs[i] is chain[i]'s directory), keeping every table. DATA_LOSS for

@@ -3,7 +3,7 @@
 // ember-serving: a read-only follower of a PS cluster for online inference
 // (server/serving/follower.h), serving ServingService (proto/ember/v1/serving.proto).
 //
-//   ember-serving --coordinator=127.0.0.1:7000 --checkpoint_dir=/data/ember/checkpoints \
+//   ember-serving --coordinator=127.0.0.1:7000 --checkpoint_dir=/data/ember/checkpoints
 //       --data_dir=/data/ember/serving-0 --port=7100
 //
 // Once bootstrapped and serving, the process prints exactly one line

@@ -254,6 +254,8 @@ class PsBadInputTest : public ::testing::Test {
     // Call counters and latencies count every call, failed ones too: not state.
     info.clear_requests();
     info.clear_latency_counts();
+    info.clear_pulled_keys();  // the snapshot's own Pull counts
+    info.clear_hot_keys();     // decayed rates move with time
     v1::PullResponse pulled;
     const absl::Status p = Pull(PullOf(mine_), &pulled);
     EXPECT_TRUE(p.ok()) << p;
@@ -680,23 +682,6 @@ TEST_F(CoordinatorBadInputTest, WaitingKvGetFailsUnavailableAtShutdown) {
 
 // ---------------------------------------------------------------------------------
 // Flags
-
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-RunResult RunBinary(const std::string& binary, const std::string& args) {
-  RunResult result;
-  FILE* pipe = popen(absl::StrCat(binary, " ", args, " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return result;
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof(chunk), pipe)) > 0) result.output.append(chunk, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
 
 TEST(PsFlagsTest, HelpPrintsUsageAndExitsZero) {
   for (const char* flag : {"--help", "-h"}) {

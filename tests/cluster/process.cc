@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 
@@ -209,6 +210,18 @@ absl::StatusOr<int> Process::Wait(absl::Duration timeout) {
   running_ = false;
   StopDrain();
   return ExitCode(status);
+}
+
+RunResult RunBinary(const std::string& binary, const std::string& args) {
+  RunResult result;
+  FILE* pipe = popen((binary + " " + args + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return result;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof(chunk), pipe)) > 0) result.output.append(chunk, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
 }
 
 }  // namespace ember

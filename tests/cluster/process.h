@@ -95,6 +95,15 @@ class Process {
   std::thread drain_;
 };
 
+// A binary run to completion (flag and usage tests): its exit code and output.
+struct RunResult {
+  int exit_code = -1;  // -1 when it could not run or a signal ended it
+  std::string output;  // stdout and stderr
+};
+
+// Runs `binary args` through the shell (`args` is shell text) and waits for it.
+RunResult RunBinary(const std::string& binary, const std::string& args);
+
 }  // namespace ember
 
 #endif  // EMBER_TESTS_CLUSTER_PROCESS_H_

@@ -321,9 +321,26 @@ TEST_P(StoreTest, CountDecayLowersCountsEverywhere) {
     ASSERT_TRUE(store.Push("item", ids, std::vector<float>(ids.size() * 2, 1), 1).ok());
   }
   // counts: 4 -> 2 (kept), 2 -> 1 (< 1.5: removed)
-  EXPECT_EQ(store.Evict(1).value().rows_removed, 10u);
+  const uint64_t before = store.version();
+  const EvictionReport report = store.Evict(1).value();
+  EXPECT_EQ(report.rows_removed, 10u);
+  EXPECT_EQ(report.rows_decayed, 10u);
   for (uint64_t id = 0; id < 10; ++id)
     EXPECT_EQ(store.ReadRow("item", id).value().meta.count, 2.0f);
+  // Every kept row changed (its count): it is in the change log, as every removed row
+  // is, so delta checkpoints and update streams carry the decayed counts.
+  auto changes = store.ReadChanges(before, 1000).value();
+  ASSERT_EQ(changes.changes.size(), 20u);
+  std::vector<uint64_t> decayed, removed;
+  for (const Change& c : changes.changes) (c.tombstone ? removed : decayed).push_back(c.id);
+  std::sort(decayed.begin(), decayed.end());
+  std::sort(removed.begin(), removed.end());
+  ASSERT_EQ(decayed.size(), 10u);
+  ASSERT_EQ(removed.size(), 10u);
+  for (uint64_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(decayed[i], i);
+    EXPECT_EQ(removed[i], 10 + i);
+  }
 }
 
 // SGD is commutative: concurrent pushes must end where sequential ones do. Gradients

@@ -305,7 +305,7 @@ TEST_F(ServingTest, MetricsShowPerShardLagAndProgress) {
   ASSERT_TRUE(Lookup(*stub, "item", {7919}, &response).ok());
   absl::StatusOr<std::string> text = HttpGet(metrics_port, "/metrics");
   ASSERT_TRUE(text.ok()) << text.status();
-  for (const std::string& series :
+  for (const char* series :
        {"ember_serving_lag_versions{shard=\"0\"} 0", "ember_serving_lag_versions{shard=\"1\"} 0",
         "ember_serving_connected{shard=\"1\"} 1", "ember_serving_ready 1",
         "ember_serving_lag_seconds{shard=\"0\"}", "ember_serving_rows_applied_total{shard=\"0\"}",

@@ -222,6 +222,15 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
             2);
   EXPECT_EQ(RunCommand(bin + " --config=/nonexistent.pbtxt --coordinator=127.0.0.1:1 2> /dev/null"),
             2);
+  // Skew overrides are checked like the config: the hot-row cache needs SSP or ASP, a
+  // cold loss weight must be > 0, a bad number is a usage error.
+  const std::string base = bin + " --config=" + config + " --coordinator=127.0.0.1:1";
+  EXPECT_EQ(RunCommand(base + " --hot_cache_steps=2 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --cold_loss_weight=0 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --cold_loss_weight=-1 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --cold_resample_fraction=x 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --cold_features=user_id,nope --cold_loss_weight=2 2> /dev/null"),
+            2);
   const std::string bad = (fs::temp_directory_path() / "ember-bad-config.pbtxt").string();
   std::ofstream(bad) << "name: \"x\"\ntables { name: \"t\" dim: 8 }\nfeatures { column: \"c\" "
                         "table: \"missing\" }\n";

@@ -160,6 +160,11 @@ absl::StatusOr<v1::GetClusterMapResponse> AdminClient::GetClusterMap() {
                      "GetClusterMap");
 }
 
+absl::StatusOr<v1::GetHotSetResponse> AdminClient::GetHotSet() {
+  return Coordinator(&v1::CoordinatorService::Stub::GetHotSet, v1::GetHotSetRequest(),
+                     "GetHotSet");
+}
+
 absl::StatusOr<v1::DescribeTableResponse> AdminClient::DescribeTable(const std::string& name) {
   v1::DescribeTableRequest request;
   request.set_name(name);

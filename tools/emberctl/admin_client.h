@@ -65,6 +65,8 @@ class AdminClient {
 
   // ---- CoordinatorService ----
   absl::StatusOr<v1::GetClusterMapResponse> GetClusterMap();
+  // The published hot set, in full (known_version 0).
+  absl::StatusOr<v1::GetHotSetResponse> GetHotSet();
   absl::StatusOr<v1::DescribeTableResponse> DescribeTable(const std::string& name);
   absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job);
 

@@ -72,6 +72,7 @@ std::vector<CommandSpec> MigrationCommands();
 std::vector<CommandSpec> CheckpointCommands();
 std::vector<CommandSpec> ExportCommands();
 std::vector<CommandSpec> ServingCommands();
+std::vector<CommandSpec> HotKeyCommands();
 
 // ---- Parsing helpers (all return INVALID_ARGUMENT, a usage error) ----
 

@@ -47,7 +47,7 @@ std::vector<CommandSpec> AllCommands() {
   std::vector<CommandSpec> all;
   for (auto list :
        {StatusCommands, TableCommands, SlotCommands, MigrationCommands, CheckpointCommands,
-        ExportCommands, ServingCommands}) {
+        ExportCommands, ServingCommands, HotKeyCommands}) {
     for (const CommandSpec& c : list()) all.push_back(c);
   }
   return all;
