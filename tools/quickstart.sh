@@ -62,3 +62,8 @@ done
 "$BUILD_DIR/bin/emberctl" serving status
 "$BUILD_DIR/bin/emberctl" serving lookup --table=item --ids=1,2,3
 echo "  (README, \"Serving\": emberctl serving versions|pin|checksum, emberctl export)"
+
+echo
+echo "== skew: the hot set the shards reported during training, and the per-shard load"
+"$BUILD_DIR/bin/emberctl" hotkeys --top=3
+echo "  (README, \"Skew: hot keys and cold IDs\": --hot_replicas, cold-ID options)"

@@ -74,7 +74,7 @@ Hot keys (hotkeys.proto; soft state, recomputed from the shards' heartbeats):
                              set is published). Default: 32
   --hot_min_share=F          least share of the cluster's load (keys served/s) that
                              makes a key hot, in (0, 1]; a hot key stays hot down to
-                             half of it. Default: 0.001
+                             half of it. Default: 0.01
   --hot_publish_interval_ms=N
                              time between two hot set computations. Default: 1000
   --hot_replicas=N           replica holders per hot key besides its owner, <= 1024;
