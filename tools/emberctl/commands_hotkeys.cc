@@ -170,6 +170,10 @@ void PrintText(Session& s, const Report& r) {
     absl::StrAppend(&out, "holders: ", holders.empty() ? "none" : absl::StrJoin(holders, ", "),
                     "\n");
     absl::StrAppend(&out, "cluster load: ", Fixed(h.total_rate(), 1), " keys/s\n");
+    if (h.tables_size() == 0) {
+      out += "no hot keys: no key reached the coordinator's --hot_min_share of the cluster's "
+             "load\n";
+    }
   }
   for (const TableRows& t : r.tables) {
     absl::StrAppend(&out, "\ntable ", t.table, ": ", t.hot_keys,
