@@ -168,16 +168,18 @@ void ReplicaOwner::AfterPush(const std::string& table, absl::Span<const uint64_t
   std::vector<uint64_t> former_ids;
   Holders former_holders;
   {
-    absl::flat_hash_set<uint64_t> seen_ids;
     absl::MutexLock lock(&mu_);
-    auto recorded = records_.find(table);
-    for (uint64_t id : ids) {
+    auto recorded = periodic ? records_.end() : records_.find(table);
+    const bool any_recorded = recorded != records_.end() && !recorded->second.empty();
+    // The common case, nothing hot and no copies left, does no per-id work.
+    absl::flat_hash_set<uint64_t> seen_ids;
+    for (uint64_t id : (hot == nullptr && !any_recorded) ? absl::Span<const uint64_t>() : ids) {
       if (!seen_ids.insert(id).second) continue;
       if (hot != nullptr && hot->contains(id)) {
         hot_ids.push_back(id);
         continue;
       }
-      if (periodic || recorded == records_.end()) continue;
+      if (!any_recorded) continue;
       auto r = recorded->second.find(id);
       if (r == recorded->second.end() || r->second.empty()) continue;
       former_ids.push_back(id);
