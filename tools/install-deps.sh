@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package Ember needs to build, test and benchmark.
 # Idempotent: packages already present are skipped; safe to run any number of times.
-# Only Debian's package registry is used; nothing is downloaded from elsewhere.
+# Debian's package registry is used for packages; the npm registry only for the pinned
+# packages of tests/deploy (package-lock.json), which checks the deploy/ manifests.
 #
 #   tools/install-deps.sh               # build, test, quickstart
 #   tools/install-deps.sh --with-torch  # also PyTorch, for `ember-bench training`
+#   EMBER_DEPS_NODE=0 tools/install-deps.sh  # without Node.js and tests/deploy's packages
+#                                            # (the Docker build stages)
 set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
@@ -14,7 +18,7 @@ PACKAGES=(
   prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev libopenblas-dev zlib1g-dev
-  redis-server prometheus
+  redis-server prometheus openssl
   clang-format
 )
 case "${1:-}" in
@@ -30,17 +34,33 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
-fi
-
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-# The Debian redis/prometheus packages start system services on install in some
-# environments; Ember's tests start their own instances on ephemeral ports.
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # The Debian redis/prometheus packages start system services on install in some
+  # environments; Ember's tests start their own instances on ephemeral ports.
+fi
+
+# Node.js and the npm packages of tests/deploy (node --test: kustomize renders, schema
+# validation, alert rules, dashboard, Dockerfile lint). Debian's nodejs/npm when no
+# node is installed; `npm ci` only when node_modules is missing or older than the lock.
+if [ "${EMBER_DEPS_NODE:-1}" != 0 ]; then
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    echo "install-deps: installing nodejs npm"
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q --no-install-recommends nodejs npm
+  fi
+  deploy_tests="$root/tests/deploy"
+  if [ ! -f "$deploy_tests/node_modules/.package-lock.json" ] ||
+     [ "$deploy_tests/package-lock.json" -nt "$deploy_tests/node_modules/.package-lock.json" ]; then
+    echo "install-deps: npm ci --prefix tests/deploy"
+    npm ci --prefix "$deploy_tests" --no-audit --no-fund
+  fi
+fi
 echo "install-deps: done"
