@@ -8,6 +8,9 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/tls.h"
 
 namespace ember {
 namespace {
@@ -48,17 +51,103 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   return diff == 0;
 }
 
-absl::Status CheckAdminToken(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-                             absl::string_view token) {
-  if (token.empty()) return absl::UnauthenticatedError("no admin token is configured");
+absl::Status AuthorizeAdmin(const grpc::ServerContextBase& context, const AdminPolicy& policy,
+                            std::string* who) {
+  const std::string common_name = PeerCommonName(context);
+  const std::string peer = absl::StrCat("peer=", context.peer());
+  if (!common_name.empty()) {
+    for (const std::string& identity : policy.identities) {
+      if (ConstantTimeEquals(identity, common_name)) {
+        *who = absl::StrCat(peer, " cert=", common_name);
+        return absl::OkStatus();
+      }
+    }
+  }
+  const auto& metadata = context.client_metadata();
   auto it = metadata.find(kAdminTokenMetadataKey);
-  if (it == metadata.end()) {
-    return absl::UnauthenticatedError(absl::StrCat("missing metadata ", kAdminTokenMetadataKey));
+  if (it != metadata.end()) {
+    if (policy.token.empty())
+      return absl::UnauthenticatedError("admin tokens are not accepted here");
+    if (!ConstantTimeEquals(absl::string_view(it->second.data(), it->second.size()),
+                            policy.token)) {
+      return absl::UnauthenticatedError("wrong admin token");
+    }
+    *who = absl::StrCat(peer, common_name.empty() ? "" : " cert=", common_name,
+                        " token=", TokenId(policy.token));
+    return absl::OkStatus();
   }
-  if (!ConstantTimeEquals(absl::string_view(it->second.data(), it->second.size()), token)) {
-    return absl::UnauthenticatedError("wrong admin token");
+  if (!common_name.empty()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("client certificate '", common_name,
+                     "' is not an admin identity and the call carries no admin token"));
   }
-  return absl::OkStatus();
+  if (!policy.enabled()) return absl::UnauthenticatedError("admin calls are disabled here");
+  return absl::UnauthenticatedError(absl::StrCat("admin call without a credential: send metadata ",
+                                                 kAdminTokenMetadataKey,
+                                                 " or use an admin client certificate"));
+}
+
+std::string TokenId(absl::string_view token) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (char c : token) {
+    hash ^= static_cast<uint8_t>(c);
+    hash *= 0x100000001b3ull;
+  }
+  return absl::StrFormat("tok-%08x", static_cast<uint32_t>(hash >> 32));
+}
+
+std::vector<std::string> ParseIdentityList(absl::string_view text) {
+  std::vector<std::string> out;
+  for (absl::string_view name : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    out.emplace_back(absl::StripAsciiWhitespace(name));
+  }
+  return out;
+}
+
+bool ParseAdminFlag(const Flag& flag, AdminFlags* flags, absl::Status* status) {
+  return ParseStringOf(flag,
+                       {{"admin_token", &flags->token},
+                        {"admin_token_file", &flags->token_file},
+                        {"admin_identities", &flags->identities}},
+                       status);
+}
+
+absl::StatusOr<AdminPolicy> LoadAdminPolicy(const AdminFlags& flags) {
+  AdminPolicy policy;
+  if (!flags.token.empty() && !flags.token_file.empty()) {
+    return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
+  }
+  policy.token = flags.token;
+  if (!flags.token_file.empty()) {
+    absl::StatusOr<std::string> token = ReadAdminTokenFile(flags.token_file);
+    if (!token.ok()) return token.status();
+    policy.token = *std::move(token);
+  }
+  policy.identities = ParseIdentityList(flags.identities);
+  return policy;
+}
+
+bool ParseServerSecurityFlag(const Flag& flag, ServerSecurityFlags* flags, absl::Status* status) {
+  if (flag.name == "health_port") {
+    *status = ParseNumber(flag, &flags->health_port);
+    return true;
+  }
+  return ParseAdminFlag(flag, &flags->admin, status) || ParseTlsFlag(flag, &flags->tls, status);
+}
+
+absl::StatusOr<AdminPolicy> CheckServerSecurityFlags(const ServerSecurityFlags& flags,
+                                                     absl::string_view risk) {
+  absl::StatusOr<AdminPolicy> policy = LoadAdminPolicy(flags.admin);
+  if (!policy.ok()) return policy.status();
+  if (absl::Status s = TlsCredentials::Load(flags.tls).status(); !s.ok()) return s;
+  if (flags.tls.enabled() && !policy->enabled()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "with --tls_* give --admin_token_file or --admin_identities: otherwise ", risk));
+  }
+  if (flags.health_port < -1 || flags.health_port > 65535) {
+    return absl::InvalidArgumentError("--health_port must be in [-1, 65535]");
+  }
+  return policy;
 }
 
 absl::StatusOr<std::string> ReadAdminTokenFile(const std::string& path) {

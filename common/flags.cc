@@ -48,4 +48,16 @@ absl::Status ParseString(const Flag& flag, std::string* out) {
   return absl::OkStatus();
 }
 
+bool ParseStringOf(const Flag& flag,
+                   std::initializer_list<std::pair<absl::string_view, std::string*>> targets,
+                   absl::Status* status) {
+  for (const auto& [name, target] : targets) {
+    if (flag.name == name) {
+      *status = ParseString(flag, target);
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace ember

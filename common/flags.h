@@ -16,8 +16,10 @@
 
 #include <charconv>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -59,6 +61,12 @@ absl::Status ParseBool(const Flag& flag, bool* out);
 
 // Copies the flag's value into *out (which must then be non-empty to be useful).
 absl::Status ParseString(const Flag& flag, std::string* out);
+
+// A string flag of a group: true when flag.name is one of the names in `targets`, whose
+// string then gets the value (*status as ParseString); false for any other flag.
+bool ParseStringOf(const Flag& flag,
+                   std::initializer_list<std::pair<absl::string_view, std::string*>> targets,
+                   absl::Status* status);
 
 // The shared main: turns off Abseil's mutex deadlock detection (Debian's build has it
 // on: a global lock and ~40 ns per acquisition; tests keep it), parses, handles

@@ -34,11 +34,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/float16.h"
-#include "common/hash.h"
 #include "common/grpc_status.h"
+#include "common/hash.h"
 #include "common/ps_client_cluster.h"
 #include "common/ps_client_impl.h"
 #include "common/slot.h"
+#include "common/tls.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpc/grpc.h"
@@ -504,7 +505,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
   }
   if (!options.coordinator_address.empty()) {
     impl->coordinator = v1::CoordinatorService::NewStub(
-        grpc::CreateChannel(options.coordinator_address, grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(options.coordinator_address, OrInsecure(options.channel_credentials)));
   }
   // The first fetch starts with the first map load (Impl::Refresh).
   impl->hot_set = std::make_unique<HotSetCache>(

@@ -70,6 +70,7 @@
 #include "common/hot_set.h"
 #include "common/slot_map.h"
 #include "ember/v1/table.pb.h"
+#include "grpcpp/security/credentials.h"
 #include "grpcpp/support/client_interceptor.h"
 
 namespace ember {
@@ -87,6 +88,9 @@ struct PsClientOptions {
   // `slot_map`), and the client reloads them on a redirect to a newer epoch or when a
   // shard is UNAVAILABLE. Default: none (static `shard_addresses` and `slot_map`).
   std::string coordinator_address;
+  // Credentials of every channel, to the coordinator and the shards (common/tls.h);
+  // null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
   // Address ("host:port") of every shard the slot map may name. Required without a
   // coordinator.
   std::map<uint32_t, std::string> shard_addresses;

@@ -28,6 +28,7 @@
 #include "common/ps_client_cluster.h"
 #include "common/ps_client_hot_set.h"
 #include "common/slot_map.h"
+#include "common/tls.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/channel.h"
@@ -87,9 +88,10 @@ struct PsClient::Impl {
     std::shared_ptr<grpc::Channel> channel =
         options.shard_interceptors
             ? grpc::experimental::CreateCustomChannelWithInterceptors(
-                  address, grpc::InsecureChannelCredentials(), channel_args,
+                  address, OrInsecure(options.channel_credentials), channel_args,
                   options.shard_interceptors())
-            : grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), channel_args);
+            : grpc::CreateCustomChannel(address, OrInsecure(options.channel_credentials),
+                                        channel_args);
     return v1::PsService::NewStub(channel);
   }
 

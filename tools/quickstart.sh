@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command: installs the dependencies, builds Ember, generates a
 # synthetic e-commerce click dataset (about 1M training examples with a planted
-# truth), starts a local cluster (coordinator + 2 PS shards), trains the quickstart
+# truth), starts a local cluster (coordinator + 2 PS shards, mutual TLS on every
+# channel with a test CA from tools/gen-certs.sh), trains the quickstart
 # model (configs/quickstart.pbtxt) with 2 workers, prints the test AUC next to the
 # oracle AUC (checkpointing every 200 steps), starts a serving follower (ember-serving)
 # from the job's last checkpoint, shows its status and a lookup, and stops the cluster.
@@ -31,8 +32,8 @@ deploy/local/cluster.sh down --run_dir="$CLUSTER" >/dev/null
 rm -rf "$CLUSTER"
 trap 'deploy/local/cluster.sh down --run_dir="$CLUSTER" --build_dir="$BUILD_DIR"' EXIT
 
-echo "== starting a local cluster (coordinator + 2 PS shards) in $CLUSTER"
-deploy/local/cluster.sh up --run_dir="$CLUSTER" --build_dir="$BUILD_DIR" --shards=2
+echo "== starting a local cluster (coordinator + 2 PS shards, mutual TLS) in $CLUSTER"
+deploy/local/cluster.sh up --run_dir="$CLUSTER" --build_dir="$BUILD_DIR" --shards=2 --tls
 echo "== training configs/quickstart.pbtxt with 2 workers"
 deploy/local/cluster.sh train --run_dir="$CLUSTER" --build_dir="$BUILD_DIR" --workers=2 \
   --config=configs/quickstart.pbtxt --worker_args="--checkpoint_every_steps=200 $*"
@@ -67,3 +68,8 @@ echo
 echo "== skew: the hot set the shards reported during training, and the per-shard load"
 "$BUILD_DIR/bin/emberctl" hotkeys --top=3
 echo "  (README, \"Skew: hot keys and cold IDs\": --hot_replicas, cold-ID options)"
+
+echo
+echo "== security: every channel used mutual TLS; admin changes are audited"
+"$BUILD_DIR/bin/emberctl" audit --limit=5
+echo "  (README, \"Security\": a worker's certificate cannot make admin calls; $CLUSTER/audit.jsonl)"

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -35,13 +36,14 @@ absl::Status Retry(absl::Time deadline, absl::Duration per_call, const Call& cal
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Create(const std::string& address) {
+absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Create(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   if (address.empty()) return absl::InvalidArgumentError("a coordinator address is required");
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);  // worker state carries the dense model
   args.SetMaxSendMessageSize(256 << 20);
   return std::unique_ptr<JobClient>(new JobClient(v1::CoordinatorService::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args))));
+      grpc::CreateCustomChannel(address, OrInsecure(credentials), args))));
 }
 
 absl::StatusOr<v1::JoinJobResponse> JobClient::Join(v1::JoinJobRequest request,

@@ -20,13 +20,17 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ember/v1/coordinator.grpc.pb.h"
+#include "grpcpp/security/credentials.h"
 
 namespace ember::worker {
 
 class JobClient {
  public:
   // INVALID_ARGUMENT for an empty address. Connects lazily.
-  static absl::StatusOr<std::unique_ptr<JobClient>> Create(const std::string& coordinator_address);
+  // `credentials` null: insecure (common/tls.h).
+  static absl::StatusOr<std::unique_ptr<JobClient>> Create(
+      const std::string& coordinator_address,
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   // Joins the job: repeats JoinJob (and retries an unreachable coordinator) until an
   // attempt is ready. DEADLINE_EXCEEDED after `timeout`; the coordinator's other

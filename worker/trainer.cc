@@ -82,6 +82,7 @@ absl::Status Trainer::Setup() {
   // The PS cluster: wait (bounded) until the coordinator has a slot map.
   PsClientOptions ps;
   ps.coordinator_address = options_.coordinator_address;
+  ps.channel_credentials = options_.channel_credentials;
   ps.worker_id = Mix64(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
                        (static_cast<uint64_t>(getpid()) << 20) ^ options_.rank);
   ps.deadline = options_.ps_deadline;
@@ -116,6 +117,8 @@ absl::Status Trainer::Setup() {
 
   CollectiveOptions collective;
   collective.coordinator_address = options_.coordinator_address;
+  collective.channel_credentials = options_.channel_credentials;
+  collective.host = options_.collective_host;
   // Every attempt meets under its own name: attempts are unique across runs.
   collective.job = absl::StrCat(config_.name(), ".a", join_.attempt());
   collective.generation = options_.generation;
@@ -516,8 +519,9 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " is not in [0, world_size ",
                                                    options.world_size, ")"));
   }
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<JobClient> jobs,
-                         JobClient::Create(options.coordinator_address));
+  EMBER_ASSIGN_OR_RETURN(
+      std::unique_ptr<JobClient> jobs,
+      JobClient::Create(options.coordinator_address, options.channel_credentials));
   std::ostream& log = options.log != nullptr ? *options.log : std::cout;
   v1::JoinJobRequest join;
   join.set_job(options.config.name());

@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ember/v1/model.pb.h"
+#include "grpcpp/security/credentials.h"
 #include "worker/evaluator.h"
 
 namespace ember::worker {
@@ -37,6 +38,12 @@ namespace ember::worker {
 struct TrainerOptions {
   v1::ModelConfig config;           // normalized (LoadModelConfig)
   std::string coordinator_address;  // required: tables, cluster map, rendezvous
+  // Credentials of every channel to the coordinator and the shards (common/tls.h);
+  // null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
+  // The address other workers reach this one at for the all-reduce (Gloo TCP): a
+  // name or numeric address of this machine (a pod's IP). Default: loopback.
+  std::string collective_host = "127.0.0.1";
   int rank = 0;
   int world_size = 1;
   // Rendezvous generation (a restarted job uses a new one). Default: 0.

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "worker/model_config.h"
 #include "worker/trainer.h"
 
@@ -39,6 +40,9 @@ constexpr char kUsage[] =
                              $JOB_COMPLETION_INDEX, else 0
   --world_size=N             number of workers. Default: $EMBER_WORLD_SIZE, else 1
   --generation=N             rendezvous generation (bump it to restart a job). Default: 0
+  --collective_host=ADDR     the address other workers reach this one at for the
+                             all-reduce (Gloo TCP; a pod's IP). Default:
+                             $EMBER_COLLECTIVE_HOST, else 127.0.0.1
   --run_dir=DIR              where rank 0 writes result.json, metrics.tsv and
                              training.svg. Default: none
   --metrics_port=N           Prometheus metrics port; 0 picks one, -1 none. Default: -1
@@ -93,12 +97,19 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
     out->emplace();
     return ParseNumber(flag, &**out);
   };
+  TlsOptions tls;
+  bool collective_host_given = false;
   for (const Flag& flag : flags) {
     const absl::string_view name = flag.name;
     if (name == "config") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &config_path));
     } else if (name == "coordinator") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.coordinator_address));
+    } else if (name == "collective_host") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.collective_host));
+      collective_host_given = true;
+    } else if (absl::Status s; ParseTlsFlag(flag, &tls, &s)) {
+      EMBER_RETURN_IF_ERROR(s);
     } else if (name == "rank") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &rank));
     } else if (name == "world_size") {
@@ -161,6 +172,11 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
     }
   }
   if (config_path.empty()) return absl::InvalidArgumentError("--config is required");
+  if (const char* env = std::getenv("EMBER_COLLECTIVE_HOST");
+      !collective_host_given && env != nullptr && *env != '\0') {
+    o.collective_host = env;
+  }
+  if (o.collective_host.empty()) return absl::InvalidArgumentError("--collective_host is empty");
   if (o.coordinator_address.empty()) {
     if (const char* env = std::getenv("EMBER_COORDINATOR"); env != nullptr) {
       o.coordinator_address = env;
@@ -197,6 +213,8 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
     return absl::InvalidArgumentError("--metrics_port must be -1..65535");
   }
 
+  EMBER_ASSIGN_OR_RETURN(const TlsCredentials credentials, TlsCredentials::Load(tls));
+  if (credentials.enabled()) o.channel_credentials = credentials.Channel();
   EMBER_ASSIGN_OR_RETURN(v1::ModelConfig config, LoadModelConfig(config_path));
   v1::TrainingConfig* t = config.mutable_training();
   if (!train.empty()) config.mutable_data()->set_train_path(train);
@@ -256,7 +274,8 @@ absl::Status Run(const TrainerOptions& options) {
 }  // namespace ember::worker
 
 int main(int argc, char** argv) {
-  return ember::RunMain<ember::worker::TrainerOptions>("ember-worker", ember::worker::kUsage, argc,
-                                                       argv, ember::worker::ParseFlags,
-                                                       ember::worker::Run);
+  static const std::string* const usage =
+      new std::string(absl::StrCat(ember::worker::kUsage, ember::SecurityUsage(/*server=*/false)));
+  return ember::RunMain<ember::worker::TrainerOptions>(
+      "ember-worker", usage->c_str(), argc, argv, ember::worker::ParseFlags, ember::worker::Run);
 }

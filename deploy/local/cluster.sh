@@ -14,6 +14,10 @@
 #   cluster.env          EMBER_COORDINATOR=host:port, EMBER_ADMIN_TOKEN_FILE and the
 #                        shard/metrics addresses (`set -a; . cluster.env` for emberctl)
 #   admin_token          the coordinator's admin token (mode 600)
+#   certs/               with `up --tls`: the test CA and certificates (tools/gen-certs.sh);
+#                        every later command of the run directory then speaks mutual TLS,
+#                        and cluster.env names the admin certificate (EMBER_TLS_*)
+#   audit.jsonl          the coordinator's audit file (every admin change, JSON lines)
 #   pids/NAME.pid        one per process started (coordinator, ps-0.., worker-0..,
 #                        serving-0..)
 #   logs/NAME.log        its stdout and stderr
@@ -56,6 +60,9 @@ flags:
   --config=FILE          model config (train). Default: configs/quickstart.pbtxt
   --worker_args="..."    extra ember-worker flags (train), e.g. "--max_steps=100"
   --timeout=SECONDS      how long `up` waits for a process to serve. Default: 60
+  --tls                  (up) mutual TLS on every channel, with a test CA made by
+                         tools/gen-certs.sh in RUN_DIR/certs; admin calls need the
+                         admin certificate or the token. Default: plaintext
 EOF
 }
 
@@ -66,7 +73,7 @@ cmd="${1:-}"
 shift
 run_dir=run/local build_dir=build shards=2 workers=2 config=configs/quickstart.pbtxt
 worker_args="" timeout=60 memory_budget_mb="" shard_id="" follower_id=0 serving_args=""
-coordinator_args=""
+coordinator_args="" tls=0
 for arg in "$@"; do
   case "$arg" in
     --run_dir=*) run_dir="${arg#*=}" ;;
@@ -81,6 +88,7 @@ for arg in "$@"; do
     --worker_args=*) worker_args="${arg#*=}" ;;
     --timeout=*) timeout="${arg#*=}" ;;
     --memory_budget_mb=*) memory_budget_mb="${arg#*=}" ;;
+    --tls) tls=1 ;;
     --help|-h) usage; exit 0 ;;
     *) echo "cluster.sh: unknown flag $arg" >&2; usage >&2; exit 2 ;;
   esac
@@ -91,6 +99,15 @@ bin="$build_dir/bin"
 mkdir -p "$run_dir"
 run_dir="$(cd "$run_dir" && pwd)"
 mkdir -p "$run_dir/pids" "$run_dir/logs" "$run_dir/data"
+
+# tls_flags ROLE: the --tls_* flags of ROLE's certificate (server, client, admin) when
+# the run directory's cluster runs with TLS (`up --tls` made certs/), else nothing.
+tls_flags() {
+  [[ -f "$run_dir/certs/ca.pem" ]] || return 0
+  echo "--tls_ca=$run_dir/certs/ca.pem --tls_cert=$run_dir/certs/$1.pem --tls_key=$run_dir/certs/$1.key"
+  [[ "$1" == server ]] && echo "--admin_identities=ember-admin,ember-server"
+  return 0
+}
 
 # start NAME COMMAND...: runs COMMAND in the background under a supervisor, logging to
 # logs/NAME.log; pids/NAME.pid holds the current process, pids/NAME.supervisor its
@@ -163,26 +180,37 @@ case "$cmd" in
     done
     alive coordinator && die "a cluster already runs in $run_dir (cluster.sh down first)"
     rm -f "$run_dir/stopping" "$run_dir/coordinator.port"
+    if (( tls )) && [[ ! -f "$run_dir/certs/ca.pem" ]]; then
+      "$(dirname "$0")/../../tools/gen-certs.sh" "$run_dir/certs" >/dev/null
+    elif (( ! tls )); then
+      rm -rf "$run_dir/certs"
+    fi
     # The admin credential emberctl needs for cluster changes (kept across restarts).
     if [[ ! -s "$run_dir/admin_token" ]]; then
       (umask 077; od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$run_dir/admin_token")
     fi
     start coordinator "$bin/ember-coordinator" --data_dir="$run_dir/data/coordinator" \
       --port=@PORT@ --expected_shards="$shards" --checkpoint_dir="$run_dir/checkpoints" \
-      --admin_token_file="$run_dir/admin_token" --metrics_port=0 $coordinator_args
+      --admin_token_file="$run_dir/admin_token" --metrics_port=0 --audit_log="$run_dir/audit.jsonl" \
+      $(tls_flags server) $coordinator_args
     coordinator="$(wait_for coordinator "listening on")"
     coordinator_metrics="$(wait_for coordinator "metrics on")"
     echo "${coordinator##*:}" >"$run_dir/coordinator.port"
     echo "EMBER_COORDINATOR=$coordinator" >"$run_dir/cluster.env"
     echo "EMBER_ADMIN_TOKEN_FILE=$(cd "$run_dir" && pwd)/admin_token" >>"$run_dir/cluster.env"
     echo "EMBER_COORDINATOR_METRICS=$coordinator_metrics" >>"$run_dir/cluster.env"
+    if [[ -f "$run_dir/certs/ca.pem" ]]; then
+      { echo "EMBER_TLS_CA=$run_dir/certs/ca.pem"; echo "EMBER_TLS_CERT=$run_dir/certs/admin.pem"
+        echo "EMBER_TLS_KEY=$run_dir/certs/admin.key"; } >>"$run_dir/cluster.env"
+      echo "mutual TLS: CA and certificates in $run_dir/certs (emberctl uses admin.pem via cluster.env)"
+    fi
     echo "coordinator on $coordinator (metrics http://$coordinator_metrics/metrics)"
     for ((i = 0; i < shards; i++)); do
       extra=()
       [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
       start "ps-$i" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$i" --port=0 --shard_id="$i" \
         --coordinator="$coordinator" --metrics_port=0 --admin_token_file="$run_dir/admin_token" \
-        "${extra[@]}"
+        $(tls_flags server) "${extra[@]}"
     done
     for ((i = 0; i < shards; i++)); do
       address="$(wait_for "ps-$i" "listening on")"
@@ -201,7 +229,7 @@ case "$cmd" in
     [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
     start "ps-$shard_id" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$shard_id" --port=0 \
       --shard_id="$shard_id" --coordinator="$coordinator" --metrics_port=0 \
-      --admin_token_file="$run_dir/admin_token" "${extra[@]}"
+      --admin_token_file="$run_dir/admin_token" $(tls_flags server) "${extra[@]}"
     address="$(wait_for "ps-$shard_id" "listening on")"
     metrics="$(wait_for "ps-$shard_id" "metrics on")"
     echo "EMBER_PS_$shard_id=$address" >>"$run_dir/cluster.env"
@@ -218,7 +246,7 @@ case "$cmd" in
     # shellcheck disable=SC2086
     start "$name" "$bin/ember-serving" --coordinator="$coordinator" \
       --checkpoint_dir="$run_dir/checkpoints" --data_dir="$run_dir/data/$name" --port=@PORT@ \
-      --metrics_port=0 --admin_token_file="$run_dir/admin_token" $serving_args
+      --metrics_port=0 --admin_token_file="$run_dir/admin_token" $(tls_flags server) $serving_args
     address="$(wait_for "$name" "listening on")"
     metrics="$(wait_for "$name" "metrics on")"
     echo "${address##*:}" >"$run_dir/$name.port"  # a restarted follower keeps its address
@@ -237,7 +265,8 @@ case "$cmd" in
       # shellcheck disable=SC2086
       start "worker-$r" "$bin/ember-worker" --config="$config" --coordinator="$coordinator" \
         --rank="$r" --world_size="$workers" --generation="$generation" \
-        --run_dir="$run_dir/job" $( ((r == 0)) && echo "--metrics_port=0" ) $worker_args
+        --run_dir="$run_dir/job" $( ((r == 0)) && echo "--metrics_port=0" ) $(tls_flags client) \
+        $worker_args
     done
     echo "training with $workers worker(s); progress: $run_dir/logs/worker-0.log"
     tail -n +1 -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &

@@ -3,6 +3,7 @@
 #include "server/coordinator/admin_service.h"
 
 #include <cstdint>
+#include <iostream>
 #include <utility>
 #include <vector>
 
@@ -25,27 +26,28 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 
 }  // namespace
 
-std::string TokenId(absl::string_view token) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : token) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return absl::StrFormat("tok-%08x", static_cast<uint32_t>(hash >> 32));
-}
-
-AdminServiceImpl::AdminServiceImpl(CoordinatorState* state, std::string token)
-    : state_(state), token_(std::move(token)), token_id_(TokenId(token_)) {}
+AdminServiceImpl::AdminServiceImpl(CoordinatorState* state, AdminPolicy policy)
+    : state_(state), policy_(std::move(policy)) {}
 
 absl::Status AdminServiceImpl::Authenticate(const grpc::CallbackServerContext* context) const {
-  if (token_.empty()) {
-    return absl::UnauthenticatedError("admin is disabled: coordinator has no --admin_token");
+  if (!policy_.enabled()) {
+    return absl::UnauthenticatedError(
+        "admin is disabled: the coordinator has no --admin_token nor --admin_identities");
   }
-  return CheckAdminToken(context->client_metadata(), token_);
+  std::string who;
+  absl::Status status = AuthorizeAdmin(*context, policy_, &who);
+  if (!status.ok()) {
+    std::cerr << "ember-coordinator: refused an admin call from " << context->peer() << ": "
+              << status.message() << std::endl;
+  }
+  return status;
 }
 
 std::string AdminServiceImpl::Who(const grpc::CallbackServerContext* context) const {
-  return absl::StrCat("peer=", context->peer(), " token=", token_id_);
+  std::string who;
+  // Called after Authenticate succeeded, so this succeeds too.
+  if (!AuthorizeAdmin(*context, policy_, &who).ok()) who = absl::StrCat("peer=", context->peer());
+  return who;
 }
 
 grpc::ServerUnaryReactor* AdminServiceImpl::ListShards(grpc::CallbackServerContext* context,
@@ -86,7 +88,11 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RequestCheckpoint(
     v1::RequestCheckpointResponse* response) {
   if (absl::Status s = Authenticate(context); !s.ok()) return FinishNow(context, s);
   if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
-  return FinishNow(context, jobs_->RequestCheckpoint(request->job()));
+  absl::Status status = jobs_->RequestCheckpoint(request->job());
+  if (status.ok()) {
+    status = state_->Audit(Who(context), absl::StrCat("request_checkpoint job=", request->job()));
+  }
+  return FinishNow(context, status);
 }
 
 }  // namespace ember

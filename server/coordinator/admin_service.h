@@ -1,13 +1,14 @@
 // Copyright 2026 The Ember Authors.
 //
 // AdminServiceImpl: the operator RPCs (proto/ember/v1/admin.proto) over a
-// CoordinatorState. Every call is authenticated first: the metadata entry
-// kAdminTokenMetadataKey must equal the configured token, otherwise the call fails with
-// UNAUTHENTICATED and does nothing. An empty configured token disables admin (every
-// call is UNAUTHENTICATED). Changes are audited with "peer=<peer> token=<TokenId>";
-// the token itself is never stored or logged.
+// CoordinatorState. Every call is authorized first (common/admin_auth.h): it must
+// carry the admin token or come from an admin certificate identity, otherwise it fails
+// with UNAUTHENTICATED or PERMISSION_DENIED and does nothing. A policy without token
+// and identities disables admin (every call is UNAUTHENTICATED). Every change is
+// audited (CoordinatorState::AuditLog) with "peer=<peer> cert=<name>" or
+// "peer=<peer> token=<TokenId>"; the token itself is never stored or logged.
 //
-//   AdminServiceImpl admin(state.get(), token);
+//   AdminServiceImpl admin(state.get(), AdminPolicy{token, {"ember-admin"}});
 //   builder.RegisterService(&admin);
 //
 // Thread-safety: all methods may be called concurrently. `state` must outlive it.
@@ -30,14 +31,9 @@
 
 namespace ember {
 
-
-// A short, stable, non-secret name of `token` for audit entries: "tok-" + 8 hex digits
-// of a 64-bit FNV-1a hash.
-std::string TokenId(absl::string_view token);
-
 class AdminServiceImpl final : public v1::AdminService::CallbackService {
  public:
-  AdminServiceImpl(CoordinatorState* state, std::string token);
+  AdminServiceImpl(CoordinatorState* state, AdminPolicy policy);
   // Serves RequestCheckpoint and the job/checkpoint RPCs with `jobs` (not owned);
   // without it UNIMPLEMENTED.
   void SetJobManager(JobManager* jobs) { jobs_ = jobs; }
@@ -110,8 +106,7 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   JobManager* jobs_ = nullptr;
   SlotMigrator* migrator_ = nullptr;
   SlotMigrator::StubFactory stubs_;
-  const std::string token_;
-  const std::string token_id_;
+  const AdminPolicy policy_;
 };
 
 }  // namespace ember

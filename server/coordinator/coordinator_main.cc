@@ -23,16 +23,20 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
 #include "common/flags.h"
+#include "common/health.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "server/coordinator/admin_service.h"
+#include "server/coordinator/coordinator_metrics.h"
 #include "server/coordinator/coordinator_service.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/hot_set_publisher.h"
@@ -54,6 +58,12 @@ constexpr char kUsage[] = R"(usage: ember-coordinator --data_dir=DIR [--flag=val
   --admin_token=TOKEN        token AdminService calls must carry (metadata
                              ember-admin-token). Default: none (admin disabled)
   --admin_token_file=FILE    read the token from FILE (surrounding whitespace dropped)
+  --admin_identities=A,B     client-certificate common names with the admin role
+                             (mutual TLS), e.g. ember-admin. With TLS, shards
+                             register with the token or such a certificate.
+  --audit_log=FILE           also append every audit entry (admin changes) to FILE
+                             as a JSON line; the database stays the record.
+                             Default: none
   --checkpoint_dir=DIR       root of the jobs' checkpoints, reachable by every PS
                              shard at the same path. Without it jobs take no
                              checkpoints and a failed attempt fails its job.
@@ -100,8 +110,8 @@ struct CoordinatorMainOptions {
   SlotMigratorOptions migration;
   std::string host = "127.0.0.1";
   uint32_t port = 0;
-  std::string admin_token;
-  std::string admin_token_file;
+  ServerSecurityFlags security;
+  AdminPolicy admin;  // from security
   int64_t shutdown_grace_ms = 5000;
   int32_t metrics_port = -1;  // -1: no metrics server
   std::string metrics_host;   // empty: `host`
@@ -147,10 +157,10 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.state.expected_shards));
     } else if (name == "heartbeat_timeout_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.state.heartbeat_timeout_ms));
-    } else if (name == "admin_token") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token));
-    } else if (name == "admin_token_file") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token_file));
+    } else if (absl::Status s; ParseServerSecurityFlag(flag, &o.security, &s)) {
+      EMBER_RETURN_IF_ERROR(s);
+    } else if (name == "audit_log") {
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.state.audit_log_path));
     } else if (name == "checkpoint_dir") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.jobs.checkpoint_dir));
     } else if (name == "keep_checkpoints") {
@@ -199,23 +209,24 @@ absl::StatusOr<CoordinatorMainOptions> ParseFlags(const std::vector<Flag>& flags
   if (o.jobs.full_every < 1) {
     return absl::InvalidArgumentError("--checkpoint_full_every must be >= 1");
   }
-  if (!o.admin_token.empty() && !o.admin_token_file.empty()) {
-    return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
-  }
-  if (!o.admin_token_file.empty()) {
-    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadAdminTokenFile(o.admin_token_file));
-  }
+  EMBER_ASSIGN_OR_RETURN(
+      o.admin,
+      CheckServerSecurityFlags(
+          o.security, "any certificate of the CA (a worker's) could register a shard address"));
   return o;
 }
 
 absl::Status Run(const CoordinatorMainOptions& o) {
   BlockStopSignals();  // before any thread starts
 
+  EMBER_ASSIGN_OR_RETURN(const TlsCredentials tls, TlsCredentials::Load(o.security.tls));
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<CoordinatorState> state, CoordinatorState::Open(o.state));
   CoordinatorServiceOptions service_options;
-  service_options.admin_token = o.admin_token;  // shards with a token require it of us
+  service_options.admin_token = o.admin.token;  // shards with a token require it of us
+  service_options.channel_credentials = tls.Channel();
+  if (tls.enabled()) service_options.shard_registration = o.admin;
   CoordinatorServiceImpl service(state.get(), service_options);
-  AdminServiceImpl admin(state.get(), o.admin_token);
+  AdminServiceImpl admin(state.get(), o.admin);
   auto stubs = [&service](const std::string& address) { return service.StubFor(address); };
   // Checkpoints and restores on one side, migration switches on the other.
   absl::Mutex topology_mu;
@@ -236,35 +247,47 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   // Metrics, when enabled; the server is stopped (scrapes end) before the publisher.
   std::unique_ptr<MetricsServer> metrics_server;
   std::shared_ptr<prometheus::Collectable> hot_set_metrics;
+  std::shared_ptr<prometheus::Collectable> cluster_metrics;
   if (o.metrics_port >= 0) {
     EMBER_ASSIGN_OR_RETURN(metrics_server, MetricsServer::Start(o.metrics_host, o.metrics_port));
     hot_set_metrics = hot_set.MetricsCollector();
     metrics_server->Register(hot_set_metrics);
+    cluster_metrics = std::make_shared<CoordinatorCollector>(state.get());
+    metrics_server->Register(cluster_metrics);
   }
 
   ServerCallTracker calls;
+  EnableHealthService();
   grpc::ServerBuilder builder;
   calls.Install(&builder);
   int port = 0;
-  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), tls.Server(), &port);
   builder.RegisterService(&service);
   builder.RegisterService(&admin);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
   }
+  HealthReporter health(server.get(), v1::CoordinatorService::service_full_name());
+  EMBER_ASSIGN_OR_RETURN(const int health_port, health.ServeProbes(o.host, o.security.health_port));
   const SlotMap map = state->slot_map();
   // Resumes an interrupted migration once the service can answer its shards' calls.
   EMBER_RETURN_IF_ERROR(migrator.Start());
   EMBER_RETURN_IF_ERROR(hot_set.Start([&state] { return state->Shards(); }));
+  health.SetReady(true);
   std::cout << "listening on " << o.host << ":" << port << std::endl;
   if (metrics_server != nullptr) {
     std::cout << "metrics on " << metrics_server->address() << std::endl;
   }
+  if (health_port >= 0) std::cout << "health on " << o.host << ":" << health_port << std::endl;
   std::cerr << "ember-coordinator: serving " << o.state.data_dir << " on " << o.host << ":" << port
-            << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards
-            << " shards, admin " << (o.admin_token.empty() ? "disabled" : TokenId(o.admin_token))
+            << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards << " shards, "
+            << (tls.enabled() ? "mutual TLS" : "plaintext") << ", admin "
+            << (!o.admin.enabled()
+                    ? std::string("disabled")
+                    : absl::StrCat(o.admin.token.empty() ? "" : TokenId(o.admin.token),
+                                   o.admin.identities.empty() ? "" : " identities ",
+                                   absl::StrJoin(o.admin.identities, ",")))
             << ", "
             << (o.hot_set.keys_per_table == 0
                     ? std::string("hot keys disabled")
@@ -275,6 +298,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
 
   const int signal_number = WaitForStopSignal();
   std::cerr << "ember-coordinator: signal " << signal_number << ", shutting down" << std::endl;
+  health.Shutdown();
   service.Shutdown();
   migrator.Stop();  // an unfinished migration resumes at the next start
   jobs.Stop();      // waiting JoinJobs return UNAVAILABLE
@@ -289,6 +313,8 @@ absl::Status Run(const CoordinatorMainOptions& o) {
 }  // namespace ember
 
 int main(int argc, char** argv) {
-  return ember::RunMain<ember::CoordinatorMainOptions>("ember-coordinator", ember::kUsage, argc,
+  static const std::string* const usage =
+      new std::string(absl::StrCat(ember::kUsage, ember::SecurityUsage(/*server=*/true)));
+  return ember::RunMain<ember::CoordinatorMainOptions>("ember-coordinator", usage->c_str(), argc,
                                                        argv, ember::ParseFlags, ember::Run);
 }

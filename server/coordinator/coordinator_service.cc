@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 
@@ -91,7 +93,7 @@ std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
     stub = v1::PsService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
-        address, grpc::InsecureChannelCredentials(), args,
+        address, OrInsecure(options_.channel_credentials), args,
         AdminTokenInterceptors(options_.admin_token)));
   }
   return stub;
@@ -100,8 +102,17 @@ std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::
 grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
     grpc::CallbackServerContext* context, const v1::RegisterShardRequest* request,
     v1::RegisterShardResponse* response) {
+  std::string who = Who(context);
+  if (options_.shard_registration.has_value()) {
+    absl::Status allowed = AuthorizeAdmin(*context, *options_.shard_registration, &who);
+    if (!allowed.ok()) {
+      std::cerr << "ember-coordinator: refused RegisterShard from " << context->peer() << ": "
+                << allowed.message() << std::endl;
+      return FinishNow(context, allowed);
+    }
+  }
   absl::StatusOr<v1::RegisterShardResponse> result =
-      state_->RegisterShard(request->shard_id(), request->address(), Who(context));
+      state_->RegisterShard(request->shard_id(), request->address(), who);
   if (result.ok()) *response = *std::move(result);
   if (result.ok() && jobs_ != nullptr) jobs_->OnShardSeen(request->shard_id(), request->incarnation());
   if (result.ok() && hot_set_ != nullptr) {

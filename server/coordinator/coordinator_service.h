@@ -24,14 +24,17 @@
 #define EMBER_SERVER_COORDINATOR_COORDINATOR_SERVICE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/admin_auth.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
+#include "grpcpp/security/credentials.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/hot_set_publisher.h"
 #include "server/coordinator/job_manager.h"
@@ -49,6 +52,13 @@ struct CoordinatorServiceOptions {
   // the same token require it on migration, checkpoint and restore calls.
   // Default: none
   std::string admin_token;
+  // Credentials of the channels to shards (common/tls.h); null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
+  // When set (the coordinator runs with TLS), RegisterShard needs an admin credential
+  // of this policy (common/admin_auth.h: the token, which shards send when they have
+  // one, or an admin certificate): a worker's certificate must not register a shard
+  // address. Default: none (any caller)
+  std::optional<AdminPolicy> shard_registration;
 };
 
 class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackService {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iostream>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -79,6 +80,13 @@ absl::StatusOr<std::unique_ptr<CoordinatorState>> CoordinatorState::Open(
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RocksDbBackend> backend, RocksDbBackend::Open(rocks));
   std::unique_ptr<CoordinatorState> state(new CoordinatorState(options, std::move(backend)));
   EMBER_RETURN_IF_ERROR(state->Load());
+  if (!options.audit_log_path.empty()) {
+    EMBER_ASSIGN_OR_RETURN(state->audit_file_, AuditFile::Open(options.audit_log_path));
+    absl::MutexLock write_lock(&state->write_mu_);
+    // Entries the file missed (written to the database just before a crash).
+    EMBER_RETURN_IF_ERROR(
+        state->MirrorAudit(state->audit_file_->last_sequence(), state->last_audit_sequence_));
+  }
   return state;
 }
 
@@ -173,7 +181,7 @@ absl::StatusOr<v1::RegisterShardResponse> CoordinatorState::RegisterShard(
   }
   if (!batch.empty()) {
     EMBER_RETURN_IF_ERROR(backend_->Write(batch));
-    last_audit_sequence_ = sequence;
+    AuditCommitted(sequence);
   }
   v1::RegisterShardResponse response;
   absl::MutexLock lock(&mu_);
@@ -268,7 +276,7 @@ absl::StatusOr<v1::TableConfig> CoordinatorState::CreateTable(const v1::TableCon
       &sequence, who, absl::StrCat("create_table ", normalized.name(), " dim=", normalized.dim()),
       epoch, epoch));
   EMBER_RETURN_IF_ERROR(backend_->Write(batch));
-  last_audit_sequence_ = sequence;
+  AuditCommitted(sequence);
   absl::MutexLock lock(&mu_);
   tables_[normalized.name()] = normalized;
   return normalized;
@@ -302,7 +310,7 @@ absl::StatusOr<uint64_t> CoordinatorState::ChangeMap(
   batch.push_back(SlotMapWrite(map));
   batch.push_back(AuditWrite(&sequence, who, what, before, before + 1));
   EMBER_RETURN_IF_ERROR(backend_->Write(batch));
-  last_audit_sequence_ = sequence;
+  AuditCommitted(sequence);
   absl::MutexLock lock(&mu_);
   map_ = std::move(map);
   return map_.epoch();
@@ -373,10 +381,27 @@ absl::Status CoordinatorState::RemoveShard(uint32_t shard_id, const std::string&
   batch.push_back(
       AuditWrite(&sequence, who, absl::StrCat("remove_shard shard=", shard_id), epoch, epoch));
   EMBER_RETURN_IF_ERROR(backend_->Write(batch));
-  last_audit_sequence_ = sequence;
+  AuditCommitted(sequence);
   absl::MutexLock lock(&mu_);
   shards_.erase(shard_id);
   return absl::OkStatus();
+}
+
+void CoordinatorState::AuditCommitted(uint64_t sequence) {
+  const uint64_t before = last_audit_sequence_;
+  last_audit_sequence_ = sequence;
+  if (audit_file_ == nullptr) return;
+  // The change is durable in the database; the mirror failing must not undo it.
+  if (absl::Status s = MirrorAudit(before, sequence); !s.ok()) {
+    std::cerr << "ember-coordinator: " << s.message() << std::endl;
+  }
+}
+
+absl::Status CoordinatorState::MirrorAudit(uint64_t after, uint64_t through) {
+  if (audit_file_ == nullptr || through <= after) return absl::OkStatus();
+  EMBER_ASSIGN_OR_RETURN(std::vector<v1::AuditEntry> entries,
+                         AuditLog(after, static_cast<size_t>(through - after)));
+  return audit_file_->Append(entries);
 }
 
 absl::Status CoordinatorState::Audit(const std::string& who, const std::string& what) {
@@ -384,7 +409,7 @@ absl::Status CoordinatorState::Audit(const std::string& who, const std::string& 
   uint64_t sequence = last_audit_sequence_;
   const uint64_t epoch = slot_map().epoch();
   EMBER_RETURN_IF_ERROR(backend_->Write({AuditWrite(&sequence, who, what, epoch, epoch)}));
-  last_audit_sequence_ = sequence;
+  AuditCommitted(sequence);
   return absl::OkStatus();
 }
 

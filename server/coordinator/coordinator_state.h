@@ -44,6 +44,7 @@
 #include "common/slot_map.h"
 #include "ember/v1/admin.pb.h"
 #include "ember/v1/coordinator.pb.h"
+#include "server/coordinator/audit_file.h"
 #include "server/rocksdb_backend.h"
 
 namespace ember {
@@ -58,6 +59,9 @@ struct CoordinatorOptions {
   int64_t heartbeat_timeout_ms = 3000;
   // Time source; not owned. Default: Clock::Real()
   Clock* clock = Clock::Real();
+  // When set, every audit entry is also appended to this file as a JSON line
+  // (server/coordinator/audit_file.h). Default: none
+  std::string audit_log_path;
 };
 
 inline constexpr size_t kMaxKvKeyBytes = 256;
@@ -154,12 +158,20 @@ class CoordinatorState {
   v1::ShardInfo MakeShardInfo(uint32_t id, const Shard& shard, int64_t now_micros) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A persisted audit entry (key and value) with sequence ++*sequence. The caller
-  // stores *sequence in last_audit_sequence_ once the batch is written.
+  // calls AuditCommitted(*sequence) once the batch is written.
   BackendWrite AuditWrite(uint64_t* sequence, const std::string& who, const std::string& what,
                           uint64_t epoch_before, uint64_t epoch_after) const;
 
+  // Records that audit entries up to `sequence` are written, and mirrors the new ones
+  // to the audit file. REQUIRES: write_mu_ held.
+  void AuditCommitted(uint64_t sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  // Appends the entries in (after, through] to the audit file, if there is one.
+  absl::Status MirrorAudit(uint64_t after, uint64_t through)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+
   const CoordinatorOptions options_;
   const std::unique_ptr<RocksDbBackend> backend_;
+  std::unique_ptr<AuditFile> audit_file_ ABSL_GUARDED_BY(write_mu_);
 
   // Serializes mutations (held across their RocksDB write). Acquired before mu_.
   absl::Mutex write_mu_ ABSL_ACQUIRED_BEFORE(mu_);

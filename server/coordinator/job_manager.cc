@@ -577,6 +577,7 @@ absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
     r.set_dir(dir);
     r.set_name(name);
     r.set_step(request.state().step());  // eviction policies run at this cut
+    r.set_attempt(request.attempt());    // a restarted, unrestored shard refuses
     auto base = base_versions.find(owners[i].shard_id());
     if (delta && base != base_versions.end()) {
       r.set_base_name(parent);

@@ -37,9 +37,11 @@
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
 #include "common/flags.h"
+#include "common/health.h"
 #include "common/metrics.h"
 #include "common/slot_map.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -84,11 +86,17 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
   --test_crash_after_checkpoints=N
                            fault tests only: SIGKILL this process right after it
                            writes its Nth checkpoint snapshot. Default: 0 (never)
-  --admin_token=TOKEN      require this token (metadata ember-admin-token) on the
-                           calls only the coordinator makes: slot migration,
-                           CheckpointShard, RestoreShard. Give the coordinator the
-                           same one. Default: none (not required)
+  --admin_token=TOKEN      require an admin credential on the calls only the
+                           coordinator and other shards make (slot migration,
+                           CheckpointShard, RestoreShard, PutReplicas): this token
+                           (metadata ember-admin-token; give the coordinator the
+                           same one) or an --admin_identities certificate.
+                           Default: none (not required without TLS)
   --admin_token_file=FILE  read the token from FILE
+  --admin_identities=A,B   client-certificate common names with the admin role
+                           (e.g. ember-admin,ember-server). With TLS, a token or
+                           identities are required: a worker's certificate must not
+                           move slots.
   --heavy_hitters_capacity=N
                            keys tracked per table for the hot-key reports (a
                            Space-Saving summary, server/heavy_hitters.h). Default: 256
@@ -124,8 +132,8 @@ struct PsMainOptions {
   int32_t metrics_port = -1;  // -1: no metrics server
   std::string metrics_host;   // empty: `host`
   int crash_after_checkpoints = 0;
-  std::string admin_token;
-  std::string admin_token_file;
+  ServerSecurityFlags security;
+  AdminPolicy admin;  // from security
   std::string crash_on_migration_method;
   int crash_on_migration_count = 0;
   size_t heavy_hitters_capacity = HeavyHittersOptions().capacity;
@@ -170,10 +178,8 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
     } else if (name == "test_crash_after_checkpoints") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.crash_after_checkpoints));
-    } else if (name == "admin_token") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token));
-    } else if (name == "admin_token_file") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token_file));
+    } else if (absl::Status s; ParseServerSecurityFlag(flag, &o.security, &s)) {
+      EMBER_RETURN_IF_ERROR(s);
     } else if (name == "test_crash_on_migration") {
       EMBER_RETURN_IF_ERROR(RequireValue(flag));
       const size_t colon = flag.value.rfind(':');
@@ -233,12 +239,10 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
   if (o.heavy_hitters_report > 4096) {
     return absl::InvalidArgumentError("--heavy_hitters_report must be in [0, 4096]");
   }
-  if (!o.admin_token.empty() && !o.admin_token_file.empty()) {
-    return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
-  }
-  if (!o.admin_token_file.empty()) {
-    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadAdminTokenFile(o.admin_token_file));
-  }
+  EMBER_ASSIGN_OR_RETURN(
+      o.admin,
+      CheckServerSecurityFlags(
+          o.security, "any certificate of the CA (a worker's) could move this shard's slots"));
   return o;
 }
 
@@ -269,7 +273,9 @@ absl::Status Run(const PsMainOptions& o) {
                         o.coordinator.empty() ? SlotMap::Even(shards, /*epoch=*/1) : SlotMap(),
                         PsServiceImpl::kDefaultDedupWindow, metrics.get(), o.max_batch_keys);
   service.EnableCheckpoints(storage.get());
-  service.RequireAdminToken(o.admin_token);
+  EMBER_ASSIGN_OR_RETURN(const TlsCredentials tls, TlsCredentials::Load(o.security.tls));
+  service.RequireAdmin(o.admin);
+  service.SetPeerCredentials(tls.Channel());
   HotKeyOptions hot_keys;
   hot_keys.heavy_hitters.capacity = o.heavy_hitters_capacity;
   hot_keys.heavy_hitters.half_life = absl::Seconds(o.heavy_hitters_half_life_s);
@@ -293,11 +299,11 @@ absl::Status Run(const PsMainOptions& o) {
   }
 
   ServerCallTracker calls;
+  EnableHealthService();
   grpc::ServerBuilder builder;
   calls.Install(&builder);
   int port = 0;
-  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), tls.Server(), &port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(o.max_message_mb << 20));
   builder.SetMaxSendMessageSize(static_cast<int>(o.max_message_mb << 20));
   builder.RegisterService(&service);
@@ -305,6 +311,8 @@ absl::Status Run(const PsMainOptions& o) {
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
   }
+  HealthReporter health(server.get(), v1::PsService::service_full_name());
+  EMBER_ASSIGN_OR_RETURN(const int health_port, health.ServeProbes(o.host, o.security.health_port));
   std::unique_ptr<ShardAgent> agent;
   if (!o.coordinator.empty()) {
     ShardAgentOptions agent_options;
@@ -314,6 +322,8 @@ absl::Status Run(const PsMainOptions& o) {
         o.advertise_address.empty() ? absl::StrCat(o.host, ":", port) : o.advertise_address;
     agent_options.heartbeat_interval = absl::Milliseconds(o.heartbeat_ms);
     agent_options.incarnation = service.incarnation();
+    agent_options.channel_credentials = tls.Channel();
+    agent_options.admin_token = o.admin.token;
     agent = std::make_unique<ShardAgent>(
         agent_options, [&service](const SlotMap& map) { service.SetSlotMap(map); },
         [&service](const v1::TableConfig& config) {
@@ -327,16 +337,20 @@ absl::Status Run(const PsMainOptions& o) {
         [&service](const v1::HotSet& hot_set) { service.ApplyHotSet(hot_set); });
     EMBER_RETURN_IF_ERROR(agent->Start());
   }
+  health.SetReady(true);
   std::cout << "listening on " << o.host << ":" << port << std::endl;
   if (metrics_server != nullptr)
     std::cout << "metrics on " << metrics_server->address() << std::endl;
+  if (health_port >= 0) std::cout << "health on " << o.host << ":" << health_port << std::endl;
   std::cerr << "ember-ps: shard " << o.shard_id
             << (o.coordinator.empty() ? absl::StrCat(" of ", o.num_shards, " (static slot map)")
                                       : absl::StrCat(" (coordinator ", o.coordinator, ")"))
-            << " serving " << o.data_dir << " on " << o.host << ":" << port << std::endl;
+            << " serving " << o.data_dir << " on " << o.host << ":" << port
+            << (tls.enabled() ? " (mutual TLS)" : " (plaintext)") << std::endl;
 
   const int signal_number = WaitForStopSignal();
   std::cerr << "ember-ps: signal " << signal_number << ", shutting down" << std::endl;
+  health.Shutdown();  // probes and load balancers stop sending first
   if (agent != nullptr) agent->Stop();
   // Calls in flight get the grace period; idle client connections do not hold it.
   service.StopWatches();
@@ -353,6 +367,8 @@ absl::Status Run(const PsMainOptions& o) {
 }  // namespace ember
 
 int main(int argc, char** argv) {
-  return ember::RunMain<ember::PsMainOptions>("ember-ps", ember::kUsage, argc, argv,
+  static const std::string* const usage =
+      new std::string(absl::StrCat(ember::kUsage, ember::SecurityUsage(/*server=*/true)));
+  return ember::RunMain<ember::PsMainOptions>("ember-ps", usage->c_str(), argc, argv,
                                               ember::ParseFlags, ember::Run);
 }

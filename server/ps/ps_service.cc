@@ -335,6 +335,10 @@ absl::Status PsServiceImpl::DoCheckpointShard(const v1::CheckpointShardRequest& 
     absl::MutexLock admin(&admin_mu_);
     // Exclusive: no push is applied while the snapshot is cut.
     absl::MutexLock lock(&store_mu_);
+    // A job's cut is of this attempt's rows: a shard that restarted and has not been
+    // restored for the attempt holds other rows (UNAVAILABLE), one restored for a later
+    // attempt has moved on (ABORTED).
+    EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
     if (storage_ == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));

@@ -46,15 +46,17 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "absl/container/flat_hash_map.h"
+#include "common/admin_auth.h"
 #include "common/hot_set.h"
 #include "common/slot.h"
 #include "common/slot_map.h"
 #include "ember/v1/hotkeys.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
+#include "grpcpp/security/credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "server/embedding_store.h"
@@ -216,12 +218,16 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
                                 v1::InstallSlotMapResponse* response);
   absl::Status DoGetSlotStats(v1::GetSlotStatsResponse* response);
 
-  // Requires the admin token (common/admin_auth.h) on the calls only the coordinator
-  // makes: slot migration (all but GetSlotStats), CheckpointShard and RestoreShard;
-  // others get UNAUTHENTICATED. Empty (the default): not required. Call before the
-  // server starts.
-  // PutReplicas (shard to shard) requires it too, and this shard's copies carry it.
-  void RequireAdminToken(std::string token);
+  // Requires an admin credential of `policy` (common/admin_auth.h: the token, or an
+  // admin certificate identity) on the calls only the coordinator makes: slot
+  // migration (all but GetSlotStats), CheckpointShard and RestoreShard; others get
+  // UNAUTHENTICATED or PERMISSION_DENIED. A policy that is not enabled (the default):
+  // not required. PutReplicas (shard to shard) requires it too, and this shard's copies
+  // carry the token. Call before the server starts.
+  void RequireAdmin(AdminPolicy policy);
+  // The credentials of this shard's channels to other shards (replica copies);
+  // default insecure. Call before the server starts.
+  void SetPeerCredentials(std::shared_ptr<grpc::ChannelCredentials> credentials);
 
   // Test hook (fault tests): the process SIGKILLs itself when it receives its
   // `count`th call of `method` (a slot-migration RPC name, e.g. "ExportChanges"),
@@ -244,7 +250,7 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   // FAILED_PRECONDITION unless every slot of `slots` is owned (`owned`) or not owned
   // (!owned) by this shard in its current map.
   absl::Status CheckOwnership(const SlotSet& slots, bool owned) const;
-  // OK without a required admin token, else CheckAdminToken of the call's metadata.
+  // OK when no admin policy is set, else ember::AuthorizeAdmin of the call.
   absl::Status AuthorizeAdmin(const grpc::CallbackServerContext* context) const;
   // Records a Pull/Push call's latency for GetShardInfo.
   void RecordDataCall(int64_t micros);
@@ -287,7 +293,8 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   class WatchReactor;  // ps_service_watch.cc
 
   // Hot keys (ps_service_replicas.cc).
-  // Replaces the owner side with one made from hot_options_ and admin_token_ (before
+  // Replaces the owner side with one made from hot_options_, admin_policy_ and
+  // peer_credentials_ (before
   // serving only).
   void RebuildReplicaOwner();
   // Replica reads: answers what the replica store may serve (see hotkeys.proto).
@@ -346,7 +353,8 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
       0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000};
   std::array<std::atomic<uint64_t>, kLatencyBoundsMs.size() + 1> latency_counts_{};
 
-  std::string admin_token_;  // set before serving, then read-only
+  AdminPolicy admin_policy_;  // set before serving, then read-only
+  std::shared_ptr<grpc::ChannelCredentials> peer_credentials_;  // likewise
 
   // The update stream (WatchUpdates); guarded by store_mu_ (a restore replaces it).
   uint64_t stream_id_ = 0;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,8 +63,11 @@ void PsServiceImpl::MaybeCrash(absl::string_view method) {
 }
 
 absl::Status PsServiceImpl::AuthorizeAdmin(const grpc::CallbackServerContext* context) const {
-  if (admin_token_.empty()) return absl::OkStatus();
-  return CheckAdminToken(context->client_metadata(), admin_token_);
+  if (!admin_policy_.enabled()) return absl::OkStatus();
+  std::string who;
+  absl::Status status = ember::AuthorizeAdmin(*context, admin_policy_, &who);
+  if (!status.ok()) std::cerr << "ember-ps: refused an admin call: " << status.message() << "\n";
+  return status;
 }
 
 absl::Status PsServiceImpl::CheckExpected(uint64_t incarnation, uint64_t attempt) const {

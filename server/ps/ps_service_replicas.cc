@@ -28,7 +28,8 @@ namespace ember {
 void PsServiceImpl::RebuildReplicaOwner() {
   owner_->Stop();
   ReplicaOwnerOptions options = hot_options_.owner;
-  options.sender.admin_token = admin_token_;
+  options.sender.admin_token = admin_policy_.token;
+  options.sender.channel_credentials = peer_credentials_;
   owner_ = std::make_unique<ReplicaOwner>(static_cast<ReplicaHost*>(this), shard_id_, incarnation_,
                                           options, metrics_);
 }
@@ -40,8 +41,13 @@ void PsServiceImpl::SetHotKeyOptions(const HotKeyOptions& options) {
   hitters_.clear();
 }
 
-void PsServiceImpl::RequireAdminToken(std::string token) {
-  admin_token_ = std::move(token);
+void PsServiceImpl::RequireAdmin(AdminPolicy policy) {
+  admin_policy_ = std::move(policy);
+  RebuildReplicaOwner();
+}
+
+void PsServiceImpl::SetPeerCredentials(std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  peer_credentials_ = std::move(credentials);
   RebuildReplicaOwner();
 }
 

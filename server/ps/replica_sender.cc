@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/tls.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -103,7 +104,7 @@ void ReplicaSender::Send(uint32_t holder, const std::string& address,
       args.SetMaxReceiveMessageSize(state_->options.max_message_bytes);
       args.SetMaxSendMessageSize(state_->options.max_message_bytes);
       stub = v1::PsService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
-          address, grpc::InsecureChannelCredentials(), args,
+          address, OrInsecure(state_->options.channel_credentials), args,
           AdminTokenInterceptors(state_->options.admin_token)));
     }
     call->stub = stub;

@@ -36,6 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "ember/v1/ps.grpc.pb.h"
+#include "grpcpp/security/credentials.h"
 
 namespace ember {
 
@@ -51,6 +52,8 @@ struct ReplicaSenderOptions {
   // The admin token (common/admin_auth.h) sent with every call: holders that require
   // one refuse PutReplicas without it. Default: none.
   std::string admin_token;
+  // Credentials of the channels to holders (common/tls.h); null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
 };
 
 class ReplicaSender {

@@ -7,7 +7,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -53,8 +55,10 @@ absl::Status ShardAgent::Start() {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
-  stub_ = v1::CoordinatorService::NewStub(grpc::CreateCustomChannel(
-      options_.coordinator_address, grpc::InsecureChannelCredentials(), args));
+  // The admin token proves to a TLS coordinator that this is a shard (RegisterShard).
+  stub_ = v1::CoordinatorService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
+      options_.coordinator_address, OrInsecure(options_.channel_credentials), args,
+      AdminTokenInterceptors(options_.admin_token)));
   thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }

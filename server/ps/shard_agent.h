@@ -48,6 +48,7 @@
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/hotkeys.pb.h"
 #include "ember/v1/table.pb.h"
+#include "grpcpp/security/credentials.h"
 
 namespace ember {
 
@@ -69,6 +70,11 @@ struct ShardAgentOptions {
   // This shard process's incarnation (PsServiceImpl::incarnation()), sent with every
   // registration and heartbeat so the coordinator sees a restart. Default: 0 (unknown)
   uint64_t incarnation = 0;
+  // Credentials of the coordinator channel (common/tls.h); null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
+  // The admin token sent with every coordinator call (a TLS coordinator requires an
+  // admin credential of RegisterShard). Default: none
+  std::string admin_token;
 };
 
 class ShardAgent {

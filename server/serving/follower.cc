@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "server/row_backend.h"
@@ -71,8 +72,8 @@ absl::Status Follower::Open() {
 
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  coordinator_ = v1::CoordinatorService::NewStub(
-      grpc::CreateCustomChannel(options_.coordinator, grpc::InsecureChannelCredentials(), args));
+  coordinator_ = v1::CoordinatorService::NewStub(grpc::CreateCustomChannel(
+      options_.coordinator, OrInsecure(options_.channel_credentials), args));
 
   // Resume from the persisted positions, or bootstrap.
   std::vector<std::string> values;

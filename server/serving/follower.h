@@ -56,6 +56,7 @@
 #include "ember/v1/ps.grpc.pb.h"
 #include "ember/v1/serving.pb.h"
 #include "grpcpp/client_context.h"
+#include "grpcpp/security/credentials.h"
 #include "server/checkpoint/checkpoint_catalog.h"
 #include "server/embedding_store.h"
 #include "server/ps/shard_storage.h"
@@ -78,6 +79,9 @@ struct FollowerOptions {
   absl::Duration refresh_interval = absl::Seconds(1);  // cluster map and checkpoints
   uint32_t progress_interval_ms = 100;                 // asked of every shard
   uint32_t max_rows_per_message = 4096;
+  // Credentials of the channels to the coordinator and the shards (common/tls.h);
+  // null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
 };
 
 class Follower {

@@ -21,8 +21,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/flags.h"
+#include "common/health.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -33,7 +35,8 @@
 namespace ember {
 namespace {
 
-constexpr char kUsage[] = R"(usage: ember-serving --coordinator=HOST:PORT --checkpoint_dir=DIR --data_dir=DIR [--flag=value ...]
+constexpr char kUsage[] =
+    R"(usage: ember-serving --coordinator=HOST:PORT --checkpoint_dir=DIR --data_dir=DIR [--flag=value ...]
 
 A read-only follower for online inference: bootstraps from the newest checkpoint of a
 training job, follows every PS shard's update stream and answers Lookup.
@@ -59,6 +62,8 @@ training job, follows every PS shard's update stream and answers Lookup.
   --metrics_host=ADDR      address the metrics server binds. Default: --host
   --admin_token=TOKEN      require this token for PinModelVersion. Default: none
   --admin_token_file=FILE  read the token from FILE
+  --admin_identities=A,B   client-certificate common names that may pin (mutual
+                           TLS); with TLS a token or identities are required
   --shutdown_grace_ms=N    time calls in flight get at shutdown. Default: 2000
   --help                   this text
 )";
@@ -69,8 +74,8 @@ struct ServingMainOptions {
   uint32_t port = 0;
   int metrics_port = -1;
   std::string metrics_host;
-  std::string admin_token;
-  std::string admin_token_file;
+  ServerSecurityFlags security;
+  AdminPolicy admin;  // from security
   int64_t memory_budget_mb = 1024;
   int64_t persist_interval_ms = 5000;
   int64_t shutdown_grace_ms = 2000;
@@ -115,10 +120,8 @@ absl::StatusOr<ServingMainOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
     } else if (name == "metrics_host") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.metrics_host));
-    } else if (name == "admin_token") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token));
-    } else if (name == "admin_token_file") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.admin_token_file));
+    } else if (absl::Status s; ParseServerSecurityFlag(flag, &o.security, &s)) {
+      EMBER_RETURN_IF_ERROR(s);
     } else if (name == "shutdown_grace_ms") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
     } else {
@@ -141,13 +144,10 @@ absl::StatusOr<ServingMainOptions> ParseFlags(const std::vector<Flag>& flags) {
     return absl::InvalidArgumentError("--metrics_port must be in [-1, 65535]");
   }
   if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
-  if (!o.admin_token.empty() && !o.admin_token_file.empty()) {
-    return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
-  }
   if (o.metrics_host.empty()) o.metrics_host = o.host;
-  if (!o.admin_token_file.empty()) {
-    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadAdminTokenFile(o.admin_token_file));
-  }
+  EMBER_ASSIGN_OR_RETURN(
+      o.admin,
+      CheckServerSecurityFlags(o.security, "any certificate of the CA could pin model versions"));
   f.memory_budget_bytes = o.memory_budget_mb << 20;
   f.persist_interval = absl::Milliseconds(o.persist_interval_ms);
   return o;
@@ -156,7 +156,10 @@ absl::StatusOr<ServingMainOptions> ParseFlags(const std::vector<Flag>& flags) {
 absl::Status Run(const ServingMainOptions& o) {
   BlockStopSignals();  // before any thread starts
 
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Follower> follower, Follower::Start(o.follower));
+  EMBER_ASSIGN_OR_RETURN(const TlsCredentials tls, TlsCredentials::Load(o.security.tls));
+  FollowerOptions follower_options = o.follower;
+  follower_options.channel_credentials = tls.Channel();
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Follower> follower, Follower::Start(follower_options));
 
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<RpcMetrics> rpc_metrics;
@@ -169,13 +172,13 @@ absl::Status Run(const ServingMainOptions& o) {
     metrics_server->Register(registry);
     metrics_server->Register(collector);
   }
-  ServingServiceImpl service(follower.get(), rpc_metrics.get(), o.admin_token);
+  ServingServiceImpl service(follower.get(), rpc_metrics.get(), o.admin);
   ServerCallTracker calls;
+  EnableHealthService();
   grpc::ServerBuilder builder;
   calls.Install(&builder);
   int port = 0;
-  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), tls.Server(), &port);
   builder.SetMaxReceiveMessageSize(64 << 20);
   builder.SetMaxSendMessageSize(256 << 20);
   builder.RegisterService(&service);
@@ -183,15 +186,20 @@ absl::Status Run(const ServingMainOptions& o) {
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
   }
+  HealthReporter health(server.get(), v1::ServingService::service_full_name());
+  EMBER_ASSIGN_OR_RETURN(const int health_port, health.ServeProbes(o.host, o.security.health_port));
+  health.SetReady(true);
   std::cout << "listening on " << o.host << ":" << port << std::endl;
   if (metrics_server != nullptr) {
     std::cout << "metrics on " << metrics_server->address() << std::endl;
   }
+  if (health_port >= 0) std::cout << "health on " << o.host << ":" << health_port << std::endl;
   std::cerr << "ember-serving: following " << o.follower.coordinator << " from "
             << o.follower.data_dir << " on " << o.host << ":" << port << std::endl;
 
   const int signal_number = WaitForStopSignal();
   std::cerr << "ember-serving: signal " << signal_number << ", shutting down" << std::endl;
+  health.Shutdown();
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   metrics_server.reset();
   EMBER_RETURN_IF_ERROR(follower->Stop());
@@ -203,6 +211,8 @@ absl::Status Run(const ServingMainOptions& o) {
 }  // namespace ember
 
 int main(int argc, char** argv) {
-  return ember::RunMain<ember::ServingMainOptions>("ember-serving", ember::kUsage, argc, argv,
+  static const std::string* const usage =
+      new std::string(absl::StrCat(ember::kUsage, ember::SecurityUsage(/*server=*/true)));
+  return ember::RunMain<ember::ServingMainOptions>("ember-serving", usage->c_str(), argc, argv,
                                                    ember::ParseFlags, ember::Run);
 }

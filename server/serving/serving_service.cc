@@ -20,9 +20,8 @@ int64_t NowMicros() { return absl::ToUnixMicros(absl::Now()); }
 
 }  // namespace
 
-ServingServiceImpl::ServingServiceImpl(Follower* follower, RpcMetrics* metrics,
-                                       std::string admin_token)
-    : follower_(follower), metrics_(metrics), admin_token_(std::move(admin_token)) {}
+ServingServiceImpl::ServingServiceImpl(Follower* follower, RpcMetrics* metrics, AdminPolicy admin)
+    : follower_(follower), metrics_(metrics), admin_(std::move(admin)) {}
 
 grpc::Status ServingServiceImpl::Finish(const char* method, int64_t start_micros,
                                         const absl::Status& status) {
@@ -106,7 +105,8 @@ grpc::Status ServingServiceImpl::PinModelVersion(grpc::ServerContext* context,
                                                  v1::PinModelVersionResponse* response) {
   const int64_t start = NowMicros();
   absl::Status status = absl::OkStatus();
-  if (!admin_token_.empty()) status = CheckAdminToken(context->client_metadata(), admin_token_);
+  std::string who;
+  if (admin_.enabled()) status = AuthorizeAdmin(*context, admin_, &who);
   if (status.ok()) {
     absl::StatusOr<v1::ModelVersion> version = follower_->Pin(request->checkpoint());
     if (version.ok()) *response->mutable_current() = std::move(*version);

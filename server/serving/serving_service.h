@@ -3,7 +3,7 @@
 // ServingServiceImpl: the gRPC face of a Follower (proto/ember/v1/serving.proto), and
 // FollowerCollector: its Prometheus metrics, read from the follower at scrape time.
 //
-//   ServingServiceImpl service(follower.get(), &rpc_metrics, admin_token);
+//   ServingServiceImpl service(follower.get(), &rpc_metrics, AdminPolicy{token});
 //   builder.RegisterService(&service);
 //
 // Lookup checks its input before touching the store: an empty, oversized or malformed
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "common/admin_auth.h"
 #include "common/metrics.h"
 #include "ember/v1/serving.grpc.pb.h"
 #include "prometheus/collectable.h"
@@ -29,7 +30,8 @@ namespace ember {
 class ServingServiceImpl final : public v1::ServingService::Service {
  public:
   // `follower` and `metrics` (may be null) are not owned and must outlive the service.
-  ServingServiceImpl(Follower* follower, RpcMetrics* metrics, std::string admin_token);
+  // PinModelVersion needs an admin credential of `admin` when it is enabled.
+  ServingServiceImpl(Follower* follower, RpcMetrics* metrics, AdminPolicy admin);
 
   grpc::Status Lookup(grpc::ServerContext* context, const v1::LookupRequest* request,
                       v1::LookupResponse* response) override;
@@ -57,7 +59,7 @@ class ServingServiceImpl final : public v1::ServingService::Service {
 
   Follower* const follower_;
   RpcMetrics* const metrics_;
-  const std::string admin_token_;
+  const AdminPolicy admin_;
 };
 
 // Per-shard lag and progress, model version and counters of a Follower.

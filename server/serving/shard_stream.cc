@@ -10,10 +10,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/slot.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "common/slot.h"
 #include "server/ps/row_block.h"
 #include "server/row_layout.h"
 #include "server/serving/follower.h"
@@ -241,7 +242,7 @@ void Follower::RunShard(uint32_t shard_id) {
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(kMaxMessageBytes);
       stub = v1::PsService::NewStub(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+          grpc::CreateCustomChannel(address, OrInsecure(options_.channel_credentials), args));
       stub_address = address;
     }
     request.set_progress_interval_ms(options_.progress_interval_ms);

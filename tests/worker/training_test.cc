@@ -231,6 +231,13 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
   EXPECT_EQ(RunCommand(base + " --cold_resample_fraction=x 2> /dev/null"), 2);
   EXPECT_EQ(RunCommand(base + " --cold_features=user_id,nope --cold_loss_weight=2 2> /dev/null"),
             2);
+  // Transport flags: TLS needs all three files, readable; the all-reduce address must
+  // not be empty.
+  EXPECT_EQ(RunCommand(base + " --tls_ca=/nonexistent/ca.pem 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --tls_ca=/no/ca.pem --tls_cert=/no/c.pem --tls_key=/no/c.key" +
+                       " 2> /dev/null"),
+            2);
+  EXPECT_EQ(RunCommand(base + " --collective_host= 2> /dev/null"), 2);
   const std::string bad = (fs::temp_directory_path() / "ember-bad-config.pbtxt").string();
   std::ofstream(bad) << "name: \"x\"\ntables { name: \"t\" dim: 8 }\nfeatures { column: \"c\" "
                         "table: \"missing\" }\n";

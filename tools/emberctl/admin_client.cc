@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -17,17 +18,18 @@ namespace {
 // admin.proto: the metadata entry every AdminService call carries.
 constexpr int kMaxMessageBytes = 64 << 20;
 
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
+                                          const ClientOptions& options) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, OrInsecure(options.channel_credentials), args);
 }
 
 }  // namespace
 
 AdminClient::AdminClient(ClientOptions options)
     : options_(std::move(options)), coordinator_where_("coordinator " + options_.coordinator) {
-  std::shared_ptr<grpc::Channel> channel = NewChannel(options_.coordinator);
+  std::shared_ptr<grpc::Channel> channel = NewChannel(options_.coordinator, options_);
   admin_ = v1::AdminService::NewStub(channel);
   coordinator_ = v1::CoordinatorService::NewStub(channel);
 }
@@ -50,6 +52,15 @@ absl::StatusOr<Response> AdminClient::Call(
                                   ? " (no admin token given: pass --admin_token_file=FILE or "
                                     "--admin_token=TOKEN, or set EMBER_ADMIN_TOKEN_FILE)"
                                   : " (check the token in --admin_token_file / --admin_token)");
+  } else if (s.code() == absl::StatusCode::kPermissionDenied) {
+    absl::StrAppend(&message,
+                    " (this certificate is not an admin identity: use an admin "
+                    "certificate or the admin token)");
+  } else if (s.code() == absl::StatusCode::kUnavailable &&
+             options_.channel_credentials == nullptr) {
+    absl::StrAppend(&message,
+                    " (if the cluster runs with mutual TLS, pass --tls_ca, --tls_cert "
+                    "and --tls_key, or set EMBER_TLS_CA/CERT/KEY)");
   }
   return absl::Status(s.code(), message);
 }
@@ -73,7 +84,7 @@ absl::StatusOr<Response> AdminClient::Coordinator(
 
 v1::PsService::Stub* AdminClient::Shard(const std::string& address) {
   std::unique_ptr<v1::PsService::Stub>& stub = shards_[address];
-  if (stub == nullptr) stub = v1::PsService::NewStub(NewChannel(address));
+  if (stub == nullptr) stub = v1::PsService::NewStub(NewChannel(address, options_));
   return stub.get();
 }
 

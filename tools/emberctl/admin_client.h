@@ -28,6 +28,7 @@
 #include "ember/v1/admin.grpc.pb.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
+#include "grpcpp/security/credentials.h"
 
 namespace ember::ctl {
 
@@ -38,6 +39,8 @@ struct ClientOptions {
   std::string admin_token;
   // Deadline of one RPC. Default: 10 s.
   absl::Duration timeout = absl::Seconds(10);
+  // Credentials of every channel (common/tls.h); null: insecure.
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
 };
 
 class AdminClient {

@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
+#include "common/tls.h"
 #include "tools/emberctl/admin_client.h"
 #include "tools/emberctl/output.h"
 
@@ -35,6 +36,7 @@ namespace ember::ctl {
 struct GlobalOptions {
   std::string coordinator;  // main fills in EMBER_COORDINATOR or 127.0.0.1:6000
   std::string admin_token;
+  TlsOptions tls;              // --tls_*, else $EMBER_TLS_CA/CERT/KEY
   bool json = false;           // one JSON object on stdout instead of text
   int64_t timeout_ms = 10000;  // deadline of every RPC
 };

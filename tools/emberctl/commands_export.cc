@@ -44,6 +44,7 @@
 #include "common/ps_client_cluster.h"
 #include "common/slot_ranges.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
@@ -91,7 +92,7 @@ class ShardRpc {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kMaxReceiveBytes);
     stub_ = v1::PsService::NewStub(
-        grpc::CreateCustomChannel(shard.address(), grpc::InsecureChannelCredentials(), args));
+        grpc::CreateCustomChannel(shard.address(), OrInsecure(options.channel_credentials), args));
   }
 
   const std::string& where() const { return where_; }

@@ -17,6 +17,7 @@
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "ember/v1/serving.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -31,7 +32,7 @@ class ServingCall {
  public:
   ServingCall(const Session& s, const std::string& address)
       : stub_(v1::ServingService::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+            grpc::CreateChannel(address, OrInsecure(s.client->options().channel_credentials)))),
         address_(address) {
     context_.set_deadline(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(s.options.timeout_ms));

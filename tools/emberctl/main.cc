@@ -15,6 +15,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -36,6 +37,10 @@ constexpr char kGlobalFlags[] = R"(Global flags (anywhere on the command line):
   --coordinator=HOST:PORT  the coordinator. Default: $EMBER_COORDINATOR, else 127.0.0.1:6000
   --admin_token=T          credential of AdminService calls (metadata ember-admin-token)
   --admin_token_file=F     read the credential from F. Default: $EMBER_ADMIN_TOKEN_FILE
+  --tls_ca=F --tls_cert=F --tls_key=F
+                           mutual TLS to a cluster that runs with it (an admin
+                           certificate is an admin credential). Default:
+                           $EMBER_TLS_CA, $EMBER_TLS_CERT, $EMBER_TLS_KEY
   --json                   print one JSON object on stdout instead of text
   --timeout_ms=N           deadline of every RPC. Default: 10000
   --help                   this text; after a command, the command's
@@ -88,7 +93,8 @@ struct CommandLine {
 
 bool IsGlobal(absl::string_view name) {
   return name == "coordinator" || name == "admin_token" || name == "admin_token_file" ||
-         name == "json" || name == "timeout_ms";
+         name == "json" || name == "timeout_ms" || name == "tls_ca" || name == "tls_cert" ||
+         name == "tls_key";
 }
 
 absl::StatusOr<CommandLine> Split(int argc, char** argv) {
@@ -144,6 +150,8 @@ absl::StatusOr<GlobalOptions> ParseGlobal(const std::vector<Flag>& flags) {
       have_token = true;
     } else if (f.name == "admin_token_file") {
       EMBER_RETURN_IF_ERROR(ParseString(f, &token_file));
+    } else if (absl::Status s; ParseTlsFlag(f, &o.tls, &s)) {
+      EMBER_RETURN_IF_ERROR(s);
     } else if (f.name == "json") {
       EMBER_RETURN_IF_ERROR(ParseBool(f, &o.json));
     } else if (f.name == "timeout_ms") {
@@ -155,6 +163,14 @@ absl::StatusOr<GlobalOptions> ParseGlobal(const std::vector<Flag>& flags) {
   }
   if (have_token && !token_file.empty()) {
     return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
+  }
+  if (!o.tls.enabled()) {
+    for (auto [name, file] :
+         {std::pair{"EMBER_TLS_CA", &o.tls.ca_file}, std::pair{"EMBER_TLS_CERT", &o.tls.cert_file},
+          std::pair{"EMBER_TLS_KEY", &o.tls.key_file}}) {
+      const char* env = std::getenv(name);
+      if (env != nullptr) *file = env;
+    }
   }
   if (o.coordinator.empty()) {
     const char* env = std::getenv("EMBER_COORDINATOR");
@@ -236,7 +252,10 @@ int Main(int argc, char** argv) {
   absl::StatusOr<GlobalOptions> global = ParseGlobal(line->global);
   if (!global.ok()) return UsageError(global.status(), LeafUsage(*spec));
 
+  absl::StatusOr<TlsCredentials> tls = TlsCredentials::Load(global->tls);
+  if (!tls.ok()) return UsageError(tls.status(), LeafUsage(*spec));
   ClientOptions client_options;
+  if (tls->enabled()) client_options.channel_credentials = tls->Channel();
   client_options.coordinator = global->coordinator;
   client_options.admin_token = global->admin_token;
   client_options.timeout = absl::Milliseconds(global->timeout_ms);

@@ -36,6 +36,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "common/tls.h"
 #include "gloo/allreduce.h"
 #include "gloo/alltoall.h"
 #include "gloo/alltoallv.h"
@@ -405,7 +406,7 @@ absl::StatusOr<std::unique_ptr<Collective>> Collective::Connect(const Collective
 
   // Rank r's Gloo addresses live under "rdzv/<job>/<generation>/gloo/rank_<r>".
   CoordinatorStore store(
-      grpc::CreateChannel(options.coordinator_address, grpc::InsecureChannelCredentials()),
+      grpc::CreateChannel(options.coordinator_address, OrInsecure(options.channel_credentials)),
       options.coordinator_address,
       absl::StrCat("rdzv/", options.job, "/", options.generation, "/gloo/"), deadline);
   auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.world_size);

@@ -44,12 +44,16 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "grpcpp/security/credentials.h"
 
 namespace ember::worker {
 
 struct CollectiveOptions {
   // The coordinator whose KvPut/KvGet hold the rendezvous. Required when world_size > 1.
   std::string coordinator_address;
+  // Credentials of the coordinator channel (common/tls.h); null: insecure. Gloo's own
+  // TCP connections between workers are not encrypted (see docs/SECURITY.md).
+  std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
   // Job name and generation: rendezvous keys are "rdzv/<job>/<generation>/...", so a
   // restarted job (new generation) never meets stale entries. Default: "ember", 0.
   std::string job = "ember";
