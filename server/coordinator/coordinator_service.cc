@@ -26,8 +26,10 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
   return reactor;
 }
 
+// The audit name of a caller: its address, and its certificate's name over mTLS.
 std::string Who(const grpc::CallbackServerContext* context) {
-  return absl::StrCat("peer=", context->peer());
+  const std::string name = PeerCommonName(*context);
+  return absl::StrCat("peer=", context->peer(), name.empty() ? "" : " cert=", name);
 }
 
 // One CreateTable forwarded to all alive shards: finishes the caller's reactor when the

@@ -356,6 +356,15 @@ TEST_F(SecurityTest, WorkerCertificateCannotCallAdminRpcs) {
 
 TEST_F(SecurityTest, AdminCredentialsChangeAndEveryChangeIsAudited) {
   ASSERT_TRUE(CreateTableAsAdmin(Credentials(c().certs, "admin"), "by_admin_cert").ok());
+  // A worker creates its tables through the data plane (CoordinatorService).
+  auto data_plane = v1::CoordinatorService::NewStub(
+      grpc::CreateChannel(c().coordinator_address, Credentials(c().certs, "client")));
+  v1::CoordinatorCreateTableRequest by_worker;
+  *by_worker.mutable_config() = Table("by_worker");
+  v1::CoordinatorCreateTableResponse created;
+  ASSERT_TRUE(Call([&](grpc::ClientContext* ctx) {
+                return data_plane->CreateTable(ctx, by_worker, &created);
+              }).ok());
   ASSERT_TRUE(CreateTableAsAdmin(Credentials(c().certs, "client"), "by_token", kToken).ok());
   EXPECT_TRUE(TableExists("by_admin_cert"));
   EXPECT_TRUE(TableExists("by_token"));
@@ -388,6 +397,14 @@ TEST_F(SecurityTest, AdminCredentialsChangeAndEveryChangeIsAudited) {
     }
   }
   EXPECT_TRUE(registered_by_cert);
+  // Tables a worker creates through the data plane name its certificate too.
+  bool worker_table = false;
+  for (const v1::AuditEntry& entry : log.entries()) {
+    if (absl::StrContains(entry.what(), "create_table by_worker")) {
+      worker_table = absl::StrContains(entry.who(), "cert=ember-worker");
+    }
+  }
+  EXPECT_TRUE(worker_table);
 
   // The JSON-lines file mirrors the log: one line per entry, in order.
   const std::string file = ReadFile(c().dir + "/audit.jsonl");

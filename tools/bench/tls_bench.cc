@@ -122,7 +122,7 @@ absl::StatusOr<Figures> RunTlsSuite(const BenchOptions& options) {
   figures.AddInt("dim", kDim);
   figures.AddInt("batch_keys", kBatch);
   figures.AddInt("in_flight", kInFlight);
-  figures.AddString("tls", "mutual TLS 1.3, ECDSA P-256 certificates (tools/gen-certs.sh)");
+  figures.AddString("tls", "mutual TLS (gRPC over Debian OpenSSL 3), P-256 ECDSA certificates");
   figures.AddNumber("min_time_s", options.min_time_s);
   figures.AddInt("repetitions", options.repetitions);
   figures.AddInt("hardware_threads", std::thread::hardware_concurrency());
