@@ -101,17 +101,24 @@ std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::
   return stub;
 }
 
+absl::Status CoordinatorServiceImpl::AuthorizeShard(const grpc::CallbackServerContext* context,
+                                                    const char* method, std::string* who) const {
+  *who = Who(context);
+  if (!options_.shard_registration.has_value()) return absl::OkStatus();
+  absl::Status allowed = AuthorizeAdmin(*context, *options_.shard_registration, who);
+  if (!allowed.ok()) {
+    std::cerr << "ember-coordinator: refused " << method << " from " << context->peer() << ": "
+              << allowed.message() << std::endl;
+  }
+  return allowed;
+}
+
 grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
     grpc::CallbackServerContext* context, const v1::RegisterShardRequest* request,
     v1::RegisterShardResponse* response) {
-  std::string who = Who(context);
-  if (options_.shard_registration.has_value()) {
-    absl::Status allowed = AuthorizeAdmin(*context, *options_.shard_registration, &who);
-    if (!allowed.ok()) {
-      std::cerr << "ember-coordinator: refused RegisterShard from " << context->peer() << ": "
-                << allowed.message() << std::endl;
-      return FinishNow(context, allowed);
-    }
+  std::string who;
+  if (absl::Status s = AuthorizeShard(context, "RegisterShard", &who); !s.ok()) {
+    return FinishNow(context, s);
   }
   absl::StatusOr<v1::RegisterShardResponse> result =
       state_->RegisterShard(request->shard_id(), request->address(), who);
@@ -126,6 +133,12 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
 grpc::ServerUnaryReactor* CoordinatorServiceImpl::Heartbeat(grpc::CallbackServerContext* context,
                                                             const v1::HeartbeatRequest* request,
                                                             v1::HeartbeatResponse* response) {
+  // A forged heartbeat could report a shard restart (ending the job's attempt) or
+  // fake hot keys.
+  std::string who;
+  if (absl::Status s = AuthorizeShard(context, "Heartbeat", &who); !s.ok()) {
+    return FinishNow(context, s);
+  }
   absl::StatusOr<v1::HeartbeatResponse> result = state_->Heartbeat(*request);
   if (result.ok()) *response = *std::move(result);
   if (result.ok() && jobs_ != nullptr) jobs_->OnShardSeen(request->shard_id(), request->incarnation());

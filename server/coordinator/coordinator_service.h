@@ -54,10 +54,10 @@ struct CoordinatorServiceOptions {
   std::string admin_token;
   // Credentials of the channels to shards (common/tls.h); null: insecure.
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
-  // When set (the coordinator runs with TLS), RegisterShard needs an admin credential
-  // of this policy (common/admin_auth.h: the token, which shards send when they have
-  // one, or an admin certificate): a worker's certificate must not register a shard
-  // address. Default: none (any caller)
+  // When set (the coordinator runs with TLS), RegisterShard and Heartbeat need an admin
+  // credential of this policy (common/admin_auth.h: the token, which shards send when
+  // they have one, or an admin certificate): a worker's certificate must not register
+  // a shard address or forge a shard's heartbeat. Default: none (any caller)
   std::optional<AdminPolicy> shard_registration;
 };
 
@@ -123,6 +123,11 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
                                    v1::GetJobResponse* response) override;
 
  private:
+  // OK (with *who, the caller's audit name) when the call may act for a shard:
+  // always without options_.shard_registration, else by AuthorizeAdmin.
+  absl::Status AuthorizeShard(const grpc::CallbackServerContext* context, const char* method,
+                              std::string* who) const;
+
   CoordinatorState* const state_;
   const CoordinatorServiceOptions options_;
   JobManager* jobs_ = nullptr;
