@@ -6,6 +6,7 @@
 #
 #   tools/install-deps.sh               # build, test, quickstart
 #   tools/install-deps.sh --with-torch  # also PyTorch, for `ember-bench training`
+#   tools/install-deps.sh --with-fuzz   # also clang-14 and libFuzzer, for tools/fuzz.sh
 #   EMBER_DEPS_NODE=0 tools/install-deps.sh  # without Node.js and tests/deploy's packages
 #                                            # (the Docker build stages)
 set -euo pipefail
@@ -24,7 +25,8 @@ PACKAGES=(
 case "${1:-}" in
   "") ;;
   --with-torch) PACKAGES+=(python3 python3-torch python3-numpy python3-protobuf) ;;
-  *) echo "usage: tools/install-deps.sh [--with-torch]" >&2; exit 2 ;;
+  --with-fuzz) PACKAGES+=(clang-14 libfuzzer-14-dev) ;;
+  *) echo "usage: tools/install-deps.sh [--with-torch | --with-fuzz]" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -202,6 +202,7 @@ absl::Status ReadDeltaFile(const std::string& path, const DeltaHeader& expected,
   uint64_t offset = kHeaderSize;
   uint64_t records = 0;
   std::string space, key, value;
+  std::string last_space, last_key;
   while (offset < records_end) {
     uint8_t kind = 0;
     uint16_t space_len = 0;
@@ -228,6 +229,14 @@ absl::Status ReadDeltaFile(const std::string& path, const DeltaHeader& expected,
     } else {
       value.clear();
     }
+    // The writer emits records in strictly increasing (space, key) order; a file that
+    // is not is corrupt (a record repeated or misplaced would apply twice or late).
+    const int by_space = last_space.compare(space);
+    if (records > 0 && !(by_space < 0 || (by_space == 0 && last_key < key))) {
+      return in.Corrupt(absl::StrCat("records out of order at offset ", offset));
+    }
+    last_space = space;
+    last_key = key;
     ++records;
     EMBER_RETURN_IF_ERROR(fn({kind == kErase, space, key, value}));
   }

@@ -72,6 +72,10 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
   --heartbeat_ms=N         coordinator heartbeat interval. Default: 500
   --memory_budget_mb=N     memory tier budget in MiB; 0 = unlimited. Default: 1024
   --wal=true|false         RocksDB write-ahead log. Default: true
+  --block_cache_mb=N       RocksDB block cache in MiB, outside the memory budget.
+                           Default: 256
+  --write_buffer_mb=N      RocksDB memtable size in MiB, up to 3 per table, outside
+                           the memory budget. Default: 64
   --max_message_mb=N       largest request/response in MiB; a larger request fails with
                            RESOURCE_EXHAUSTED. Default: 256
   --max_batch_keys=N       most ids per Pull or Push; more fail with INVALID_ARGUMENT.
@@ -125,6 +129,8 @@ struct PsMainOptions {
   int64_t heartbeat_ms = 500;
   int64_t memory_budget_mb = 1024;
   bool wal = true;
+  int64_t block_cache_mb = 256;
+  int64_t write_buffer_mb = 64;
   int64_t max_message_mb = 256;
   uint32_t max_batch_keys = StoreOptions().max_batch_keys;
   uint64_t change_log_entries = StoreOptions().change_log_capacity;
@@ -148,6 +154,10 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
     const absl::string_view name = flag.name;
     if (name == "wal") {
       EMBER_RETURN_IF_ERROR(ParseBool(flag, &o.wal));
+    } else if (name == "block_cache_mb") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.block_cache_mb));
+    } else if (name == "write_buffer_mb") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.write_buffer_mb));
     } else if (name == "data_dir") {
       EMBER_RETURN_IF_ERROR(ParseString(flag, &o.data_dir));
     } else if (name == "host") {
@@ -215,6 +225,12 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
   if (o.memory_budget_mb < 0 || o.memory_budget_mb > (int64_t{1} << 40)) {
     return absl::InvalidArgumentError("--memory_budget_mb must be in [0, 2^40]");
   }
+  if (o.block_cache_mb < 1 || o.block_cache_mb > (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError("--block_cache_mb must be in [1, 2^20]");
+  }
+  if (o.write_buffer_mb < 1 || o.write_buffer_mb > 4096) {
+    return absl::InvalidArgumentError("--write_buffer_mb must be in [1, 4096]");
+  }
   if (o.max_message_mb < 1 || o.max_message_mb > 2047) {
     return absl::InvalidArgumentError("--max_message_mb must be in [1, 2047]");
   }
@@ -252,6 +268,8 @@ absl::Status Run(const PsMainOptions& o) {
   ShardStorageOptions storage_options;
   storage_options.rocksdb.path = o.data_dir;
   storage_options.rocksdb.enable_wal = o.wal;
+  storage_options.rocksdb.block_cache_bytes = o.block_cache_mb << 20;
+  storage_options.rocksdb.write_buffer_bytes = o.write_buffer_mb << 20;
   storage_options.store.memory_budget_bytes = o.memory_budget_mb << 20;
   storage_options.store.max_batch_keys = o.max_batch_keys;
   storage_options.store.change_log_capacity = o.change_log_entries;

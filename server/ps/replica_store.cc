@@ -154,9 +154,10 @@ size_t ReplicaStore::DropIf(
     for (const auto& [name, table] : tables_) tables.emplace_back(name, table.get());
   }
   size_t removed = 0;
-  for (const auto& [name, table] : tables) {
+  for (const auto& named : tables) {
+    const std::string& name = named.first;  // (clang 14 cannot capture a binding)
     for (int s = 0; s < options_.num_stripes; ++s) {
-      Stripe& stripe = table->stripes[s];
+      Stripe& stripe = named.second->stripes[s];
       absl::MutexLock lock(&stripe.mu);
       removed += absl::erase_if(stripe.copies, [&](const auto& entry) {
         return remove(name, entry.first, entry.second.meta);

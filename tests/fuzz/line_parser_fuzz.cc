@@ -1,0 +1,127 @@
+// Copyright 2026 The Ember Authors.
+//
+// Fuzz target: the TSV line parser (worker/data/line_parser.h) under two configs, the
+// quickstart's schema TSV (DECIMAL ids, a MULTI_HOT column, LOG1P dense columns, EVAL
+// columns) and a Criteo layout with HEX ids. The first byte picks the config and
+// whether EVAL columns are read; the rest is split into lines. Invariants: no crash;
+// a line is kOk or kMalformed (with a reason), never another partition (one rank);
+// every kOk example appends the parser's column counts to the batch, with finite
+// dense values and a label of 0 or 1.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "tests/fuzz/fuzz_check.h"
+#include "worker/data/example_batch.h"
+#include "worker/data/line_parser.h"
+#include "worker/model_config.h"
+
+namespace {
+
+using ember::worker::ExampleBatch;
+using ember::worker::LineParser;
+
+constexpr char kSchemaConfig[] = R"pb(
+  name: "fuzz-schema"
+  data {
+    format: SCHEMA_TSV
+    train_path: "/unused"
+    columns { name: "label" kind: LABEL }
+    columns { name: "w" kind: WEIGHT }
+    columns { name: "user_id" kind: CATEGORICAL id_encoding: DECIMAL }
+    columns { name: "item_id" kind: CATEGORICAL id_encoding: HEX }
+    columns { name: "tags" kind: MULTI_HOT separator: "|" }
+    columns { name: "price" kind: DENSE transform: LOG1P }
+    columns { name: "age" kind: DENSE missing_value: -1 }
+    columns { name: "p" kind: EVAL }
+  }
+  tables { name: "user" dim: 16 }
+  tables { name: "item" dim: 16 }
+  tables { name: "tag" dim: 16 }
+  features { column: "user_id" table: "user" }
+  features { column: "item_id" table: "item" }
+  features { column: "tags" table: "tag" }
+)pb";
+
+constexpr char kCriteoConfig[] = R"pb(
+  name: "fuzz-criteo"
+  data { format: CRITEO_TSV train_path: "/unused" }
+  tables { name: "c" dim: 16 }
+)pb";
+
+struct Parsers {
+  std::vector<LineParser> parsers;  // schema, schema with eval, criteo
+};
+
+ember::v1::ModelConfig Config(const char* text) {
+  absl::StatusOr<ember::v1::ModelConfig> config =
+      ember::worker::ParseModelConfig(text, /*json=*/false, "", "fuzz");
+  if (!config.ok()) std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
+  FUZZ_CHECK(config.ok());
+  return *config;
+}
+
+std::vector<absl::string_view> Columns(const ember::v1::ModelConfig& config) {
+  std::vector<absl::string_view> names;
+  if (config.data().format() == ember::v1::DataConfig::CRITEO_TSV) {
+    for (const std::string& name : ember::worker::CriteoColumnNames()) names.push_back(name);
+  } else {
+    for (const auto& column : config.data().columns()) names.push_back(column.name());
+  }
+  return names;
+}
+
+const Parsers& GetParsers() {
+  static const Parsers* parsers = [] {
+    static const ember::v1::ModelConfig schema = Config(kSchemaConfig);
+    static const ember::v1::ModelConfig criteo = Config(kCriteoConfig);
+    auto* out = new Parsers;
+    for (int i = 0; i < 3; ++i) {
+      const ember::v1::ModelConfig& config = i < 2 ? schema : criteo;
+      ember::worker::ReaderOptions options;
+      options.with_eval_columns = i == 1;
+      absl::StatusOr<LineParser> parser =
+          LineParser::Create(config, options, Columns(config), "fuzz.tsv");
+      FUZZ_CHECK(parser.ok());
+      out->parsers.push_back(*std::move(parser));
+    }
+    return out;
+  }();
+  return *parsers;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  LineParser parser = GetParsers().parsers[data[0] % 3];
+  const absl::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
+  ExampleBatch batch;
+  batch.Reset(parser.num_dense(), parser.num_features(), parser.num_eval());
+  size_t examples = 0;
+  std::string error;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    error.clear();
+    switch (parser.Parse(line, &error)) {
+      case LineParser::Result::kOk:
+        parser.AppendTo(&batch);
+        ++examples;
+        break;
+      case LineParser::Result::kMalformed:
+        FUZZ_CHECK(!error.empty());
+        break;
+      case LineParser::Result::kOtherPartition:
+        FUZZ_CHECK(false);  // one rank: every line is ours
+    }
+  }
+  FUZZ_CHECK(batch.labels.size() == examples);
+  FUZZ_CHECK(batch.dense.size() == examples * parser.num_dense());
+  for (float label : batch.labels) FUZZ_CHECK(label == 0.0f || label == 1.0f);
+  for (float value : batch.dense) FUZZ_CHECK(std::isfinite(value));
+  return 0;
+}
