@@ -6,7 +6,8 @@
 # The test samples VmRSS every 100 ms and the shard's /metrics every 500 ms (memory tier
 # bytes charged and exactly held, RocksDB block cache), so the RSS can be broken down.
 #
-#   tools/memory_pressure.sh [SECONDS] [BUDGET_MB]      (defaults: 60 s, 256 MiB)
+#   tools/memory_pressure.sh [SECONDS] [BUDGET_MB] [BLOCK_CACHE_MB] [WRITE_BUFFER_MB]
+#   (defaults: 60 s, 256 MiB, and ember-ps's own RocksDB sizes, 256 and 64 MiB)
 #
 # Environment: BUILD_DIR (default: build), EMBER_MP_PHASE_S (seconds of normal load
 # before and after the flood; default 10), EMBER_MP_DATA_DIR (where the shard's
@@ -16,6 +17,8 @@ set -euo pipefail
 
 seconds="${1:-60}"
 budget_mb="${2:-256}"
+block_cache_mb="${3:-256}"
+write_buffer_mb="${4:-64}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 binary="$build/bin/memory_pressure_test"
@@ -27,9 +30,11 @@ fi
 log="$(mktemp /tmp/memory_pressure.XXXXXX.log)"
 trap 'rm -f "$log"' EXIT
 
-echo "memory_pressure.sh: flood ${seconds}s, --memory_budget_mb=${budget_mb}, --wal=false"
+echo "memory_pressure.sh: flood ${seconds}s, --memory_budget_mb=${budget_mb}," \
+  "--block_cache_mb=${block_cache_mb} --write_buffer_mb=${write_buffer_mb}, --wal=false"
 set +e
 EMBER_MP_FLOOD_S="$seconds" EMBER_MP_BUDGET_MB="$budget_mb" \
+  EMBER_MP_BLOCK_CACHE_MB="$block_cache_mb" EMBER_MP_WRITE_BUFFER_MB="$write_buffer_mb" \
   EMBER_MP_PHASE_S="${EMBER_MP_PHASE_S:-10}" EMBER_MP_DATA_DIR="${EMBER_MP_DATA_DIR:-/tmp}" \
   EMBER_MP_TIMELINE=1 "$binary" >"$log" 2>&1
 rc=$?

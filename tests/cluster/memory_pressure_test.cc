@@ -76,7 +76,9 @@ constexpr size_t kProbeKeys = 100;  // the normal rate: kProbeKeys pulled and pu
 constexpr absl::Duration kProbeInterval = absl::Milliseconds(20);  // interval (5000 ids/s)
 constexpr absl::Duration kLatencyWindow = absl::Seconds(1);
 constexpr int64_t kMiB = int64_t{1} << 20;
-// RocksDB outside the memory budget, sized small so that the RSS bound is tight.
+// RocksDB outside the memory budget, sized small so that the RSS bound is tight
+// (EMBER_MP_BLOCK_CACHE_MB / EMBER_MP_WRITE_BUFFER_MB override; ember-ps's defaults are
+// 256 and 64).
 constexpr int kBlockCacheMb = 16;
 constexpr int kWriteBufferMb = 8;
 
@@ -326,6 +328,8 @@ TEST(MemoryPressureTest, FloodOfNewIdsStaysUnderCapAndLosesNothing) {
   const absl::Duration flood_time = absl::Seconds(EnvInt("EMBER_MP_FLOOD_S", 8));
   const absl::Duration phase_time = absl::Seconds(EnvInt("EMBER_MP_PHASE_S", 3));
   const int64_t budget_mb = EnvInt("EMBER_MP_BUDGET_MB", 64);
+  const int64_t block_cache_mb = EnvInt("EMBER_MP_BLOCK_CACHE_MB", kBlockCacheMb);
+  const int64_t write_buffer_mb = EnvInt("EMBER_MP_WRITE_BUFFER_MB", kWriteBufferMb);
   const char* data_parent = std::getenv("EMBER_MP_DATA_DIR");
 
   const std::string tmpl =
@@ -357,8 +361,8 @@ TEST(MemoryPressureTest, FloodOfNewIdsStaysUnderCapAndLosesNothing) {
         Process::Start(EMBER_PS_BINARY,
                        {absl::StrCat("--data_dir=", dir, "/db"), absl::StrCat("--port=", *port),
                         absl::StrCat("--memory_budget_mb=", budget_mb), "--wal=false",
-                        "--metrics_port=0", absl::StrCat("--block_cache_mb=", kBlockCacheMb),
-                        absl::StrCat("--write_buffer_mb=", kWriteBufferMb)},
+                        "--metrics_port=0", absl::StrCat("--block_cache_mb=", block_cache_mb),
+                        absl::StrCat("--write_buffer_mb=", write_buffer_mb)},
                        "metrics on ", absl::Seconds(30));
     if (!started.ok()) {
       last_start = started.status();  // e.g. the port was taken in between: try another
@@ -467,9 +471,8 @@ TEST(MemoryPressureTest, FloodOfNewIdsStaysUnderCapAndLosesNothing) {
   // RocksDB's sizes are the flags the test gives ember-ps (--block_cache_mb,
   // --write_buffer_mb; up to max_write_buffer_number memtables per column family).
   const RocksDbOptions rocks;
-  const int64_t memtables =
-      int64_t{2} * rocks.max_write_buffer_number * int64_t{kWriteBufferMb} * kMiB;
-  const int64_t block_cache = int64_t{kBlockCacheMb} * kMiB;
+  const int64_t memtables = int64_t{2} * rocks.max_write_buffer_number * write_buffer_mb * kMiB;
+  const int64_t block_cache = block_cache_mb * kMiB;
   const int64_t change_log = int64_t{1 << 20} * 32;
   const int64_t slack = 64 * kMiB;
   const int64_t tier_cap = static_cast<int64_t>(budget_mb * kMiB * 1.1);
