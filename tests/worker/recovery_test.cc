@@ -16,6 +16,8 @@
 //  - a checkpoint taken on 2 shards restores onto 3 and onto 1 shard with identical
 //    rows and dense weights (checksums).
 
+#include <signal.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -74,6 +76,31 @@ TEST_F(RecoveryTest, PsKillsIncludingOneDuringACheckpointLeaveTheModelBitwiseIde
     }
   });
   EXPECT_GE(c->restarts_, 3);
+  ExpectSameModel(result);
+}
+
+// A shard paused (SIGSTOP) past the coordinator's heartbeat timeout (1.5 s) is reported
+// DEAD; when it continues (SIGCONT) it is the same process with the same rows: the job
+// waits for it (or rolls back, if a checkpoint failed meanwhile) and its model is the
+// fault-free one. Nothing acknowledged is lost or applied twice.
+TEST_F(RecoveryTest, APsPausedPastItsHeartbeatTimeoutLeavesTheModelBitwiseIdentical) {
+  std::unique_ptr<Cluster> c = NewCluster("ps-pause");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, Flags()));
+  absl::Time resume_at = absl::InfiniteFuture();
+  bool resumed = false;
+  const std::string result = c->Finish([&](absl::Duration) {
+    if (resume_at == absl::InfiniteFuture() && c->NewestCheckpointStep() >= 60) {
+      ASSERT_EQ(kill(c->shards_[1]->pid(), SIGSTOP), 0);
+      resume_at = absl::Now() + absl::Seconds(3);  // twice the heartbeat timeout
+    }
+    if (!resumed && absl::Now() >= resume_at) {
+      ASSERT_EQ(kill(c->shards_[1]->pid(), SIGCONT), 0);
+      resumed = true;
+    }
+  });
+  EXPECT_TRUE(resumed);
   ExpectSameModel(result);
 }
 
