@@ -24,6 +24,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "server/coordinator/slot_owners.h"
 #include "server/initializer.h"
 #include "tests/cluster/process.h"
 
@@ -83,6 +84,20 @@ class Client {
     grpc::ClientContext context;
     SetDeadline(&context);
     return FromGrpcStatus(stub_->Push(&context, request, response), &context);
+  }
+
+  absl::Status CheckpointShard(const v1::CheckpointShardRequest& request) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::CheckpointShardResponse response;
+    return FromGrpcStatus(stub_->CheckpointShard(&context, request, &response), &context);
+  }
+
+  absl::Status RestoreShard(const v1::RestoreShardRequest& request) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::RestoreShardResponse response;
+    return FromGrpcStatus(stub_->RestoreShard(&context, request, &response), &context);
   }
 
   absl::Status GetShardInfo(v1::GetShardInfoResponse* response) {
@@ -437,6 +452,40 @@ TEST_F(PsServerTest, GracefulRestartKeepsPushedRows) {
   v1::GetShardInfoResponse info;
   ASSERT_TRUE(client_->GetShardInfo(&info).ok());
   EXPECT_GE(info.version(), pushed.version());
+}
+
+// A job's checkpoint cuts the rows of one attempt: a shard that restarted and was not
+// restored for the attempt (its rows are whatever it had on disk) must refuse, or a
+// recovery could roll back to a cut no attempt ever had (the no-lost-sample
+// invariant); so must a shard already restored for a later attempt.
+TEST_F(PsServerTest, JobCheckpointNeedsTheShardRestoredForItsAttempt) {
+  StartServer();
+  CreateTable();
+  v1::PushResponse pushed;
+  ASSERT_TRUE(client_->Push(PushOf({1, 2, 3}, Gradients(3, 1.0f), 1), &pushed).ok());
+  auto checkpoint = [&](uint64_t attempt, const std::string& name) {
+    v1::CheckpointShardRequest request;
+    request.set_dir(absl::StrCat(dir_, "/", name));
+    request.set_name(name);
+    request.set_attempt(attempt);
+    return client_->CheckpointShard(request);
+  };
+  auto restore = [&](uint64_t attempt) {
+    v1::RestoreShardRequest request;  // no chain: adopt the current rows
+    request.set_attempt(attempt);
+    request.set_epoch(1);
+    request.set_slot_owners(PackSlotOwners(SlotMap::Even({0}, 1)));
+    return client_->RestoreShard(request);
+  };
+  // A fresh process (as after a restart): restored for no attempt yet.
+  EXPECT_EQ(checkpoint(1, "a1-before").code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(checkpoint(0, "not-a-job").ok());  // an operator's cut names no attempt
+  ASSERT_TRUE(restore(1).ok());
+  EXPECT_TRUE(checkpoint(1, "a1").ok());
+  EXPECT_EQ(checkpoint(2, "a2-early").code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(restore(2).ok());
+  EXPECT_EQ(checkpoint(1, "a1-late").code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(checkpoint(2, "a2").ok());
 }
 
 }  // namespace

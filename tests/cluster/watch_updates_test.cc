@@ -621,41 +621,6 @@ TEST_F(WatchUpdatesTest, OverflowedChangeLogIsOutOfRange) {
   ExpectNoViolations(recent);
 }
 
-// A job's checkpoint cuts the rows of one attempt: a shard that restarted and was not
-// restored for the attempt (its rows are whatever it had on disk) must refuse, or a
-// recovery could roll back to a cut no attempt ever had (the no-lost-sample
-// invariant); so must a shard already restored for a later attempt.
-TEST_F(WatchUpdatesTest, JobCheckpointNeedsTheShardRestoredForItsAttempt) {
-  StartShard();
-  ASSERT_TRUE(shard_->CreateTable("item").ok());
-  ASSERT_TRUE(PushPattern(*shard_, "item", 1, 10, 20).ok());
-  auto checkpoint = [&](uint64_t attempt, const std::string& name) {
-    v1::CheckpointShardRequest request;
-    request.set_dir(absl::StrCat(dir_, "/", name));
-    request.set_name(name);
-    request.set_attempt(attempt);
-    v1::CheckpointShardResponse written;
-    return shard_->Call(&v1::PsService::Stub::CheckpointShard, request, &written);
-  };
-  // A fresh process (as after a restart): restored for no attempt yet.
-  EXPECT_EQ(checkpoint(1, "a1-before").code(), absl::StatusCode::kUnavailable);
-  EXPECT_TRUE(checkpoint(0, "not-a-job").ok());  // an operator's cut names no attempt
-  auto restore = [&](uint64_t attempt) {
-    v1::RestoreShardRequest request;  // no chain: adopt the current rows
-    request.set_attempt(attempt);
-    request.set_epoch(1);
-    request.set_slot_owners(PackSlotOwners(SlotMap::Even({0}, 1)));
-    v1::RestoreShardResponse restored;
-    return shard_->Call(&v1::PsService::Stub::RestoreShard, request, &restored);
-  };
-  ASSERT_TRUE(restore(1).ok());
-  EXPECT_TRUE(checkpoint(1, "a1").ok());
-  EXPECT_EQ(checkpoint(2, "a2-early").code(), absl::StatusCode::kUnavailable);
-  ASSERT_TRUE(restore(2).ok());
-  EXPECT_EQ(checkpoint(1, "a1-late").code(), absl::StatusCode::kAborted);
-  EXPECT_TRUE(checkpoint(2, "a2").ok());
-}
-
 TEST_F(WatchUpdatesTest, BadPositionsAndTables) {
   StartShard();
   ASSERT_TRUE(shard_->CreateTable("item").ok());

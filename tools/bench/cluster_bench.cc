@@ -82,24 +82,10 @@ v1::TableConfig BenchTable() {
 // Memory budget of ember-ps: 1 KiB per row, several times an SGD row's footprint.
 int64_t BudgetMb(int64_t rows) { return std::max<int64_t>(256, (rows * 1024 >> 20) + 1); }
 
-absl::StatusOr<std::unique_ptr<PsClient>> NewClient(const std::string& address) {
-  PsClientOptions options;
-  options.shard_addresses = {{0, address}};
-  options.slot_map = SlotMap::Even({0}, /*epoch=*/1);
-  options.worker_id = 1;
-  return PsClient::Create(options);
-}
-
 // Pushes every id 0..rows-1 once (1000 per push), so each has a stored row.
 absl::Status PopulateEmber(PsClient& client, int64_t rows, absl::Span<const float> grads) {
-  std::vector<uint64_t> ids;
   const absl::Time start = absl::Now();
-  for (int64_t first = 0; first < rows; first += kBatch) {
-    const int64_t n = std::min<int64_t>(kBatch, rows - first);
-    ids.resize(n);
-    for (int64_t i = 0; i < n; ++i) ids[i] = first + i;
-    EMBER_RETURN_IF_ERROR(client.Push(kTable, ids, grads.subspan(0, n * kDim), /*step=*/0));
-  }
+  EMBER_RETURN_IF_ERROR(PopulateRows(client, kTable, rows, kBatch, grads));
   Say(absl::StrFormat("ember-ps: populated %d rows in %.1f s", rows,
                       absl::ToDoubleSeconds(absl::Now() - start)));
   return absl::OkStatus();
@@ -194,10 +180,11 @@ absl::StatusOr<Figures> RunClusterSuite(const BenchOptions& options) {
                       ps->pid(), ps->ready_text(), noop->pid(), noop->ready_text(), redis->pid(),
                       redis->port()));
 
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> ember, NewClient(ps->ready_text()));
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> ember, SingleShardClient(ps->ready_text()));
   EMBER_RETURN_IF_ERROR(ember->CreateTableEverywhere(BenchTable()));
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig table, ember->GetTable(kTable));
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> noop_client, NewClient(noop->ready_text()));
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> noop_client,
+                         SingleShardClient(noop->ready_text()));
   EMBER_RETURN_IF_ERROR(noop_client->AddTable(table));  // the no-op has no tables
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<RedisConnection> redis_conn,
                          RedisConnection::Connect(redis->port()));

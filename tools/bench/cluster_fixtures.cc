@@ -2,10 +2,12 @@
 
 #include "tools/bench/cluster_fixtures.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
 #include "common/slot.h"
+#include "common/slot_map.h"
 #include "server/row_layout.h"
 
 namespace ember::bench::cluster {
@@ -87,6 +89,30 @@ absl::Status RedisMgetPipeline::Finish(size_t slot) {
 
 std::string RedisRowKey(uint64_t table_seed, uint64_t id) {
   return RowKey(SlotOf(table_seed, id), id);
+}
+
+absl::StatusOr<std::unique_ptr<PsClient>> SingleShardClient(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  PsClientOptions options;
+  options.shard_addresses = {{0, address}};
+  options.slot_map = SlotMap::Even({0}, /*epoch=*/1);
+  options.worker_id = 1;
+  options.channel_credentials = std::move(credentials);
+  return PsClient::Create(options);
+}
+
+absl::Status PopulateRows(PsClient& client, const std::string& table, int64_t rows, size_t batch,
+                          absl::Span<const float> grads) {
+  const size_t dim = grads.size() / batch;
+  std::vector<uint64_t> ids;
+  for (int64_t first = 0; first < rows; first += static_cast<int64_t>(batch)) {
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(batch), rows - first);
+    ids.resize(n);
+    for (int64_t i = 0; i < n; ++i) ids[i] = first + i;
+    absl::Status pushed = client.Push(table, ids, grads.subspan(0, n * dim), /*step=*/0);
+    if (!pushed.ok()) return pushed;
+  }
+  return absl::OkStatus();
 }
 
 std::string ExecutableDir() {

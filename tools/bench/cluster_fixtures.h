@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "common/ps_client.h"
 #include "tools/bench/redis_client.h"
@@ -120,6 +121,16 @@ class RedisMgetPipeline : public Pipeline {
 // The Redis key of row `id` of the table with seed `table_seed`: Ember's RocksDB row
 // key (server/row_layout.h), [slot: u16 big-endian][id: u64 big-endian], 10 bytes.
 std::string RedisRowKey(uint64_t table_seed, uint64_t id);
+
+// A PsClient of the single shard at `address` (static even map, epoch 1; worker 1);
+// `credentials` null: plaintext.
+absl::StatusOr<std::unique_ptr<PsClient>> SingleShardClient(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+
+// Pushes every id 0..rows-1 once, `batch` ids per push (gradients from `grads`, which
+// holds at least batch x the table's dim values), so each has a stored row.
+absl::Status PopulateRows(PsClient& client, const std::string& table, int64_t rows, size_t batch,
+                          absl::Span<const float> grads);
 
 // The directory holding this executable (dirname of /proc/self/exe), or "" if unknown.
 std::string ExecutableDir();

@@ -44,8 +44,10 @@ namespace {
 using cluster::ExecutableDir;
 using cluster::InFlightRing;
 using cluster::Pipeline;
+using cluster::PopulateRows;
 using cluster::PsPullPipeline;
 using cluster::PsPushPipeline;
+using cluster::SingleShardClient;
 
 constexpr size_t kDim = 64;
 constexpr size_t kBatch = 1000;
@@ -67,28 +69,6 @@ v1::TableConfig BenchTable() {
   return config;
 }
 
-absl::StatusOr<std::unique_ptr<PsClient>> NewClient(
-    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
-  PsClientOptions options;
-  options.shard_addresses = {{0, address}};
-  options.slot_map = SlotMap::Even({0}, /*epoch=*/1);
-  options.worker_id = 1;
-  options.channel_credentials = std::move(credentials);
-  return PsClient::Create(options);
-}
-
-// Pushes every id 0..rows-1 once, 1000 per push.
-absl::Status Populate(PsClient& client, int64_t rows, absl::Span<const float> grads) {
-  std::vector<uint64_t> ids;
-  for (int64_t first = 0; first < rows; first += kBatch) {
-    const int64_t n = std::min<int64_t>(kBatch, rows - first);
-    ids.resize(n);
-    for (int64_t i = 0; i < n; ++i) ids[i] = first + i;
-    EMBER_RETURN_IF_ERROR(client.Push(kTable, ids, grads.subspan(0, n * kDim), /*step=*/0));
-  }
-  return absl::OkStatus();
-}
-
 // A new channel per Start, and its first call (the connection is made lazily by it).
 class ConnectPipeline : public Pipeline {
  public:
@@ -103,8 +83,7 @@ class ConnectPipeline : public Pipeline {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
     v1::GetShardInfoResponse info;
-    return FromGrpcStatus(stub->GetShardInfo(&context, v1::GetShardInfoRequest(), &info),
-                          &context);
+    return FromGrpcStatus(stub->GetShardInfo(&context, v1::GetShardInfoRequest(), &info), &context);
   }
   absl::Status Finish(size_t) override { return absl::OkStatus(); }
 
@@ -144,30 +123,30 @@ absl::StatusOr<Figures> RunTlsSuite(const BenchOptions& options) {
   std::vector<std::string> plain_args = common;
   plain_args.push_back(absl::StrCat("--data_dir=", dir->path(), "/plain"));
   std::vector<std::string> tls_args = common;
-  for (const std::string& flag :
-       {absl::StrCat("--data_dir=", dir->path(), "/tls"),
-        absl::StrCat("--tls_ca=", server_files.ca_file),
-        absl::StrCat("--tls_cert=", server_files.cert_file),
-        absl::StrCat("--tls_key=", server_files.key_file), absl::StrCat("--admin_token=", kToken)}) {
+  for (const std::string& flag : {absl::StrCat("--data_dir=", dir->path(), "/tls"),
+                                  absl::StrCat("--tls_ca=", server_files.ca_file),
+                                  absl::StrCat("--tls_cert=", server_files.cert_file),
+                                  absl::StrCat("--tls_key=", server_files.key_file),
+                                  absl::StrCat("--admin_token=", kToken)}) {
     tls_args.push_back(flag);
   }
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Process> plain_ps,
-                         Process::Start(bin_dir + "/ember-ps", plain_args, "listening on ",
-                                        kStartTimeout));
+  EMBER_ASSIGN_OR_RETURN(
+      std::unique_ptr<Process> plain_ps,
+      Process::Start(bin_dir + "/ember-ps", plain_args, "listening on ", kStartTimeout));
   EMBER_ASSIGN_OR_RETURN(
       std::unique_ptr<Process> tls_ps,
       Process::Start(bin_dir + "/ember-ps", tls_args, "listening on ", kStartTimeout));
-  Say(absl::StrFormat("plaintext ember-ps at %s, mutual-TLS ember-ps at %s",
-                      plain_ps->ready_text(), tls_ps->ready_text()));
+  Say(absl::StrFormat("plaintext ember-ps at %s, mutual-TLS ember-ps at %s", plain_ps->ready_text(),
+                      tls_ps->ready_text()));
 
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> plain,
-                         NewClient(plain_ps->ready_text(), nullptr));
+                         SingleShardClient(plain_ps->ready_text()));
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> secure,
-                         NewClient(tls_ps->ready_text(), client_tls.Channel()));
+                         SingleShardClient(tls_ps->ready_text(), client_tls.Channel()));
   const std::vector<float> grads = RandomGradients(kBatch * kDim, options.seed + 2);
   for (PsClient* client : {plain.get(), secure.get()}) {
     EMBER_RETURN_IF_ERROR(client->CreateTableEverywhere(BenchTable()));
-    EMBER_RETURN_IF_ERROR(Populate(*client, rows, grads));
+    EMBER_RETURN_IF_ERROR(PopulateRows(*client, kTable, rows, kBatch, grads));
   }
   Say(absl::StrFormat("populated %d rows on each", rows));
 
@@ -188,8 +167,7 @@ absl::StatusOr<Figures> RunTlsSuite(const BenchOptions& options) {
   };
   std::vector<std::unique_ptr<Ring>> rings;
   auto add = [&rings](std::string figure, size_t keys, Pipeline* p, size_t depth) {
-    rings.push_back(
-        std::make_unique<Ring>(Ring{std::move(figure), keys, InFlightRing(p, depth)}));
+    rings.push_back(std::make_unique<Ring>(Ring{std::move(figure), keys, InFlightRing(p, depth)}));
   };
   add("plain_pull", kBatch, &plain_pull, 1);
   add("tls_pull", kBatch, &tls_pull, 1);
