@@ -110,10 +110,11 @@ absl::Status Trainer::Setup() {
 
   const int num_dense = static_cast<int>(DenseColumns(config_).size());
   absl::StatusOr<std::unique_ptr<DenseTower>> tower =
-      DenseTower::Create(config_.dense(), num_dense, layout_.FeatureDims());
+      DenseTower::Create(config_.dense(), num_dense, layout_.FeatureDims(), options_.dense_device);
   if (!tower.ok()) return InStage(tower.status(), "dense tower");
   tower_ = std::move(*tower);
-  optimizer_ = DenseOptimizer::Create(config_.dense_optimizer(), tower_->parameters().size());
+  optimizer_ = CreateDenseOptimizer(config_.dense_optimizer(), *tower_);
+  EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer"));
 
   CollectiveOptions collective;
   collective.coordinator_address = options_.coordinator_address;
@@ -133,6 +134,12 @@ absl::Status Trainer::Setup() {
                                             "--generation)"));
   }
   collective_ = std::move(*c);
+  if (tower_->device() == DenseDevice::kCuda) {
+    absl::StatusOr<std::unique_ptr<DeviceCollective>> nccl =
+        DeviceCollective::Connect(collective, options_.dense_device.cuda_device);
+    if (!nccl.ok()) return InStage(nccl.status(), "NCCL rendezvous");
+    device_collective_ = std::move(*nccl);
+  }
 
   ReaderOptions reader_options;
   reader_options.rank = options_.rank;
@@ -264,11 +271,11 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   dlogits_.resize(b);
   sparse.Pool(absl::MakeSpan(pooled_));
   tower_->Forward(b, ex.dense, pooled_, absl::MakeSpan(logits_));
-  const float loss_sum =
-      BceWithLogits(logits_, ex.labels, ex.weights, static_cast<float>(1.0 / global_examples),
-                    absl::MakeSpan(dlogits_)) *
-      static_cast<float>(global_examples);
-  tower_->Backward(dlogits_, absl::MakeSpan(d_pooled_));
+  const float loss_sum = tower_->BackwardWithBce(logits_, ex.labels, ex.weights,
+                                                 static_cast<float>(1.0 / global_examples),
+                                                 absl::MakeSpan(d_pooled_)) *
+                         static_cast<float>(global_examples);
+  EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense tower"));
   sparse.Backward(d_pooled_);
   const absl::Time t2 = absl::Now();
 
@@ -283,13 +290,20 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
   if (!next.ok()) return InStage(next.status(), "training data");
   const bool has_next = *next != nullptr && (*next)->epoch == epoch_;
-  absl::Span<float> grads = tower_->gradients();
+  // CPU: the gradients ride in the Gloo all-reduce with the step's sums. CUDA: NCCL sums
+  // them in device memory; Gloo carries the sums alone.
+  const bool on_device = device_collective_ != nullptr;
+  const absl::Span<float> grads = tower_->step_gradients();
+  if (on_device) {
+    EMBER_RETURN_IF_ERROR(InStage(device_collective_->AllReduceSum(grads, tower_->cuda_stream()),
+                                  "dense gradient all-reduce (NCCL)"));
+  }
+  const size_t extra = on_device ? 0 : grads.size();
   // With skew handling on, the step's skew counts ride along (only then: the size of
   // the all-reduce may change the summation order, and so the bits, of the gradients).
   const size_t skew_extra = skew_->active() ? std::tuple_size_v<SkewHandler::StepCounts> : 0;
-  reduce_.resize(grads.size() + 4 + skew_extra);
-  std::memcpy(reduce_.data(), grads.data(), grads.size() * sizeof(float));
-  const size_t extra = grads.size();
+  reduce_.resize(extra + 4 + skew_extra);
+  if (!on_device) std::memcpy(reduce_.data(), grads.data(), grads.size() * sizeof(float));
   reduce_[extra] = loss_sum;
   reduce_[extra + 1] = has_next ? 1.0f : 0.0f;
   reduce_[extra + 2] = has_next ? static_cast<float>(skew_->PlannedSize(**next)) : 0.0f;
@@ -310,7 +324,12 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
     totals.hot_cache_hits += static_cast<uint64_t>(sums[2]);
     totals.hot_cache_lookups += static_cast<uint64_t>(sums[3]);
   }
-  optimizer_->Step(tower_->parameters(), absl::MakeConstSpan(reduce_.data(), grads.size()));
+  if (on_device) {
+    optimizer_->Step(tower_->step_parameters(), grads);
+  } else {
+    optimizer_->Step(tower_->parameters(), absl::MakeConstSpan(reduce_.data(), grads.size()));
+  }
+  EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer"));
   next_agreement_ = {reduce_[extra + 1], reduce_[extra + 2]};
   checkpoint_next_ = reduce_[extra + 3] > 0.5f;
   const absl::Time t4 = absl::Now();
@@ -452,6 +471,7 @@ absl::Status Trainer::Finish() {
   result_.hot_cache_hits = skew.hot_cache_hits;
   result_.hot_cache_lookups = skew.hot_cache_lookups;
   const absl::Span<const float> dense = tower_->parameters();
+  EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense tower"));
   result_.dense_checksum = HashBytes(
       absl::string_view(reinterpret_cast<const char*>(dense.data()), dense.size() * sizeof(float)));
   if (!rank0()) return absl::OkStatus();

@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "ember/v1/model.pb.h"
 #include "grpcpp/security/credentials.h"
+#include "worker/dense/dense_device.h"
 #include "worker/evaluator.h"
 
 namespace ember::worker {
@@ -58,6 +59,10 @@ struct TrainerOptions {
   // Prometheus metrics port (0 = ephemeral, -1 = none). Default: -1.
   int metrics_port = -1;
   std::string metrics_host = "127.0.0.1";
+  // Where the dense tower runs (worker/dense/dense_device.h). On CUDA the dense
+  // gradients are all-reduced with NCCL (DeviceCollective) and the optimizer steps on
+  // the device; Gloo still carries the step's small host sums. Default: the CPU.
+  DenseTowerOptions dense_device;
   // Skip the test-set evaluation (also at the end). Default: false.
   bool skip_eval = false;
   // Progress lines go here (rank 0 only). Default: stdout.

@@ -57,6 +57,7 @@ absl::Status Trainer::Restore(const v1::WorkerState& state) {
                              " dense parameters, the tower has ", params.size()));
   }
   std::memcpy(params.data(), state.dense_parameters().data(), state.dense_parameters().size());
+  EMBER_RETURN_IF_ERROR(InStage(tower_->SyncParametersToDevice(), "dense parameters"));
   std::vector<float> opt(state.dense_optimizer_state().size() / sizeof(float));
   std::memcpy(opt.data(), state.dense_optimizer_state().data(), opt.size() * sizeof(float));
   EMBER_RETURN_IF_ERROR(InStage(optimizer_->LoadState(opt), "dense optimizer state"));
@@ -139,6 +140,8 @@ absl::Status Trainer::TakeCheckpoint() {
     state->set_dense_parameters(params.data(), params.size() * sizeof(float));
     const std::vector<float> opt = optimizer_->SaveState();
     state->set_dense_optimizer_state(opt.data(), opt.size() * sizeof(float));
+    EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense parameters"));
+    EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer state"));
     for (const std::string& bytes : *cursors) {
       if (!state->add_cursors()->ParseFromString(bytes)) {
         return absl::InternalError("a worker's checkpoint cursor does not parse");

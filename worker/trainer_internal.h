@@ -30,6 +30,7 @@
 #include "ember/v1/model.pb.h"
 #include "worker/batch_pipeline.h"
 #include "worker/collective/collective.h"
+#include "worker/collective/device_collective.h"
 #include "worker/dense/dense_tower.h"
 #include "worker/job_client.h"
 #include "worker/run_report.h"
@@ -111,6 +112,7 @@ class Trainer {
   std::unique_ptr<DenseTower> tower_;
   std::unique_ptr<DenseOptimizer> optimizer_;
   std::unique_ptr<Collective> collective_;
+  std::unique_ptr<DeviceCollective> device_collective_;  // CUDA towers only
   std::unique_ptr<BatchPipeline> pipeline_;
   std::unique_ptr<SkewHandler> skew_;
   std::unique_ptr<WorkerMetrics> metrics_;

@@ -47,6 +47,12 @@ constexpr char kUsage[] =
                              training.svg. Default: none
   --metrics_port=N           Prometheus metrics port; 0 picks one, -1 none. Default: -1
   --metrics_host=ADDR        metrics bind address. Default: 127.0.0.1
+  --device=cpu|cuda          where the dense tower runs. cuda: cuBLAS + Ember's kernels
+                             on one GPU, dense gradients all-reduced with NCCL.
+                             Default: cpu
+  --dense_precision=P        fp32, tf32 or bf16 (bf16 operands, fp32 master weights);
+                             tf32 and bf16 need --device=cuda. Default: fp32
+  --cuda_device=N            the GPU's ordinal. Default: $EMBER_CUDA_DEVICE, else 0
   --ps_deadline_ms=N         budget of one pull/push, retries included. Default: 30000
   --collective_timeout_ms=N  rendezvous and all-reduce deadline: a dead peer fails the
                              job within about this long. Default: 60000
@@ -84,7 +90,7 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
   TrainerOptions o;
   std::string config_path, train, test, consistency;
   int64_t ps_deadline_ms = 30000, collective_timeout_ms = 60000;
-  int rank = -1, world_size = -1;
+  int rank = -1, world_size = -1, cuda_device = -1;
   int64_t batch_size = -1, epochs = -1, max_steps = -1, eval_every = -1, log_every = -1;
   int64_t staleness = -1, checkpoint_steps = -1, checkpoint_seconds = -1;
   int64_t recovery_timeout_ms = 600000;
@@ -167,6 +173,16 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(number(flag, &cold_resample_fraction));
     } else if (name == "hot_cache_steps") {
       EMBER_RETURN_IF_ERROR(number(flag, &hot_cache_steps));
+    } else if (name == "device") {
+      std::string device;
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &device));
+      EMBER_ASSIGN_OR_RETURN(o.dense_device.device, ParseDenseDevice(device));
+    } else if (name == "dense_precision") {
+      std::string precision;
+      EMBER_RETURN_IF_ERROR(ParseString(flag, &precision));
+      EMBER_ASSIGN_OR_RETURN(o.dense_device.precision, ParseDensePrecision(precision));
+    } else if (name == "cuda_device") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &cuda_device));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -195,6 +211,14 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
     EMBER_RETURN_IF_ERROR(FromEnv("EMBER_WORLD_SIZE", &world_size));
   }
   if (world_size < 1) return absl::InvalidArgumentError("--world_size must be >= 1");
+  if (cuda_device < 0) {
+    cuda_device = 0;
+    EMBER_RETURN_IF_ERROR(FromEnv("EMBER_CUDA_DEVICE", &cuda_device));
+  }
+  o.dense_device.cuda_device = cuda_device;
+  // Fail on the flags, before any rendezvous: a worker that cannot run its tower must
+  // not make its peers wait for the collective's timeout.
+  EMBER_RETURN_IF_ERROR(CheckDenseDevice(o.dense_device));
   if (rank >= world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank=", rank, " must be below --world_size=", world_size));

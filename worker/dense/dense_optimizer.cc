@@ -4,11 +4,9 @@
 // float array. Element updates run in float, in PyTorch's operation order; the step
 // scalars (bias corrections) are computed in double and rounded once.
 //
-// State layout (SaveState / LoadState), all floats:
-//   [0] kind (1 SGD, 2 Adagrad, 3 Adam)
-//   [1] step count mod 2^24, [2] step count / 2^24 (each exact in a float)
-//   then Adagrad: accumulator[n]; Adam: m[n], v[n].
+// State layout (SaveState / LoadState): optimizer_state.h.
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
@@ -17,12 +15,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "worker/dense/cuda/cuda_backend.h"
 #include "worker/dense/dense_tower.h"
+#include "worker/dense/optimizer_state.h"
 
 namespace ember::worker {
 namespace {
-
-constexpr size_t kHeader = 3;
 
 float OrDefault(float value, float default_value) { return value == 0.0f ? default_value : value; }
 
@@ -32,30 +30,17 @@ class FlatOptimizer : public DenseOptimizer {
       : kind_(kind), n_(num_parameters), state_(num_parameters * num_moments, 0.0f) {}
 
   std::vector<float> SaveState() const final {
-    std::vector<float> out;
-    out.reserve(kHeader + state_.size());
-    out.push_back(static_cast<float>(kind_));
-    out.push_back(static_cast<float>(step_ & 0xffffff));
-    out.push_back(static_cast<float>(step_ >> 24));
-    out.insert(out.end(), state_.begin(), state_.end());
+    std::vector<float> out = dense_internal::OptimizerStateHeader(kind_, step_, state_.size());
+    std::copy(state_.begin(), state_.end(), out.begin() + dense_internal::kOptimizerStateHeader);
     return out;
   }
 
   absl::Status LoadState(absl::Span<const float> state) final {
-    if (state.size() != kHeader + state_.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("dense optimizer state has ", state.size(),
-                                                     " floats; want ", kHeader + state_.size()));
-    }
-    if (state[0] != static_cast<float>(kind_)) {
-      return absl::InvalidArgumentError(absl::StrCat("dense optimizer state is of kind ", state[0],
-                                                     "; want ", static_cast<int>(kind_)));
-    }
-    auto is_count = [](float f) { return f >= 0 && f < 16777216.0f && f == std::floor(f); };
-    if (!is_count(state[1]) || !is_count(state[2])) {
-      return absl::InvalidArgumentError("dense optimizer state: bad step count");
-    }
-    step_ = static_cast<uint64_t>(state[1]) | (static_cast<uint64_t>(state[2]) << 24);
-    state_.assign(state.begin() + kHeader, state.end());
+    absl::StatusOr<uint64_t> step =
+        dense_internal::CheckOptimizerState(state, kind_, state_.size());
+    if (!step.ok()) return step.status();
+    step_ = *step;
+    state_.assign(state.begin() + dense_internal::kOptimizerStateHeader, state.end());
     return absl::OkStatus();
   }
 
@@ -157,6 +142,15 @@ std::unique_ptr<DenseOptimizer> DenseOptimizer::Create(const v1::DenseOptimizerC
     default:
       return nullptr;
   }
+}
+
+std::unique_ptr<DenseOptimizer> CreateDenseOptimizer(const v1::DenseOptimizerConfig& config,
+                                                     DenseTower& tower) {
+  const size_t n = tower.step_parameters().size();
+  if (tower.device() == DenseDevice::kCuda) {
+    return cuda_internal::CreateCudaDenseOptimizer(config, n, tower.cuda_stream());
+  }
+  return DenseOptimizer::Create(config, n);
 }
 
 }  // namespace ember::worker

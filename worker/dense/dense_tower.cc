@@ -1,7 +1,8 @@
 // Copyright 2026 The Ember Authors.
 //
 // The CPU DenseTower: a list of Linear layers over one flat parameter buffer, the
-// activations of the last Forward kept for Backward. Kernels are in layers.cc.
+// activations of the last Forward kept for Backward. Kernels are in layers.cc; the
+// shapes in tower_layout.cc; the CUDA tower in cuda/. Create picks the backend.
 
 #include "worker/dense/dense_tower.h"
 
@@ -13,7 +14,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "worker/dense/cuda/cuda_backend.h"
 #include "worker/dense/layers.h"
+#include "worker/dense/tower_layout.h"
 
 namespace ember::worker {
 namespace {
@@ -22,65 +26,27 @@ using dense_internal::ConcatInteractionBackward;
 using dense_internal::ConcatInteractionForward;
 using dense_internal::DotInteractionBackward;
 using dense_internal::DotInteractionForward;
-using dense_internal::DotOutputWidth;
+using dense_internal::Layer;
 using dense_internal::LinearBackward;
 using dense_internal::LinearForward;
 using dense_internal::ReluBackward;
-
-// Larger layers are surely a config mistake, and this keeps every size product in range.
-constexpr uint32_t kMaxWidth = 1 << 16;
-
-struct Layer {
-  int in = 0;
-  int out = 0;
-  size_t w = 0;  // offset of W [out x in] in the flat buffers
-  size_t b = 0;  // offset of b [out]
-  bool relu = false;
-};
-
-// splitmix64 (Steele et al.): the init PRNG, the same stream on every platform.
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using dense_internal::TowerLayout;
 
 class CpuDenseTower final : public DenseTower {
  public:
-  CpuDenseTower(v1::DenseTowerConfig::Interaction interaction, int num_dense,
-                std::vector<int> feature_dims, int bottom_width, int interaction_width,
-                std::vector<Layer> bottom, std::vector<Layer> top, size_t num_parameters)
-      : interaction_(interaction),
-        num_dense_(num_dense),
-        feature_dims_(std::move(feature_dims)),
-        bottom_width_(bottom_width),
-        interaction_width_(interaction_width),
-        bottom_(std::move(bottom)),
-        top_(std::move(top)),
-        parameters_(num_parameters, 0.0f),
-        gradients_(num_parameters, 0.0f) {
-    for (int d : feature_dims_) pooled_width_ += d;
+  CpuDenseTower(TowerLayout layout, std::vector<float> parameters)
+      : interaction_(layout.interaction),
+        num_dense_(layout.num_dense),
+        feature_dims_(layout.feature_dims),
+        pooled_width_(layout.pooled_width),
+        bottom_width_(layout.bottom_width),
+        interaction_width_(layout.interaction_width),
+        bottom_(layout.bottom),
+        top_(layout.top),
+        parameters_(std::move(parameters)),
+        gradients_(parameters_.size(), 0.0f) {
     bottom_out_.resize(bottom_.size());
     top_out_.resize(top_.size());
-  }
-
-  // Xavier-uniform weights from one splitmix64 stream over the flat buffer in order
-  // (bias entries draw nothing), biases 0.
-  void Init(uint64_t seed) {
-    uint64_t state = seed;
-    auto init = [&](const std::vector<Layer>& layers) {
-      for (const Layer& layer : layers) {
-        const double limit = std::sqrt(6.0 / (layer.in + layer.out));
-        float* w = &parameters_[layer.w];
-        for (size_t i = 0; i < static_cast<size_t>(layer.in) * layer.out; ++i) {
-          const double u = static_cast<double>(SplitMix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
-          w[i] = static_cast<float>((2.0 * u - 1.0) * limit);
-        }
-      }
-    };
-    init(bottom_);
-    init(top_);
   }
 
   int pooled_width() const override { return pooled_width_; }
@@ -215,14 +181,13 @@ class CpuDenseTower final : public DenseTower {
   }
 
  private:
-  // The row length of the DOT matrix Z: the bottom width, or with no bottom vector the
-  // (common) feature dim.
+  // See TowerLayout::DotDim.
   int DotDim() const { return num_dense_ > 0 ? bottom_width_ : feature_dims_[0]; }
 
   const v1::DenseTowerConfig::Interaction interaction_;
   const int num_dense_;
   const std::vector<int> feature_dims_;
-  int pooled_width_ = 0;
+  const int pooled_width_;
   const int bottom_width_;  // 0 without dense features
   const int interaction_width_;
   const std::vector<Layer> bottom_;
@@ -241,108 +206,32 @@ class CpuDenseTower final : public DenseTower {
   std::vector<float> grad_a_, grad_b_, grad_d_bottom_;
 };
 
-absl::Status CheckWidth(uint32_t width, const char* field, int index) {
-  if (width == 0 || width > kMaxWidth) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dense tower: ", field, "[", index, "] is ", width, "; want 1..", kMaxWidth));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
+
+float DenseTower::BackwardWithBce(absl::Span<const float> logits, absl::Span<const float> labels,
+                                  absl::Span<const float> weights, float scale,
+                                  absl::Span<float> d_pooled) {
+  std::vector<float> dlogits(logits.size());
+  const float loss = BceWithLogits(logits, labels, weights, scale, absl::MakeSpan(dlogits));
+  Backward(dlogits, d_pooled);
+  return loss;
+}
 
 absl::StatusOr<std::unique_ptr<DenseTower>> DenseTower::Create(const v1::DenseTowerConfig& config,
                                                                int num_dense,
-                                                               std::vector<int> feature_dims) {
+                                                               std::vector<int> feature_dims,
+                                                               const DenseTowerOptions& options) {
+  EMBER_RETURN_IF_ERROR(CheckDenseDevice(options));
+  absl::StatusOr<TowerLayout> layout =
+      dense_internal::BuildTowerLayout(config, num_dense, std::move(feature_dims));
+  if (!layout.ok()) return layout.status();
+  std::vector<float> parameters =
+      dense_internal::InitialParameters(*layout, config.init_seed() == 0 ? 1 : config.init_seed());
+  if (options.device == DenseDevice::kCuda) {
+    return cuda_internal::CreateCudaDenseTower(std::move(*layout), std::move(parameters), options);
+  }
   dense_internal::SetBlasSingleThreaded();
-  v1::DenseTowerConfig::Interaction interaction = config.interaction();
-  if (interaction == v1::DenseTowerConfig::INTERACTION_UNSPECIFIED) {
-    interaction = v1::DenseTowerConfig::DOT;
-  }
-  if (interaction != v1::DenseTowerConfig::DOT && interaction != v1::DenseTowerConfig::CONCAT) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dense tower: unknown interaction ", static_cast<int>(interaction)));
-  }
-  if (num_dense < 0 || num_dense > static_cast<int>(kMaxWidth)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dense tower: num_dense is ", num_dense, "; want 0..", kMaxWidth));
-  }
-  int pooled_width = 0;
-  for (size_t i = 0; i < feature_dims.size(); ++i) {
-    if (feature_dims[i] <= 0 || feature_dims[i] > static_cast<int>(kMaxWidth)) {
-      return absl::InvalidArgumentError(absl::StrCat("dense tower: feature_dims[", i, "] is ",
-                                                     feature_dims[i], "; want 1..", kMaxWidth));
-    }
-    pooled_width += feature_dims[i];
-    if (pooled_width > static_cast<int>(kMaxWidth)) {
-      return absl::InvalidArgumentError("dense tower: pooled features wider than 65536");
-    }
-  }
-  for (int i = 0; i < config.bottom_mlp_size(); ++i) {
-    if (absl::Status s = CheckWidth(config.bottom_mlp(i), "bottom_mlp", i); !s.ok()) return s;
-  }
-  for (int i = 0; i < config.top_mlp_size(); ++i) {
-    if (absl::Status s = CheckWidth(config.top_mlp(i), "top_mlp", i); !s.ok()) return s;
-  }
-
-  size_t num_parameters = 0;
-  auto add_layer = [&num_parameters](std::vector<Layer>& layers, int in, int out, bool relu) {
-    Layer layer{in, out, num_parameters, num_parameters + static_cast<size_t>(in) * out, relu};
-    num_parameters = layer.b + out;
-    layers.push_back(layer);
-  };
-
-  // Bottom MLP: only with dense features (without them bottom_mlp is ignored).
-  std::vector<Layer> bottom;
-  int bottom_width = 0;
-  if (num_dense > 0) {
-    bottom_width = num_dense;
-    for (uint32_t width : config.bottom_mlp()) {
-      add_layer(bottom, bottom_width, static_cast<int>(width), /*relu=*/true);
-      bottom_width = static_cast<int>(width);
-    }
-  }
-
-  const int num_features = static_cast<int>(feature_dims.size());
-  int interaction_width = 0;
-  if (interaction == v1::DenseTowerConfig::DOT) {
-    const bool has_bottom = num_dense > 0;
-    const int dim = has_bottom ? bottom_width : (num_features > 0 ? feature_dims[0] : 0);
-    for (int i = 0; i < num_features; ++i) {
-      if (feature_dims[i] != dim) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("dense tower: DOT interaction needs every feature dim equal to ",
-                         has_bottom ? "the bottom output size " : "the first feature's dim ", dim,
-                         "; feature ", i, " has dim ", feature_dims[i]));
-      }
-    }
-    if (num_features + (has_bottom ? 1 : 0) < 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("dense tower: DOT interaction needs at least two vectors (bottom output and "
-                       "features); have ",
-                       num_features, " features and ", has_bottom ? "a" : "no", " bottom output"));
-    }
-    interaction_width = DotOutputWidth(has_bottom, num_features, dim);
-  } else {
-    interaction_width = bottom_width + pooled_width;
-    if (interaction_width == 0) {
-      return absl::InvalidArgumentError("dense tower: no inputs (no dense and no features)");
-    }
-  }
-
-  std::vector<Layer> top;
-  int width = interaction_width;
-  for (uint32_t out : config.top_mlp()) {
-    add_layer(top, width, static_cast<int>(out), /*relu=*/true);
-    width = static_cast<int>(out);
-  }
-  add_layer(top, width, 1, /*relu=*/false);
-
-  auto tower = std::make_unique<CpuDenseTower>(interaction, num_dense, std::move(feature_dims),
-                                               bottom_width, interaction_width, std::move(bottom),
-                                               std::move(top), num_parameters);
-  tower->Init(config.init_seed() == 0 ? 1 : config.init_seed());
-  return tower;
+  return std::make_unique<CpuDenseTower>(std::move(*layout), std::move(parameters));
 }
 
 }  // namespace ember::worker

@@ -1,6 +1,9 @@
 // Copyright 2026 The Ember Authors.
 //
-// DenseTower: the dense part of a DLRM-style CTR model on the CPU (OpenBLAS).
+// DenseTower: the dense part of a DLRM-style CTR model, on the CPU (OpenBLAS) or on a
+// CUDA GPU (cuBLAS and Ember's kernels: worker/dense/cuda/), chosen by
+// DenseTowerOptions (dense_device.h). Both backends share the shapes, the parameter
+// layout and the initial weights (tower_layout.h).
 //
 //   dense features [B x num_dense] -> bottom MLP (ReLU after every layer)
 //   pooled embeddings, F features [B x dim_f each]
@@ -17,7 +20,8 @@
 //   tower->Forward(batch_size, dense, pooled, logits);      // logits [B]
 //   float loss = BceWithLogits(logits, labels, weights, scale, dlogits);
 //   tower->Backward(dlogits, d_pooled);   // fills gradients(), writes d_pooled
-//   optimizer->Step(tower->parameters(), tower->gradients());
+//   optimizer->Step(tower->step_parameters(), tower->step_gradients());
+//   EMBER_RETURN_IF_ERROR(tower->status());  // CUDA: the first device error, if any
 //
 // Thread-safety: none; one tower per training thread. Forward must precede Backward
 // with the same batch (the tower keeps the activations).
@@ -27,6 +31,12 @@
 // Create). Across CPU types the last bits may differ (OpenBLAS and Ember pick SIMD
 // kernels per CPU). Forward + backward of the benchmark model (3 dense, bottom [64, 16],
 // 8 features of dim 16, DOT, top [64, 32]) at batch 1024 takes about 0.85 ms of one core.
+//
+// The CUDA backend keeps parameters, gradients and activations in device memory;
+// parameters() and gradients() are host mirrors (see there), and the training step's
+// collective and optimizer work on step_parameters() / step_gradients() in device
+// memory. In FP32 it matches the CPU backend to float rounding (different summation
+// orders), not bitwise; its own results are run-to-run deterministic (no atomics).
 
 #ifndef EMBER_WORKER_DENSE_DENSE_TOWER_H_
 #define EMBER_WORKER_DENSE_DENSE_TOWER_H_
@@ -35,9 +45,11 @@
 #include <memory>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ember/v1/model.pb.h"
+#include "worker/dense/dense_device.h"
 
 namespace ember::worker {
 
@@ -55,12 +67,20 @@ class DenseTower {
   // INVALID_ARGUMENT when the shapes do not fit (DOT with a feature dim that differs
   // from the bottom output size, or fewer than two vectors to interact; no inputs at
   // all; a layer size of 0 or above 65536; num_dense < 0; a feature dim < 1).
-  // Sets OpenBLAS to one thread, process-wide (its threads would change the bits; the
-  // worker's threads are the parallelism).
-  static absl::StatusOr<std::unique_ptr<DenseTower>> Create(const v1::DenseTowerConfig& config,
-                                                            int num_dense,
-                                                            std::vector<int> feature_dims);
+  // The device errors of CheckDenseDevice(options) (dense_device.h), and for CUDA
+  // RESOURCE_EXHAUSTED or INTERNAL when the device cannot hold the parameters or start
+  // cuBLAS. CPU: sets OpenBLAS to one thread, process-wide (its threads would change
+  // the bits; the worker's threads are the parallelism).
+  static absl::StatusOr<std::unique_ptr<DenseTower>> Create(
+      const v1::DenseTowerConfig& config, int num_dense, std::vector<int> feature_dims,
+      const DenseTowerOptions& options = DenseTowerOptions());
   virtual ~DenseTower() = default;
+
+  virtual DenseDevice device() const { return DenseDevice::kCpu; }
+  // OK, or the first device error (CUDA: a failed copy, launch or cuBLAS call, already
+  // translated to absl::Status). After an error the tower is broken: later calls do
+  // nothing and status() keeps returning it. The CPU backend is always OK.
+  virtual absl::Status status() const { return absl::OkStatus(); }
 
   // The width of the pooled input row: sum of feature_dims.
   virtual int pooled_width() const = 0;
@@ -78,9 +98,30 @@ class DenseTower {
   // the pooled inputs. REQUIRES: a Forward with the same batch before.
   virtual void Backward(absl::Span<const float> dlogits, absl::Span<float> d_pooled) = 0;
 
-  // The flat parameter and gradient buffers (same size and layout).
+  // BceWithLogits of the last Forward's logits (the ones it wrote to `logits`, passed
+  // back here) and then Backward of its dlogits, in one call: returns the loss as
+  // BceWithLogits does and writes d_pooled. The CPU backend runs exactly those two
+  // functions; the CUDA one computes the loss on the device from its own logits.
+  virtual float BackwardWithBce(absl::Span<const float> logits, absl::Span<const float> labels,
+                                absl::Span<const float> weights, float scale,
+                                absl::Span<float> d_pooled);
+
+  // The flat parameter and gradient buffers (same size and layout), on the host. CPU:
+  // the live buffers. CUDA: host mirrors; each call copies the device buffer into the
+  // mirror (blocking), and writes to the parameters() mirror reach the device only
+  // through SyncParametersToDevice().
   virtual absl::Span<float> parameters() = 0;
   virtual absl::Span<float> gradients() = 0;
+  // CUDA: copies the parameters() mirror to the device. CPU: nothing to do.
+  virtual absl::Status SyncParametersToDevice() { return status(); }
+
+  // The buffers a training step's all-reduce and optimizer work on: parameters() and
+  // gradients() on the CPU; device memory on CUDA (never dereference those on the
+  // host; a CUDA DenseOptimizer made by CreateDenseOptimizer steps them).
+  virtual absl::Span<float> step_parameters() { return parameters(); }
+  virtual absl::Span<float> step_gradients() { return gradients(); }
+  // The cudaStream_t every device operation of the tower is ordered on; null on the CPU.
+  virtual void* cuda_stream() const { return nullptr; }
 };
 
 // Weighted binary cross-entropy on logits, numerically stable. Returns
@@ -106,7 +147,16 @@ class DenseOptimizer {
   virtual std::vector<float> SaveState() const = 0;
   // INVALID_ARGUMENT when `state` does not come from SaveState of an equal optimizer.
   virtual absl::Status LoadState(absl::Span<const float> state) = 0;
+  // OK, or the first device error of a CUDA optimizer (the CPU one is always OK).
+  virtual absl::Status status() const { return absl::OkStatus(); }
 };
+
+// The optimizer that steps `tower`'s step_parameters(): DenseOptimizer::Create for a CPU
+// tower; for a CUDA tower one whose state lives on the device and whose steps run on
+// the tower's stream (same formulas, same SaveState layout, so checkpoints move between
+// backends). nullptr for an unknown kind.
+std::unique_ptr<DenseOptimizer> CreateDenseOptimizer(const v1::DenseOptimizerConfig& config,
+                                                     DenseTower& tower);
 
 }  // namespace ember::worker
 

@@ -1,0 +1,46 @@
+// Copyright 2026 The Ember Authors.
+//
+// The entry points of the CUDA dense backend, as plain C++ (no CUDA headers), so
+// dense_tower.cc and dense_device.cc call them whether or not the build has CUDA.
+// Built with nvcc present: cuda_device.cc, cuda_dense_tower.cc, cuda_dense_optimizer.cc
+// and kernels.cu. Without: cuda_unavailable.cc, where each answers UNIMPLEMENTED
+// ("built without CUDA"). Internal to worker/dense/.
+
+#ifndef EMBER_WORKER_DENSE_CUDA_CUDA_BACKEND_H_
+#define EMBER_WORKER_DENSE_CUDA_CUDA_BACKEND_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ember/v1/model.pb.h"
+#include "worker/dense/dense_device.h"
+#include "worker/dense/dense_tower.h"
+#include "worker/dense/tower_layout.h"
+
+namespace ember::worker::cuda_internal {
+
+// Whether this build has the CUDA backend.
+bool BuiltWithCuda();
+
+// OK when device `ordinal` is visible and usable; UNAVAILABLE with the runtime's
+// reason otherwise; UNIMPLEMENTED without the backend.
+absl::Status ProbeDevice(int ordinal);
+absl::StatusOr<std::string> DescribeDevice(int ordinal);
+
+// A tower on options.cuda_device with these (validated) shapes and initial parameters.
+absl::StatusOr<std::unique_ptr<DenseTower>> CreateCudaDenseTower(dense_internal::TowerLayout layout,
+                                                                 std::vector<float> parameters,
+                                                                 const DenseTowerOptions& options);
+
+// An optimizer over `num_parameters` floats of device memory, stepping on `stream` (a
+// cudaStream_t). nullptr for an unknown kind.
+std::unique_ptr<DenseOptimizer> CreateCudaDenseOptimizer(const v1::DenseOptimizerConfig& config,
+                                                         size_t num_parameters, void* stream);
+
+}  // namespace ember::worker::cuda_internal
+
+#endif  // EMBER_WORKER_DENSE_CUDA_CUDA_BACKEND_H_

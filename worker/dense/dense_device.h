@@ -1,0 +1,66 @@
+// Copyright 2026 The Ember Authors.
+//
+// Where a dense tower runs: the CPU (OpenBLAS) or a CUDA GPU (cuBLAS and Ember's
+// kernels), and in which matrix precision. Chosen once per worker (`--device`,
+// `--dense_precision`) and passed to DenseTower::Create.
+//
+//   DenseTowerOptions options;
+//   EMBER_ASSIGN_OR_RETURN(options.device, ParseDenseDevice("cuda"));
+//   EMBER_RETURN_IF_ERROR(CheckDenseDevice(options));   // UNAVAILABLE: no GPU visible
+//
+// The CUDA backend is compiled whenever nvcc is found at build time (CMake); a build
+// without it answers UNIMPLEMENTED for kCuda. Built with it, a machine with no GPU (or
+// no driver) answers UNAVAILABLE with the CUDA runtime's reason.
+
+#ifndef EMBER_WORKER_DENSE_DENSE_DEVICE_H_
+#define EMBER_WORKER_DENSE_DENSE_DEVICE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace ember::worker {
+
+enum class DenseDevice { kCpu, kCuda };
+
+// The precision of the tower's matrix products. Everything else (bias, activations,
+// interaction, loss, optimizer, master weights) is float32 in every mode.
+enum class DensePrecision {
+  kFp32,  // float32 products (CUDA: cuBLAS default math, no tensor cores)
+  kTf32,  // CUDA: float32 in, tensor cores with 10-bit mantissas, float32 accumulate
+  kBf16,  // CUDA: operands rounded to bfloat16, float32 accumulate; master weights float32
+};
+
+struct DenseTowerOptions {
+  // Default: kCpu.
+  DenseDevice device = DenseDevice::kCpu;
+  // Default: kFp32. The CPU backend computes in float32 whatever this says (INVALID_ARGUMENT
+  // from CheckDenseDevice for another value, so a CPU run never claims a precision it
+  // does not use).
+  DensePrecision precision = DensePrecision::kFp32;
+  // The CUDA device ordinal (kCuda only). Default: 0.
+  int cuda_device = 0;
+};
+
+// "cpu" | "cuda" (INVALID_ARGUMENT otherwise, naming the choices).
+absl::StatusOr<DenseDevice> ParseDenseDevice(absl::string_view text);
+// "fp32" | "tf32" | "bf16".
+absl::StatusOr<DensePrecision> ParseDensePrecision(absl::string_view text);
+const char* DenseDeviceName(DenseDevice device);
+const char* DensePrecisionName(DensePrecision precision);
+
+// OK when a tower with these options can be made here: for kCuda, the build has the
+// CUDA backend (else UNIMPLEMENTED) and `cuda_device` is a visible device (else
+// UNAVAILABLE, with the runtime's reason: no driver, no device, ordinal out of range).
+// INVALID_ARGUMENT for a non-fp32 precision on the CPU or a negative ordinal.
+absl::Status CheckDenseDevice(const DenseTowerOptions& options);
+
+// One line about the CUDA device `ordinal` ("NVIDIA H200, compute 9.0, 132 SMs, 140 GiB"),
+// or the reason there is none (the status of CheckDenseDevice).
+absl::StatusOr<std::string> DescribeCudaDevice(int ordinal);
+
+}  // namespace ember::worker
+
+#endif  // EMBER_WORKER_DENSE_DENSE_DEVICE_H_

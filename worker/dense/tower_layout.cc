@@ -1,0 +1,157 @@
+// Copyright 2026 The Ember Authors.
+
+#include "worker/dense/tower_layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "worker/dense/layers.h"
+
+namespace ember::worker::dense_internal {
+namespace {
+
+// Larger layers are surely a config mistake, and this keeps every size product in range.
+constexpr uint32_t kMaxWidth = 1 << 16;
+
+// splitmix64 (Steele et al.): the init PRNG, the same stream on every platform.
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+absl::Status CheckWidth(uint32_t width, const char* field, int index) {
+  if (width == 0 || width > kMaxWidth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dense tower: ", field, "[", index, "] is ", width, "; want 1..", kMaxWidth));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int TowerLayout::MaxWidth() const {
+  int width = interaction_width;
+  for (const Layer& layer : bottom) width = std::max(width, layer.out);
+  for (const Layer& layer : top) width = std::max(width, layer.out);
+  return width;
+}
+
+double TowerLayout::ForwardMacsPerExample() const {
+  double macs = 0;
+  for (const Layer& layer : bottom) macs += static_cast<double>(layer.in) * layer.out;
+  for (const Layer& layer : top) macs += static_cast<double>(layer.in) * layer.out;
+  if (interaction == v1::DenseTowerConfig::DOT) {
+    const double n = static_cast<double>(feature_dims.size()) + (num_dense > 0 ? 1 : 0);
+    macs += n * (n - 1) / 2 * DotDim();
+  }
+  return macs;
+}
+
+absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config, int num_dense,
+                                             std::vector<int> feature_dims) {
+  TowerLayout t;
+  t.interaction = config.interaction();
+  if (t.interaction == v1::DenseTowerConfig::INTERACTION_UNSPECIFIED) {
+    t.interaction = v1::DenseTowerConfig::DOT;
+  }
+  if (t.interaction != v1::DenseTowerConfig::DOT && t.interaction != v1::DenseTowerConfig::CONCAT) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dense tower: unknown interaction ", static_cast<int>(t.interaction)));
+  }
+  if (num_dense < 0 || num_dense > static_cast<int>(kMaxWidth)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dense tower: num_dense is ", num_dense, "; want 0..", kMaxWidth));
+  }
+  t.num_dense = num_dense;
+  for (size_t i = 0; i < feature_dims.size(); ++i) {
+    if (feature_dims[i] <= 0 || feature_dims[i] > static_cast<int>(kMaxWidth)) {
+      return absl::InvalidArgumentError(absl::StrCat("dense tower: feature_dims[", i, "] is ",
+                                                     feature_dims[i], "; want 1..", kMaxWidth));
+    }
+    t.pooled_width += feature_dims[i];
+    if (t.pooled_width > static_cast<int>(kMaxWidth)) {
+      return absl::InvalidArgumentError("dense tower: pooled features wider than 65536");
+    }
+  }
+  t.feature_dims = std::move(feature_dims);
+  for (int i = 0; i < config.bottom_mlp_size(); ++i) {
+    if (absl::Status s = CheckWidth(config.bottom_mlp(i), "bottom_mlp", i); !s.ok()) return s;
+  }
+  for (int i = 0; i < config.top_mlp_size(); ++i) {
+    if (absl::Status s = CheckWidth(config.top_mlp(i), "top_mlp", i); !s.ok()) return s;
+  }
+
+  auto add_layer = [&t](std::vector<Layer>& layers, int in, int out, bool relu) {
+    Layer layer{in, out, t.num_parameters, t.num_parameters + static_cast<size_t>(in) * out, relu};
+    t.num_parameters = layer.b + out;
+    layers.push_back(layer);
+  };
+
+  // Bottom MLP: only with dense features (without them bottom_mlp is ignored).
+  if (num_dense > 0) {
+    t.bottom_width = num_dense;
+    for (uint32_t width : config.bottom_mlp()) {
+      add_layer(t.bottom, t.bottom_width, static_cast<int>(width), /*relu=*/true);
+      t.bottom_width = static_cast<int>(width);
+    }
+  }
+
+  const int num_features = static_cast<int>(t.feature_dims.size());
+  if (t.interaction == v1::DenseTowerConfig::DOT) {
+    const bool has_bottom = num_dense > 0;
+    const int dim = has_bottom ? t.bottom_width : (num_features > 0 ? t.feature_dims[0] : 0);
+    for (int i = 0; i < num_features; ++i) {
+      if (t.feature_dims[i] != dim) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dense tower: DOT interaction needs every feature dim equal to ",
+                         has_bottom ? "the bottom output size " : "the first feature's dim ", dim,
+                         "; feature ", i, " has dim ", t.feature_dims[i]));
+      }
+    }
+    if (num_features + (has_bottom ? 1 : 0) < 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dense tower: DOT interaction needs at least two vectors (bottom output and "
+                       "features); have ",
+                       num_features, " features and ", has_bottom ? "a" : "no", " bottom output"));
+    }
+    t.interaction_width = DotOutputWidth(has_bottom, num_features, dim);
+  } else {
+    t.interaction_width = t.bottom_width + t.pooled_width;
+    if (t.interaction_width == 0) {
+      return absl::InvalidArgumentError("dense tower: no inputs (no dense and no features)");
+    }
+  }
+
+  int width = t.interaction_width;
+  for (uint32_t out : config.top_mlp()) {
+    add_layer(t.top, width, static_cast<int>(out), /*relu=*/true);
+    width = static_cast<int>(out);
+  }
+  add_layer(t.top, width, 1, /*relu=*/false);
+  return t;
+}
+
+std::vector<float> InitialParameters(const TowerLayout& layout, uint64_t seed) {
+  std::vector<float> parameters(layout.num_parameters, 0.0f);
+  uint64_t state = seed;
+  auto init = [&](const std::vector<Layer>& layers) {
+    for (const Layer& layer : layers) {
+      const double limit = std::sqrt(6.0 / (layer.in + layer.out));
+      float* w = &parameters[layer.w];
+      for (size_t i = 0; i < static_cast<size_t>(layer.in) * layer.out; ++i) {
+        const double u = static_cast<double>(SplitMix64(state) >> 11) * 0x1.0p-53;  // [0, 1)
+        w[i] = static_cast<float>((2.0 * u - 1.0) * limit);
+      }
+    }
+  };
+  init(layout.bottom);
+  init(layout.top);
+  return parameters;
+}
+
+}  // namespace ember::worker::dense_internal
