@@ -216,9 +216,10 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
     EMBER_RETURN_IF_ERROR(FromEnv("EMBER_CUDA_DEVICE", &cuda_device));
   }
   o.dense_device.cuda_device = cuda_device;
-  // Fail on the flags, before any rendezvous: a worker that cannot run its tower must
-  // not make its peers wait for the collective's timeout.
-  EMBER_RETURN_IF_ERROR(CheckDenseDevice(o.dense_device));
+  if (o.dense_device.device == DenseDevice::kCpu &&
+      o.dense_device.precision != DensePrecision::kFp32) {
+    return CheckDenseDevice(o.dense_device);  // explains that the CPU computes in fp32
+  }
   if (rank >= world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank=", rank, " must be below --world_size=", world_size));
@@ -285,6 +286,18 @@ absl::StatusOr<TrainerOptions> ParseFlags(const std::vector<Flag>& flags) {
 }
 
 absl::Status Run(const TrainerOptions& options) {
+  // Before any rendezvous: a worker that cannot run its tower must not make its peers
+  // wait for the collective's timeout.
+  if (absl::Status s = CheckDenseDevice(options.dense_device); !s.ok()) {
+    return absl::Status(
+        s.code(),
+        absl::StrCat("--device=", DenseDeviceName(options.dense_device.device), ": ", s.message()));
+  }
+  if (options.dense_device.device == DenseDevice::kCuda) {
+    std::cout << "dense tower on "
+              << DescribeCudaDevice(options.dense_device.cuda_device).value_or("?") << " ("
+              << DensePrecisionName(options.dense_device.precision) << ")" << std::endl;
+  }
   absl::StatusOr<TrainResult> result = Train(options);
   if (!result.ok()) return result.status();
   if (options.rank == 0 && !options.run_dir.empty()) {

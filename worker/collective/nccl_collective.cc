@@ -20,20 +20,24 @@
 #include "grpcpp/create_channel.h"
 #include "worker/collective/coordinator_store.h"
 #include "worker/collective/device_collective.h"
+#include "worker/dense/cuda/cuda_libraries.h"
 #include "worker/dense/cuda/cuda_status.h"
 
 namespace ember::worker {
 namespace {
 
 using cuda_internal::CudaStatus;
+using cuda_internal::LoadNccl;
+using cuda_internal::NcclApi;
 using cuda_internal::NcclStatus;
 
 // Polls `comm` until its pending operation is no longer in progress, or the deadline:
 // then aborts it (DEADLINE_EXCEEDED naming `what`).
-absl::Status WaitComm(ncclComm_t comm, absl::Time deadline, const std::string& what) {
+absl::Status WaitComm(const NcclApi& nccl, ncclComm_t comm, absl::Time deadline,
+                      const std::string& what) {
   while (true) {
     ncclResult_t state = ncclSuccess;
-    const ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+    const ncclResult_t r = nccl.comm_get_async_error(comm, &state);
     if (r != ncclSuccess) return NcclStatus(r, what);
     if (state != ncclInProgress) return NcclStatus(state, what);
     if (absl::Now() > deadline) {
@@ -45,14 +49,15 @@ absl::Status WaitComm(ncclComm_t comm, absl::Time deadline, const std::string& w
 
 class NcclCollective final : public DeviceCollective {
  public:
-  NcclCollective(int rank, int world_size, absl::Duration timeout, ncclComm_t comm)
-      : rank_(rank), world_size_(world_size), timeout_(timeout), comm_(comm) {}
+  NcclCollective(const NcclApi& nccl, int rank, int world_size, absl::Duration timeout,
+                 ncclComm_t comm)
+      : nccl_(nccl), rank_(rank), world_size_(world_size), timeout_(timeout), comm_(comm) {}
   ~NcclCollective() override {
     if (comm_ == nullptr) return;
     if (broken_) {
-      ncclCommAbort(comm_);
+      nccl_.comm_abort(comm_);
     } else {
-      ncclCommDestroy(comm_);
+      nccl_.comm_destroy(comm_);
     }
   }
 
@@ -67,9 +72,9 @@ class NcclCollective final : public DeviceCollective {
     const absl::Time deadline = absl::Now() + timeout_;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     absl::Status status = NcclStatus(
-        ncclAllReduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm_, s),
+        nccl_.all_reduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm_, s),
         "the dense gradient all-reduce");
-    if (status.ok()) status = WaitComm(comm_, deadline, "the dense gradient all-reduce");
+    if (status.ok()) status = WaitComm(nccl_, comm_, deadline, "the dense gradient all-reduce");
     // The enqueued reduction runs on the stream; wait for it with the same deadline, and
     // watch for a peer's failure meanwhile.
     while (status.ok()) {
@@ -80,7 +85,7 @@ class NcclCollective final : public DeviceCollective {
         break;
       }
       ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &async);
+      nccl_.comm_get_async_error(comm_, &async);
       if (async != ncclSuccess && async != ncclInProgress) {
         status = NcclStatus(async, "the dense gradient all-reduce (a peer failed)");
         break;
@@ -98,6 +103,7 @@ class NcclCollective final : public DeviceCollective {
   }
 
  private:
+  const NcclApi& nccl_;
   const int rank_;
   const int world_size_;
   const absl::Duration timeout_;
@@ -119,13 +125,14 @@ absl::StatusOr<std::unique_ptr<DeviceCollective>> DeviceCollective::Connect(
   if (options.world_size > 1 && options.coordinator_address.empty()) {
     return absl::InvalidArgumentError("NCCL collective: world size > 1 needs a coordinator");
   }
+  EMBER_ASSIGN_OR_RETURN(const NcclApi* nccl, LoadNccl());
   EMBER_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(cuda_device), "selecting the NCCL device"));
   const absl::Time deadline = absl::Now() + options.timeout;
 
   // The unique id: made by rank 0, shared through the coordinator.
   ncclUniqueId id;
   if (options.rank == 0) {
-    EMBER_RETURN_IF_ERROR(NcclStatus(ncclGetUniqueId(&id), "making the NCCL unique id"));
+    EMBER_RETURN_IF_ERROR(NcclStatus(nccl->get_unique_id(&id), "making the NCCL unique id"));
   }
   if (options.world_size > 1) {
     CoordinatorStore store(
@@ -149,14 +156,16 @@ absl::StatusOr<std::unique_ptr<DeviceCollective>> DeviceCollective::Connect(
   config.blocking = 0;
   ncclComm_t comm = nullptr;
   absl::Status s =
-      NcclStatus(ncclCommInitRankConfig(&comm, options.world_size, id, options.rank, &config),
+      NcclStatus(nccl->comm_init_rank_config(&comm, options.world_size, id, options.rank, &config),
                  "creating the NCCL communicator");
-  if (s.ok() && comm != nullptr) s = WaitComm(comm, deadline, "creating the NCCL communicator");
+  if (s.ok() && comm != nullptr)
+    s = WaitComm(*nccl, comm, deadline, "creating the NCCL communicator");
   if (!s.ok()) {
-    if (comm != nullptr) ncclCommAbort(comm);
+    if (comm != nullptr) nccl->comm_abort(comm);
     return s;
   }
-  return std::make_unique<NcclCollective>(options.rank, options.world_size, options.timeout, comm);
+  return std::make_unique<NcclCollective>(*nccl, options.rank, options.world_size, options.timeout,
+                                          comm);
 }
 
 }  // namespace ember::worker

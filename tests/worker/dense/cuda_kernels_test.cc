@@ -55,7 +55,9 @@ TEST(CudaKernelsTest, DotInteractionMatchesTheCpu) {
                   cudaSuccess);
         EXPECT_LE(RelativeError(gout.Read(), out), 1e-6);
         EXPECT_LE(RelativeError(gdp.Read(), dp), 1e-6);
-        if (bottom) EXPECT_LE(RelativeError(gdb.Read(), db), 1e-6);
+        if (bottom) {
+          EXPECT_LE(RelativeError(gdb.Read(), db), 1e-6);
+        }
       }
     }
   }

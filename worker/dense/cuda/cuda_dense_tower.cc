@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "worker/dense/cuda/cuda_backend.h"
+#include "worker/dense/cuda/cuda_libraries.h"
 #include "worker/dense/cuda/cuda_status.h"
 #include "worker/dense/cuda/device_buffer.h"
 #include "worker/dense/cuda/kernels.h"
@@ -39,7 +40,7 @@ class CudaDenseTower final : public DenseTower {
   ~CudaDenseTower() override {
     if (compute_ != nullptr) cudaStreamSynchronize(compute_);
     if (copy_ != nullptr) cudaStreamSynchronize(copy_);
-    if (cublas_ != nullptr) cublasDestroy(cublas_);
+    if (cublas_ != nullptr) blas_->destroy(cublas_);
     if (copied_ != nullptr) cudaEventDestroy(copied_);
     if (compute_ != nullptr) cudaStreamDestroy(compute_);
     if (copy_ != nullptr) cudaStreamDestroy(copy_);
@@ -53,10 +54,11 @@ class CudaDenseTower final : public DenseTower {
                                      "creating the copy stream"));
     EMBER_RETURN_IF_ERROR(CudaStatus(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming),
                                      "creating the copy event"));
-    EMBER_RETURN_IF_ERROR(CublasStatus(cublasCreate(&cublas_), "creating the cuBLAS handle"));
-    EMBER_RETURN_IF_ERROR(CublasStatus(cublasSetStream(cublas_, compute_), "binding cuBLAS"));
+    EMBER_ASSIGN_OR_RETURN(blas_, LoadCublas());
+    EMBER_RETURN_IF_ERROR(CublasStatus(blas_->create(&cublas_), "creating the cuBLAS handle"));
+    EMBER_RETURN_IF_ERROR(CublasStatus(blas_->set_stream(cublas_, compute_), "binding cuBLAS"));
     EMBER_RETURN_IF_ERROR(
-        CublasStatus(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH), "setting the math mode"));
+        CublasStatus(blas_->set_math_mode(cublas_, CUBLAS_DEFAULT_MATH), "setting the math mode"));
     const size_t n = layout_.num_parameters;
     EMBER_RETURN_IF_ERROR(params_.Reserve(n, "parameters"));
     EMBER_RETURN_IF_ERROR(grads_.Reserve(n, "gradients"));
@@ -255,9 +257,10 @@ class CudaDenseTower final : public DenseTower {
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
     if (options_.precision == DensePrecision::kTf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
     if (options_.precision == DensePrecision::kBf16) type = CUDA_R_16BF;
-    return CublasStatus(cublasGemmEx(cublas_, op_a, op_b, m, n, k, &one, a, type, lda, b, type, ldb,
-                                     &zero, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT),
-                        what);
+    return CublasStatus(
+        blas_->gemm_ex(cublas_, op_a, op_b, m, n, k, &one, a, type, lda, b, type, ldb, &zero, c,
+                       CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT),
+        what);
   }
 
   bool Bf16() const { return options_.precision == DensePrecision::kBf16; }
@@ -439,6 +442,7 @@ class CudaDenseTower final : public DenseTower {
   cudaStream_t compute_ = nullptr;
   cudaStream_t copy_ = nullptr;
   cudaEvent_t copied_ = nullptr;
+  const CublasApi* blas_ = nullptr;  // loaded by Init
   cublasHandle_t cublas_ = nullptr;
 
   DeviceBuffer<float> params_, grads_;

@@ -4,6 +4,8 @@
 
 #include <nccl.h>
 
+#include "worker/dense/cuda/cuda_libraries.h"
+
 #include "absl/strings/str_cat.h"
 
 namespace ember::worker::cuda_internal {
@@ -84,8 +86,10 @@ absl::Status CublasStatus(cublasStatus_t status, absl::string_view what) {
 absl::Status NcclStatus(int result, absl::string_view what) {
   const ncclResult_t r = static_cast<ncclResult_t>(result);
   if (r == ncclSuccess || r == ncclInProgress) return absl::OkStatus();
-  const std::string message =
-      absl::StrCat("NCCL error while ", what, ": ", ncclGetErrorString(r), " (", result, ")");
+  const NcclApi* nccl = LoadedNccl();
+  const std::string message = absl::StrCat(
+      "NCCL error while ", what, ": ",
+      nccl != nullptr ? nccl->get_error_string(r) : "(NCCL not loaded)", " (", result, ")");
   switch (r) {
     case ncclSystemError:
     case ncclRemoteError:
