@@ -47,7 +47,7 @@ struct NcclApi {
   decltype(&ncclGetErrorString) get_error_string = nullptr;
 };
 
-// libcublas.so.13 (the CUDA 13 cuBLAS this build compiled against). UNAVAILABLE naming
+// libcublas.so.N, N the major version of the cuBLAS this build compiled against. UNAVAILABLE naming
 // the library and dlerror() when it or a symbol is missing.
 absl::StatusOr<const CublasApi*> LoadCublas();
 // libnccl.so.2. UNAVAILABLE likewise.
