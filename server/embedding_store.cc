@@ -254,9 +254,10 @@ absl::StatusOr<ChangeBatch> EmbeddingStore::ReadChanges(uint64_t after_version, 
   return batch;
 }
 
-absl::StatusOr<TableChecksum> EmbeddingStore::Checksum(absl::string_view table) {
+absl::StatusOr<TableChecksum> EmbeddingStore::Checksum(absl::string_view table,
+                                                       const SlotFilter& counted) {
   EMBER_ASSIGN_OR_RETURN(EmbeddingTable * t, FindTable(table));
-  return t->Checksum();
+  return t->Checksum(counted);
 }
 
 uint64_t EmbeddingStore::version() const { return change_log_.watermark(); }

@@ -33,6 +33,7 @@
 #define EMBER_SERVER_EMBEDDING_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -124,6 +125,9 @@ struct EvictionReport {
 // 2^64) over stored rows of a 64-bit hash of (id, last_seen_step, count, embedding,
 // optimizer state); the shard-local `version` and memory-tier flags are left out, so
 // digests of the same model on different numbers of shards add up to the same value.
+// Which slots an operation covers (true: covered).
+using SlotFilter = std::function<bool(uint32_t slot)>;
+
 struct TableChecksum {
   std::string table;
   uint64_t rows = 0;
@@ -205,9 +209,12 @@ class EmbeddingStore {
   absl::StatusOr<ChangeBatch> ReadChanges(uint64_t after_version, size_t max) const;
 
   // Writes dirty rows back, then digests every stored row of `table` (see
-  // TableChecksum). Consistent only while no push is applied concurrently.
-  // NOT_FOUND for an unknown table; backend errors.
-  absl::StatusOr<TableChecksum> Checksum(absl::string_view table);
+  // TableChecksum) in the slots `counted` accepts (every slot when null: a shard passes
+  // the slots it owns, so rows copied in by a move in flight, or not yet dropped after
+  // one, are not counted twice across shards). Consistent only while no push is applied
+  // concurrently. NOT_FOUND for an unknown table; backend errors.
+  absl::StatusOr<TableChecksum> Checksum(absl::string_view table,
+                                         const SlotFilter& counted = nullptr);
 
   // Appends a kSlotsGainedMarker entry for [first_slot, last_slot] to the change log
   // (the shard now owns those slots; the update stream resyncs them there). Returns

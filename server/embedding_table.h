@@ -84,8 +84,9 @@ class EmbeddingTable {
   // Writes every dirty row back; they stay resident.
   // With `spread`, pauses between stripes so the whole pass takes about that long.
   absl::Status FlushDirty(absl::Duration spread = absl::ZeroDuration());
-  // FlushDirty, then digests every stored row (EmbeddingStore::Checksum).
-  absl::StatusOr<TableChecksum> Checksum();
+  // FlushDirty, then digests every stored row of the slots `counted` accepts (all when
+  // null; EmbeddingStore::Checksum).
+  absl::StatusOr<TableChecksum> Checksum(const SlotFilter& counted = nullptr);
   // Runs the eviction policy against `step`; see EvictionConfig.
   absl::StatusOr<EvictionReport> EvictByPolicy(int64_t step);
 

@@ -31,7 +31,7 @@ uint64_t RowDigest(uint64_t id, std::string_view value) {
 
 }  // namespace
 
-absl::StatusOr<TableChecksum> EmbeddingTable::Checksum() {
+absl::StatusOr<TableChecksum> EmbeddingTable::Checksum(const SlotFilter& counted) {
   EMBER_RETURN_IF_ERROR(FlushDirty());
   TableChecksum sum;
   sum.table = config_.name();
@@ -47,6 +47,7 @@ absl::StatusOr<TableChecksum> EmbeddingTable::Checksum() {
                                                      " bytes, value ", value.size(), " bytes)"));
           return false;
         }
+        if (counted != nullptr && !counted(slot)) return true;
         sum.rows += 1;
         sum.digest += RowDigest(id, value);
         return true;

@@ -315,8 +315,16 @@ absl::Status PsServiceImpl::DoChecksum(const v1::ChecksumRequest& request,
   } else {
     tables.push_back(request.table());
   }
+  // Only the slots this shard owns: a move in flight has copied rows to its target, and
+  // a finished one leaves them on the source until its cleanup. Before any map (epoch
+  // 0) every row counts.
+  const std::shared_ptr<const SlotMap> map = slot_map();
+  SlotFilter owned = nullptr;
+  if (map->epoch() > 0) {
+    owned = [&map, this](uint32_t slot) { return map->OwnerOf(slot) == shard_id_; };
+  }
   for (const std::string& name : tables) {
-    EMBER_ASSIGN_OR_RETURN(TableChecksum sum, store_->Checksum(name));
+    EMBER_ASSIGN_OR_RETURN(TableChecksum sum, store_->Checksum(name, owned));
     v1::ChecksumResponse::Table* t = response->add_tables();
     t->set_table(sum.table);
     t->set_rows(sum.rows);

@@ -71,6 +71,26 @@ TEST(EmbeddingStoreChecksumTest, DigestsOfShardsAddUpToTheWholeModel) {
   EXPECT_EQ(e.digest + o.digest, w.digest);
 }
 
+// A slot filter (a shard passes the slots it owns) splits the digest: the filter and
+// its complement add up to the whole, and an accept-nothing filter counts nothing.
+TEST(EmbeddingStoreChecksumTest, ASlotFilterCountsOnlyItsSlots) {
+  auto store = NewStore();
+  std::vector<uint64_t> ids;
+  for (uint64_t id = 1; id <= 300; ++id) ids.push_back(id);
+  PushIds(*store, ids, 1);
+  const TableChecksum all = store->Checksum("item").value();
+  const TableChecksum low =
+      store->Checksum("item", [](uint32_t slot) { return slot < 8192; }).value();
+  const TableChecksum high =
+      store->Checksum("item", [](uint32_t slot) { return slot >= 8192; }).value();
+  EXPECT_EQ(all.rows, 300u);
+  EXPECT_GT(low.rows, 0u);
+  EXPECT_GT(high.rows, 0u);
+  EXPECT_EQ(low.rows + high.rows, all.rows);
+  EXPECT_EQ(low.digest + high.digest, all.digest);
+  EXPECT_EQ(store->Checksum("item", [](uint32_t) { return false; }).value().rows, 0u);
+}
+
 TEST(EmbeddingStoreChecksumTest, ChangesWithAnyRowAndCoversEvictedRows) {
   auto a = NewStore();
   auto b = NewStore(/*budget_bytes=*/4096);  // most rows live only in the backend
