@@ -400,13 +400,21 @@ absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& reques
                                                     request.chain().end());
     const std::vector<std::string> dirs(request.chain_dirs().begin(), request.chain_dirs().end());
     const uint32_t me = shard_id_;
-    EMBER_ASSIGN_OR_RETURN(
-        ShardRestoreReport report,
-        storage_->Restore(chain, dirs, [&map, me](uint32_t slot) { return map.OwnerOf(slot) == me; }));
+    absl::StatusOr<ShardRestoreReport> report = storage_->Restore(
+        chain, dirs, [&map, me](uint32_t slot) { return map.OwnerOf(slot) == me; });
+    if (!report.ok()) {
+      // A failure past the swap reopened a database: the old store object is gone, and
+      // the reopened one has a new change log, so followers start a new stream.
+      if (storage_->store() != store_) {
+        store_ = storage_->store();
+        StartNewStream();
+      }
+      return report.status();
+    }
     store_ = storage_->store();
     BeginStreamAfterRestore(request, map);
-    response->set_rows(report.rows);
-    response->set_seconds(report.seconds);
+    response->set_rows(report->rows);
+    response->set_seconds(report->seconds);
   }
   // Pushes deduplicated before the rollback say nothing about the restored rows.
   dedup_.Clear();

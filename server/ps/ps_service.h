@@ -320,6 +320,8 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   // OUT_OF_RANGE (re-bootstrap) when it is not on this shard's history.
   absl::StatusOr<StreamStart> ResolveStreamPosition(const v1::WatchUpdatesRequest& request) const
       ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+  // Starts a new stream, continuing none (store_mu_ held exclusively).
+  void StartNewStream() ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_);
   // Starts a new stream after a restore of `chain` (store_mu_ held exclusively).
   void BeginStreamAfterRestore(const v1::RestoreShardRequest& request, const SlotMap& map)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_);

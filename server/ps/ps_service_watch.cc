@@ -67,14 +67,18 @@ absl::StatusOr<PsServiceImpl::StreamStart> PsServiceImpl::ResolveStreamPosition(
   return StreamStart{stream_id_, after};
 }
 
-void PsServiceImpl::BeginStreamAfterRestore(const v1::RestoreShardRequest& request,
-                                            const SlotMap& map) {
+void PsServiceImpl::StartNewStream() {
   const uint64_t previous = stream_id_;
   stream_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
   if (stream_id_ == previous) ++stream_id_;
   stream_origin_empty_ = false;
   stream_parent_id_ = 0;
   stream_parent_version_ = 0;
+}
+
+void PsServiceImpl::BeginStreamAfterRestore(const v1::RestoreShardRequest& request,
+                                            const SlotMap& map) {
+  StartNewStream();
   // The restored rows are exactly this shard's state at the cut when the last link
   // holds this shard's own snapshot, the shard owns the same slots as then and no other
   // snapshot contributed a newer version: then the new stream continues that one.

@@ -5,16 +5,19 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <set>
 #include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
-#include "server/coordinator/slot_owners.h"
 #include "server/checkpoint/shard_snapshot.h"
+#include "server/coordinator/slot_owners.h"
 
 namespace ember {
 namespace {
@@ -166,20 +169,33 @@ absl::StatusOr<ShardRestoreReport> ShardStorage::CommitRestore(const StagedResto
     return absl::FailedPreconditionError(
         absl::StrCat("no staged restore at ", staged_path.string()));
   }
-  // Swap: close the live store, move the staging database into its place.
+  // Swap: close the live store, move the staging database into its place. From here
+  // on the shard must end with an open store, the restored one or (when a rename fails)
+  // the old one: callers keep serving from store().
+  std::vector<v1::TableConfig> live_tables;
+  for (const std::string& t : store_->ListTables()) {
+    EMBER_ASSIGN_OR_RETURN(v1::TableConfig config, store_->GetTableConfig(t));
+    live_tables.push_back(std::move(config));
+  }
   store_.reset();
   rocksdb_ = nullptr;
   const fs::path old(options_.rocksdb.path + ".old");
   fs::remove_all(old, ec);
   fs::rename(live, old, ec);
-  if (ec) return FsError(ec, "cannot move aside", live);
-  fs::rename(staged_path, live, ec);
-  if (ec) return FsError(ec, "cannot move the restored database to", live);
-  fs::remove_all(old, ec);
-  EMBER_RETURN_IF_ERROR(OpenStore());
-  for (const v1::TableConfig& config : staged.tables) {
-    EMBER_RETURN_IF_ERROR(store_->CreateTable(config));
+  if (ec) {
+    const absl::Status failed = FsError(ec, "cannot move aside", live);
+    ReopenOrDie(live_tables);
+    return failed;
   }
+  fs::rename(staged_path, live, ec);
+  if (ec) {
+    const absl::Status failed = FsError(ec, "cannot move the restored database to", live);
+    fs::rename(old, live, ec);
+    ReopenOrDie(live_tables);
+    return failed;
+  }
+  fs::remove_all(old, ec);
+  ReopenOrDie(staged.tables);
   // The change log restarted: no delta can build on a checkpoint written before.
   last_checkpoint_.clear();
   last_checkpoint_version_ = 0;
@@ -189,6 +205,26 @@ absl::StatusOr<ShardRestoreReport> ShardStorage::CommitRestore(const StagedResto
   out.version = store_->version();
   out.seconds = staged.seconds + absl::ToDoubleSeconds(absl::Now() - start);
   return out;
+}
+
+void ShardStorage::ReopenOrDie(const std::vector<v1::TableConfig>& tables) {
+  absl::Status reopened;
+  for (int attempt = 0; attempt < kReopenAttempts; ++attempt) {
+    if (attempt > 0) absl::SleepFor(absl::Milliseconds(100) * attempt);
+    store_.reset();
+    rocksdb_ = nullptr;
+    reopened = OpenStore();
+    for (size_t i = 0; reopened.ok() && i < tables.size(); ++i) {
+      reopened = store_->CreateTable(tables[i]);
+    }
+    if (reopened.ok()) return;
+    std::cerr << "ember-ps: reopening " << options_.rocksdb.path
+              << " after a restore swap: " << reopened << std::endl;
+  }
+  // No store at all: nothing this process could serve. Its supervisor restarts it on
+  // the same directory, and the coordinator restores it again.
+  std::cerr << "ember-ps: FATAL: no store after a restore swap (" << reopened << ")" << std::endl;
+  std::abort();
 }
 
 absl::Status ShardStorage::Close() {

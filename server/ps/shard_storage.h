@@ -86,7 +86,9 @@ class ShardStorage {
   // Replaces every row with the rows of the slots `owns` accepts from `chain` (full
   // first; chain_dirs[i] is chain[i]'s directory), keeping every table. DATA_LOSS for
   // a corrupt checkpoint and INVALID_ARGUMENT for a malformed chain, with the current
-  // rows untouched; IO errors.
+  // rows untouched; IO errors. store() may change even when it fails (a failed swap
+  // reopens the old database); it is always an open store afterwards, or the process
+  // aborts (ReopenOrDie).
   absl::StatusOr<ShardRestoreReport> Restore(const std::vector<v1::CheckpointManifest>& chain,
                                              const std::vector<std::string>& chain_dirs,
                                              const std::function<bool(uint32_t slot)>& owns);
@@ -107,6 +109,11 @@ class ShardStorage {
   explicit ShardStorage(const ShardStorageOptions& options) : options_(options) {}
   // Opens the database at options_.rocksdb.path and a store over it.
   absl::Status OpenStore();
+  // OpenStore and CreateTable(tables), retried kReopenAttempts times (a disk that
+  // fails now and then); aborts the process when the store still does not open, since
+  // the live store is closed by then and nothing could be served.
+  void ReopenOrDie(const std::vector<v1::TableConfig>& tables);
+  static constexpr int kReopenAttempts = 10;
 
   const ShardStorageOptions options_;
   RocksDbBackend* rocksdb_ = nullptr;  // owned by store_
