@@ -3,18 +3,26 @@
 #include "server/fault_injection_fs.h"
 
 #include <atomic>
+#include <cmath>
+#include <cstdint>
 #include <utility>
 
 namespace ember {
 
 class FaultState {
  public:
-  // Returns an injected error (and counts it) while the matching mode is on, else OK.
+  // Returns an injected error (and counts it) while the matching mode is on or when the
+  // rate draws a failure, else OK.
   rocksdb::IOStatus MaybeFailWrite();
   rocksdb::IOStatus MaybeFailRead();
 
   std::atomic<bool> fail_writes{false};
   std::atomic<bool> fail_reads{false};
+  // A call fails when the hash of its draw is below the threshold (rate * 2^64).
+  std::atomic<uint64_t> write_threshold{0};
+  std::atomic<uint64_t> read_threshold{0};
+  std::atomic<uint64_t> seed{0};
+  std::atomic<uint64_t> draws{0};
   std::atomic<bool> retryable{true};
   std::atomic<int64_t> write_failures{0};
   std::atomic<int64_t> read_failures{0};
@@ -155,10 +163,34 @@ IOStatus WrapWritable(IOStatus s, const std::shared_ptr<FaultState>& state,
   return s;
 }
 
+// SplitMix64's finalizer: a well-mixed 64-bit hash of the draw counter.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Whether a call with this failure threshold fails (rate * 2^64; 0 never).
+bool Draw(FaultState& state, const std::atomic<uint64_t>& threshold) {
+  const uint64_t t = threshold.load(std::memory_order_relaxed);
+  if (t == 0) return false;
+  const uint64_t draw = state.draws.fetch_add(1, std::memory_order_relaxed);
+  return Mix(draw ^ state.seed.load(std::memory_order_relaxed)) < t;
+}
+
+uint64_t Threshold(double rate) {
+  if (!(rate > 0)) return 0;
+  if (rate >= 1) return ~uint64_t{0};
+  return static_cast<uint64_t>(std::ldexp(rate, 64));
+}
+
 }  // namespace
 
 IOStatus FaultState::MaybeFailWrite() {
-  if (!fail_writes.load(std::memory_order_relaxed)) return IOStatus::OK();
+  if (!fail_writes.load(std::memory_order_relaxed) && !Draw(*this, write_threshold)) {
+    return IOStatus::OK();
+  }
   write_failures.fetch_add(1, std::memory_order_relaxed);
   IOStatus s = IOStatus::IOError("injected write fault");
   s.SetRetryable(retryable.load(std::memory_order_relaxed));
@@ -166,7 +198,9 @@ IOStatus FaultState::MaybeFailWrite() {
 }
 
 IOStatus FaultState::MaybeFailRead() {
-  if (!fail_reads.load(std::memory_order_relaxed)) return IOStatus::OK();
+  if (!fail_reads.load(std::memory_order_relaxed) && !Draw(*this, read_threshold)) {
+    return IOStatus::OK();
+  }
   read_failures.fetch_add(1, std::memory_order_relaxed);
   IOStatus s = IOStatus::IOError("injected read fault");
   s.SetRetryable(retryable.load(std::memory_order_relaxed));
@@ -182,6 +216,13 @@ void FaultInjectionFileSystem::SetReadFailure(bool fail) { state_->fail_reads.st
 void FaultInjectionFileSystem::SetRetryableErrors(bool retryable) {
   state_->retryable.store(retryable);
 }
+void FaultInjectionFileSystem::SetWriteFailureRate(double rate) {
+  state_->write_threshold.store(Threshold(rate));
+}
+void FaultInjectionFileSystem::SetReadFailureRate(double rate) {
+  state_->read_threshold.store(Threshold(rate));
+}
+void FaultInjectionFileSystem::SetFailureSeed(uint64_t seed) { state_->seed.store(seed); }
 int64_t FaultInjectionFileSystem::injected_write_failures() const {
   return state_->write_failures.load();
 }

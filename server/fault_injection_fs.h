@@ -22,6 +22,8 @@
 // data), ReadAsync, and Read / PositionedRead of sequential files (WAL, MANIFEST).
 // Opening files for reading still works.
 //
+// Rates (SetWriteFailureRate / SetReadFailureRate) fail a random share of the same
+// calls instead of all of them: the "low error rate" of a flaky disk.
 // Injected errors are IOStatus::IOError("injected write fault" / "injected read fault"),
 // marked retryable unless SetRetryableErrors(false). RocksDB treats a retryable write
 // error as a hard error that DB::Resume() can clear; a non-retryable one on the WAL is
@@ -56,6 +58,12 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   void SetReadFailure(bool fail);
   // Whether injected errors carry RocksDB's retryable flag. Default: true.
   void SetRetryableErrors(bool retryable);
+  // Fails each write / read IO call (the calls listed above) with probability `rate`,
+  // in [0, 1], also while the switch is off; 0 (the default) turns it off. The draws
+  // hash a call counter with `seed` (default 0): no RNG state, no lock.
+  void SetWriteFailureRate(double rate);
+  void SetReadFailureRate(double rate);
+  void SetFailureSeed(uint64_t seed);
 
   // Number of IO calls failed so far by each mode.
   int64_t injected_write_failures() const;

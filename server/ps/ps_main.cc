@@ -23,16 +23,20 @@
 // reports them and brings the published hot set back, which the shard applies
 // (replica reads, PutReplicas, copies of its own hot rows to their holders).
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
@@ -47,6 +51,7 @@
 #include "grpcpp/server_builder.h"
 #include "prometheus/registry.h"
 #include "server/embedding_store.h"
+#include "server/fault_injection_fs.h"
 #include "server/graceful_shutdown.h"
 #include "server/heavy_hitters.h"
 #include "server/ps/ps_metrics.h"
@@ -115,6 +120,17 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
                            of the slot-migration RPC METHOD (ExportRows,
                            ExportChanges, ImportRows, FenceSlots, DropSlots,
                            InstallSlotMap) arrives. Default: none
+  --test_disk_fault_rate=P fault tests only: fail this share (0 to 1) of RocksDB's
+                           file reads and writes with an IO error
+                           (server/fault_injection_fs.h), from
+                           --test_disk_faults_after_ms after the shard serves, for
+                           --test_disk_faults_for_ms (0: until shutdown; the flush
+                           at shutdown runs without faults). Default: 0 (none)
+  --test_disk_faults_after_ms=N, --test_disk_faults_for_ms=N
+                           the window of --test_disk_fault_rate. Default: 0, 0
+  --test_disk_faults_until_unix_ms=T
+                           and no faults after this wall-clock time (ms since
+                           1970), also in a restarted process. Default: 0 (none)
   --help                   this text
 )";
 
@@ -146,6 +162,58 @@ struct PsMainOptions {
   double heavy_hitters_half_life_s = absl::ToDoubleSeconds(HeavyHittersOptions().half_life);
   uint32_t heavy_hitters_sample = HeavyHittersOptions().sample_every;
   size_t heavy_hitters_report = 32;
+  double disk_fault_rate = 0;
+  int64_t disk_faults_after_ms = 0;
+  int64_t disk_faults_for_ms = 0;
+  int64_t disk_faults_until_unix_ms = 0;
+};
+
+// The --test_disk_fault_rate window: a thread that switches the file system's fault
+// rates on after `after` and off after `duration` (zero: at Stop). It logs the switches
+// and, each second in between, the faults injected so far (a crash loses no count).
+class DiskFaultWindow {
+ public:
+  DiskFaultWindow(std::shared_ptr<FaultInjectionFileSystem> fs, double rate, absl::Duration after,
+                  absl::Duration duration)
+      : fs_(std::move(fs)),
+        thread_([this, rate, after, duration] { Run(rate, after, duration); }) {}
+  DiskFaultWindow(const DiskFaultWindow&) = delete;
+  DiskFaultWindow& operator=(const DiskFaultWindow&) = delete;
+  // Ends the window (faults off) and joins the thread.
+  ~DiskFaultWindow() {
+    if (!stop_.HasBeenNotified()) stop_.Notify();
+    thread_.join();
+  }
+
+ private:
+  void Run(double rate, absl::Duration after, absl::Duration duration) {
+    if (stop_.WaitForNotificationWithTimeout(after)) return;
+    fs_->SetWriteFailureRate(rate);
+    fs_->SetReadFailureRate(rate);
+    std::cerr << "ember-ps: test disk faults on: " << rate
+              << " of RocksDB file reads and writes fail" << std::endl;
+    const absl::Time end =
+        duration > absl::ZeroDuration() ? absl::Now() + duration : absl::InfiniteFuture();
+    int64_t logged = 0;
+    while (!stop_.WaitForNotificationWithTimeout(std::min(absl::Seconds(1), end - absl::Now())) &&
+           absl::Now() < end) {
+      const int64_t injected = fs_->injected_write_failures() + fs_->injected_read_failures();
+      if (injected != logged) Log("so far");
+      logged = injected;
+    }
+    fs_->SetWriteFailureRate(0);
+    fs_->SetReadFailureRate(0);
+    Log("off");
+  }
+  void Log(absl::string_view what) {
+    std::cerr << "ember-ps: test disk faults " << what << ": " << fs_->injected_write_failures()
+              << " write and " << fs_->injected_read_failures() << " read faults injected"
+              << std::endl;
+  }
+
+  const std::shared_ptr<FaultInjectionFileSystem> fs_;
+  absl::Notification stop_;
+  std::thread thread_;
 };
 
 absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
@@ -211,6 +279,14 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.heavy_hitters_sample));
     } else if (name == "heavy_hitters_report") {
       EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.heavy_hitters_report));
+    } else if (name == "test_disk_fault_rate") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.disk_fault_rate));
+    } else if (name == "test_disk_faults_after_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.disk_faults_after_ms));
+    } else if (name == "test_disk_faults_for_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.disk_faults_for_ms));
+    } else if (name == "test_disk_faults_until_unix_ms") {
+      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.disk_faults_until_unix_ms));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
     }
@@ -255,6 +331,12 @@ absl::StatusOr<PsMainOptions> ParseFlags(const std::vector<Flag>& flags) {
   if (o.heavy_hitters_report > 4096) {
     return absl::InvalidArgumentError("--heavy_hitters_report must be in [0, 4096]");
   }
+  if (!(o.disk_fault_rate >= 0 && o.disk_fault_rate <= 1)) {
+    return absl::InvalidArgumentError("--test_disk_fault_rate must be in [0, 1]");
+  }
+  if (o.disk_faults_after_ms < 0 || o.disk_faults_for_ms < 0 || o.disk_faults_until_unix_ms < 0) {
+    return absl::InvalidArgumentError("--test_disk_faults_* must be >= 0");
+  }
   EMBER_ASSIGN_OR_RETURN(
       o.admin,
       CheckServerSecurityFlags(
@@ -274,6 +356,12 @@ absl::Status Run(const PsMainOptions& o) {
   storage_options.store.max_batch_keys = o.max_batch_keys;
   storage_options.store.change_log_capacity = o.change_log_entries;
   storage_options.crash_after_checkpoints = o.crash_after_checkpoints;
+  std::shared_ptr<FaultInjectionFileSystem> faulty_disk;
+  if (o.disk_fault_rate > 0) {
+    faulty_disk = std::make_shared<FaultInjectionFileSystem>(rocksdb::FileSystem::Default());
+    faulty_disk->SetFailureSeed(o.shard_id);
+    storage_options.rocksdb.file_system = faulty_disk;
+  }
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ShardStorage> storage,
                          ShardStorage::Open(storage_options));
 
@@ -360,6 +448,20 @@ absl::Status Run(const PsMainOptions& o) {
   if (metrics_server != nullptr)
     std::cout << "metrics on " << metrics_server->address() << std::endl;
   if (health_port >= 0) std::cout << "health on " << o.host << ":" << health_port << std::endl;
+  std::unique_ptr<DiskFaultWindow> disk_faults;
+  if (faulty_disk != nullptr) {
+    const absl::Duration after = absl::Milliseconds(o.disk_faults_after_ms);
+    absl::Duration duration = absl::Milliseconds(o.disk_faults_for_ms);
+    if (o.disk_faults_until_unix_ms > 0) {
+      const absl::Duration left = absl::FromUnixMillis(o.disk_faults_until_unix_ms) - absl::Now();
+      if (duration == absl::ZeroDuration() || left - after < duration) duration = left - after;
+    }
+    // A window that has already closed (a restart after it) injects nothing.
+    if (o.disk_faults_until_unix_ms == 0 || duration > absl::ZeroDuration()) {
+      disk_faults =
+          std::make_unique<DiskFaultWindow>(faulty_disk, o.disk_fault_rate, after, duration);
+    }
+  }
   std::cerr << "ember-ps: shard " << o.shard_id
             << (o.coordinator.empty() ? absl::StrCat(" of ", o.num_shards, " (static slot map)")
                                       : absl::StrCat(" (coordinator ", o.coordinator, ")"))
@@ -374,6 +476,7 @@ absl::Status Run(const PsMainOptions& o) {
   service.StopWatches();
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   service.StopReplication();  // its background copies read the store
+  disk_faults.reset();        // the flush below runs on a healthy disk
   const absl::Status closed = storage->Close();
   metrics_server.reset();  // no scrape reads the store from here on
   if (!closed.ok()) return closed;
