@@ -56,6 +56,8 @@ flags:
   --coordinator_args="..."  extra ember-coordinator flags (up), e.g. hot-key replication:
                          "--hot_replicas=2 --hot_min_share=0.01"
   --memory_budget_mb=N   memory tier per shard (up). Default: the PS default
+  --ps_args="..."        extra ember-ps flags (up, add-shard), e.g. fault tests'
+                         "--test_disk_fault_rate=0.01"
   --workers=N            training workers (train). Default: 2
   --config=FILE          model config (train). Default: configs/quickstart.pbtxt
   --worker_args="..."    extra ember-worker flags (train), e.g. "--max_steps=100"
@@ -73,7 +75,7 @@ cmd="${1:-}"
 shift
 run_dir=run/local build_dir=build shards=2 workers=2 config=configs/quickstart.pbtxt
 worker_args="" timeout=60 memory_budget_mb="" shard_id="" follower_id=0 serving_args=""
-coordinator_args="" tls=0
+coordinator_args="" tls=0 ps_args=""
 for arg in "$@"; do
   case "$arg" in
     --run_dir=*) run_dir="${arg#*=}" ;;
@@ -83,6 +85,7 @@ for arg in "$@"; do
     --follower_id=*) follower_id="${arg#*=}" ;;
     --serving_args=*) serving_args="${arg#*=}" ;;
     --coordinator_args=*) coordinator_args="${arg#*=}" ;;
+    --ps_args=*) ps_args="${arg#*=}" ;;
     --workers=*) workers="${arg#*=}" ;;
     --config=*) config="${arg#*=}" ;;
     --worker_args=*) worker_args="${arg#*=}" ;;
@@ -210,7 +213,7 @@ case "$cmd" in
       [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
       start "ps-$i" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$i" --port=0 --shard_id="$i" \
         --coordinator="$coordinator" --metrics_port=0 --admin_token_file="$run_dir/admin_token" \
-        $(tls_flags server) "${extra[@]}"
+        $(tls_flags server) "${extra[@]}" $ps_args
     done
     for ((i = 0; i < shards; i++)); do
       address="$(wait_for "ps-$i" "listening on")"
@@ -229,7 +232,7 @@ case "$cmd" in
     [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
     start "ps-$shard_id" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$shard_id" --port=0 \
       --shard_id="$shard_id" --coordinator="$coordinator" --metrics_port=0 \
-      --admin_token_file="$run_dir/admin_token" $(tls_flags server) "${extra[@]}"
+      --admin_token_file="$run_dir/admin_token" $(tls_flags server) "${extra[@]}" $ps_args
     address="$(wait_for "ps-$shard_id" "listening on")"
     metrics="$(wait_for "ps-$shard_id" "metrics on")"
     echo "EMBER_PS_$shard_id=$address" >>"$run_dir/cluster.env"
