@@ -66,10 +66,12 @@ class MigrationPauseTest : public MigrationTest, public ::testing::WithParamInte
 TEST_P(MigrationPauseTest, APausedShardLosesNoWriteAndTheMoveEnds) {
   const int victim = GetParam().victim;
   ASSERT_NO_FATAL_FAILURE(StartCluster());
-  // Every 8th id: few enough that the source's change log (1M entries) spans the
-  // throttled move, which copies the changes made since its start.
+  // Every 32nd id, pushed at most every 5 ms (25k changes/s at most): the source's
+  // change log (1M entries) then spans 40 s of the throttled move, which copies the
+  // changes made since its start. Back-to-back pushes of more ids outran it on a
+  // loaded machine: the copy started over until the move failed.
   std::vector<uint64_t> ids;
-  for (size_t k = 0; k < Ids().size(); k += 8) ids.push_back(Ids()[k]);
+  for (size_t k = 0; k < Ids().size(); k += 32) ids.push_back(Ids()[k]);
   std::vector<float> base(ids.size() * kDim);
   ASSERT_TRUE(client_->Pull("exact", ids, absl::MakeSpan(base)).ok());
 
@@ -96,6 +98,7 @@ TEST_P(MigrationPauseTest, APausedShardLosesNoWriteAndTheMoveEnds) {
         return;
       }
       ++rounds;
+      absl::SleepFor(absl::Milliseconds(5));  // paces the change rate (see above)
     }
   });
   ASSERT_TRUE(Eventually([&] { return rounds > 2; }));
