@@ -74,8 +74,15 @@ absl::Status Trainer::Setup() {
   log_ << "worker " << options_.rank << "/" << world << " starting (pid " << getpid() << ")"
        << std::endl;
   if (options_.metrics_port >= 0) {
-    EMBER_ASSIGN_OR_RETURN(metrics_,
-                           WorkerMetrics::Start(options_.metrics_host, options_.metrics_port));
+    // Not retried: a metrics address that cannot be served is a flag mistake, and an
+    // attempt per failure only churned the job through recoveries.
+    absl::StatusOr<std::unique_ptr<WorkerMetrics>> metrics =
+        WorkerMetrics::Start(options_.metrics_host, options_.metrics_port);
+    if (!metrics.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(metrics.status().message(), " (--metrics_host / --metrics_port)"));
+    }
+    metrics_ = std::move(*metrics);
     if (rank0()) log_ << "worker metrics on " << metrics_->address() << std::endl;
   }
 

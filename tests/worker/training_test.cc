@@ -209,6 +209,21 @@ TEST_F(TrainingTest, AKilledWorkerFailsTheOthersWithinTheDeadline) {
   EXPECT_LT(absl::Now() - killed, absl::Seconds(30));
 }
 
+// A metrics address the worker cannot serve fails the worker once, saying why; it used
+// to count as a recoverable attempt failure and loop through recoveries.
+TEST_F(TrainingTest, AnUnservableMetricsAddressFailsTheWorkerOnce) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(1, "m"));
+  // 192.0.2.1 (TEST-NET-1) is no address of this machine: the bind fails.
+  const RunResult run = RunBinary(
+      EMBER_WORKER_BINARY,
+      absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt --coordinator=",
+                   coordinator_->ready_text(), " --generation=", ++generation_,
+                   " --metrics_host=192.0.2.1 --metrics_port=0 --max_recoveries=3 --skip_eval"));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, ::testing::HasSubstr("cannot serve metrics"));
+  EXPECT_THAT(run.output, ::testing::Not(::testing::HasSubstr("rejoining")));
+}
+
 TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
   const std::string bin = EMBER_WORKER_BINARY;
   const std::string config = absl::StrCat(EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt");
