@@ -127,7 +127,7 @@ run_test() {
   local rc=$?
   local passed skipped total
   passed="$(grep -c '^\[       OK \]' "$out_dir/$name.log")"
-  skipped="$(grep -c '^\[  SKIPPED \]' "$out_dir/$name.log")"
+  skipped="$(grep -c '^\[  SKIPPED \].*ms)$' "$out_dir/$name.log")"
   total="$(grep -m1 -o '[0-9]* tests\? from [0-9]* test suites\? ran' "$out_dir/$name.log" | cut -d' ' -f1)"
   say "== $name: $passed passed, $skipped skipped of ${total:-?} ($((SECONDS - start)) s)"
   [[ $rc -eq 0 ]] || { grep -E '^\[  FAILED  \]|Failure|Expected|Which is|actual' "$out_dir/$name.log" |
