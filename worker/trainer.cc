@@ -275,7 +275,6 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   pooled_.resize(static_cast<size_t>(b) * width);
   d_pooled_.resize(pooled_.size());
   logits_.resize(b);
-  dlogits_.resize(b);
   sparse.Pool(absl::MakeSpan(pooled_));
   tower_->Forward(b, ex.dense, pooled_, absl::MakeSpan(logits_));
   const float loss_sum = tower_->BackwardWithBce(logits_, ex.labels, ex.weights,

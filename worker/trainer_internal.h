@@ -117,7 +117,7 @@ class Trainer {
   std::unique_ptr<SkewHandler> skew_;
   std::unique_ptr<WorkerMetrics> metrics_;
 
-  std::vector<float> pooled_, d_pooled_, logits_, dlogits_, reduce_;
+  std::vector<float> pooled_, d_pooled_, logits_, reduce_;
   std::vector<PsHandle> prefetch_;       // pulls of the batch at the pipeline's head
   PreparedBatch* prefetched_ = nullptr;  // that batch
   std::deque<InFlight> in_flight_;

@@ -16,8 +16,8 @@
 // reports the peer's error). After an error the collective is broken and every later
 // call fails with FAILED_PRECONDITION; a job reconnects with a new generation.
 // Every rank gets the same bits (NCCL's ring reduces each chunk once and broadcasts it),
-// but not the bits of the Gloo path. NCCL keeps one GPU per rank: ranks in one
-// process or on one GPU are refused by NCCL itself.
+// but not the bits of the Gloo path. One GPU per rank: NCCL itself refuses two ranks
+// on one GPU.
 //
 // Thread-safety: one call at a time.
 

@@ -36,9 +36,8 @@ enum class DensePrecision {
 struct DenseTowerOptions {
   // Default: kCpu.
   DenseDevice device = DenseDevice::kCpu;
-  // Default: kFp32. The CPU backend computes in float32 whatever this says (INVALID_ARGUMENT
-  // from CheckDenseDevice for another value, so a CPU run never claims a precision it
-  // does not use).
+  // Default: kFp32. The CPU backend computes in fp32 only: CheckDenseDevice refuses
+  // another precision for it (INVALID_ARGUMENT), so a run never claims one it does not use.
   DensePrecision precision = DensePrecision::kFp32;
   // The CUDA device ordinal (kCuda only). Default: 0.
   int cuda_device = 0;

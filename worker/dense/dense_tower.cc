@@ -180,6 +180,16 @@ class CpuDenseTower final : public DenseTower {
     }
   }
 
+  // BceWithLogits, then Backward, through a scratch kept across steps.
+  float BackwardWithBce(absl::Span<const float> logits, absl::Span<const float> labels,
+                        absl::Span<const float> weights, float scale,
+                        absl::Span<float> d_pooled) override {
+    dlogits_.resize(logits.size());
+    const float loss = BceWithLogits(logits, labels, weights, scale, absl::MakeSpan(dlogits_));
+    Backward(dlogits_, d_pooled);
+    return loss;
+  }
+
  private:
   // See TowerLayout::DotDim.
   int DotDim() const { return num_dense_ > 0 ? bottom_width_ : feature_dims_[0]; }
@@ -203,19 +213,10 @@ class CpuDenseTower final : public DenseTower {
   std::vector<float> interaction_out_;          // [B x interaction_width]
   std::vector<std::vector<float>> top_out_;     // per top layer but the last [B x out]
   // Backward scratch.
-  std::vector<float> grad_a_, grad_b_, grad_d_bottom_;
+  std::vector<float> grad_a_, grad_b_, grad_d_bottom_, dlogits_;
 };
 
 }  // namespace
-
-float DenseTower::BackwardWithBce(absl::Span<const float> logits, absl::Span<const float> labels,
-                                  absl::Span<const float> weights, float scale,
-                                  absl::Span<float> d_pooled) {
-  std::vector<float> dlogits(logits.size());
-  const float loss = BceWithLogits(logits, labels, weights, scale, absl::MakeSpan(dlogits));
-  Backward(dlogits, d_pooled);
-  return loss;
-}
 
 absl::StatusOr<std::unique_ptr<DenseTower>> DenseTower::Create(const v1::DenseTowerConfig& config,
                                                                int num_dense,

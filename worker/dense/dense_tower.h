@@ -35,8 +35,9 @@
 // The CUDA backend keeps parameters, gradients and activations in device memory;
 // parameters() and gradients() are host mirrors (see there), and the training step's
 // collective and optimizer work on step_parameters() / step_gradients() in device
-// memory. In FP32 it matches the CPU backend to float rounding (different summation
-// orders), not bitwise; its own results are run-to-run deterministic (no atomics).
+// memory. In FP32 it is meant to match the CPU backend to float rounding (different
+// summation orders), not bitwise, and to be run-to-run deterministic (no atomics);
+// tests/worker/dense/cuda_dense_test.cc checks both on a GPU.
 
 #ifndef EMBER_WORKER_DENSE_DENSE_TOWER_H_
 #define EMBER_WORKER_DENSE_DENSE_TOWER_H_
@@ -104,7 +105,7 @@ class DenseTower {
   // functions; the CUDA one computes the loss on the device from its own logits.
   virtual float BackwardWithBce(absl::Span<const float> logits, absl::Span<const float> labels,
                                 absl::Span<const float> weights, float scale,
-                                absl::Span<float> d_pooled);
+                                absl::Span<float> d_pooled) = 0;
 
   // The flat parameter and gradient buffers (same size and layout), on the host. CPU:
   // the live buffers. CUDA: host mirrors; each call copies the device buffer into the

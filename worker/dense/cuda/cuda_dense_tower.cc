@@ -114,7 +114,7 @@ class CudaDenseTower final : public DenseTower {
     Record([&]() -> absl::Status {
       if (batch == 0) return absl::OkStatus();
       EMBER_RETURN_IF_ERROR(Reserve(batch));
-      EMBER_RETURN_IF_ERROR(Upload(batch, dense, pooled));
+      EMBER_RETURN_IF_ERROR(Upload(dense, pooled));
       EMBER_RETURN_IF_ERROR(ForwardOnDevice(batch));
       EMBER_RETURN_IF_ERROR(
           CudaStatus(cudaMemcpyAsync(logits.data(), logits_.data(), batch * sizeof(float),
@@ -225,7 +225,7 @@ class CudaDenseTower final : public DenseTower {
   }
 
   // Host inputs -> pinned staging -> device, on the copy stream; compute waits for it.
-  absl::Status Upload(int batch, absl::Span<const float> dense, absl::Span<const float> pooled) {
+  absl::Status Upload(absl::Span<const float> dense, absl::Span<const float> pooled) {
     EMBER_RETURN_IF_ERROR(CudaStatus(cudaEventSynchronize(copied_), "the previous input copy"));
     float* staged = staging_.data();
     std::memcpy(staged, dense.data(), dense.size() * sizeof(float));
@@ -242,7 +242,6 @@ class CudaDenseTower final : public DenseTower {
                                      pooled.size() * sizeof(float), cudaMemcpyHostToDevice, copy_),
                      "uploading pooled embeddings"));
     }
-    (void)batch;
     EMBER_RETURN_IF_ERROR(CudaStatus(cudaEventRecord(copied_, copy_), "recording the copy"));
     return CudaStatus(cudaStreamWaitEvent(compute_, copied_, 0), "ordering the copy");
   }
@@ -333,7 +332,9 @@ class CudaDenseTower final : public DenseTower {
                            layout_.DotDim(), x, pooled_.data(), inter),
           "the DOT interaction"));
     } else {
-      EMBER_RETURN_IF_ERROR(ConcatCopy(batch, x, pooled_.data(), inter, /*forward=*/true));
+      // Forward only reads the parts.
+      EMBER_RETURN_IF_ERROR(
+          ConcatCopy(batch, const_cast<float*>(x), pooled_.data(), inter, /*forward=*/true));
     }
     x = inter;
     for (size_t l = 0; l < layout_.top.size(); ++l, ++index) {
@@ -344,30 +345,24 @@ class CudaDenseTower final : public DenseTower {
     return absl::OkStatus();
   }
 
-  // CONCAT: out rows = [bottom | pooled] (forward), or the reverse slicing (backward:
-  // `bottom` and `pooled` are then the destinations; a null bottom is skipped).
-  absl::Status ConcatCopy(int batch, const float* bottom, const float* pooled, float* out,
-                          bool forward) {
+  // CONCAT: each row of the [batch x interaction_width] matrix `wide` is [bottom |
+  // pooled]. Forward copies the parts in; backward (the gradient) copies them out. A
+  // null bottom (no bottom vector, or its gradient unwanted) is skipped.
+  absl::Status ConcatCopy(int batch, float* bottom, float* pooled, float* wide, bool forward) {
     const size_t row = layout_.interaction_width * sizeof(float);
     const size_t bw = layout_.bottom_width * sizeof(float);
     const size_t pw = layout_.pooled_width * sizeof(float);
-    if (bw > 0 && bottom != nullptr) {
-      EMBER_RETURN_IF_ERROR(
-          CudaStatus(forward ? cudaMemcpy2DAsync(out, row, bottom, bw, bw, batch,
-                                                 cudaMemcpyDeviceToDevice, compute_)
-                             : cudaMemcpy2DAsync(const_cast<float*>(bottom), bw, out, row, bw,
-                                                 batch, cudaMemcpyDeviceToDevice, compute_),
-                     "the CONCAT interaction"));
-    }
-    if (pw > 0) {
-      char* slice = reinterpret_cast<char*>(out) + bw;
-      EMBER_RETURN_IF_ERROR(
-          CudaStatus(forward ? cudaMemcpy2DAsync(slice, row, pooled, pw, pw, batch,
-                                                 cudaMemcpyDeviceToDevice, compute_)
-                             : cudaMemcpy2DAsync(const_cast<float*>(pooled), pw, slice, row, pw,
-                                                 batch, cudaMemcpyDeviceToDevice, compute_),
-                     "the CONCAT interaction"));
-    }
+    // One part: `width` bytes at byte `offset` of each wide row, `part` packed.
+    auto copy = [&](float* part, size_t offset, size_t width) {
+      char* slice = reinterpret_cast<char*>(wide) + offset;
+      return CudaStatus(forward ? cudaMemcpy2DAsync(slice, row, part, width, width, batch,
+                                                    cudaMemcpyDeviceToDevice, compute_)
+                                : cudaMemcpy2DAsync(part, width, slice, row, width, batch,
+                                                    cudaMemcpyDeviceToDevice, compute_),
+                        "the CONCAT interaction");
+    };
+    if (bw > 0 && bottom != nullptr) EMBER_RETURN_IF_ERROR(copy(bottom, 0, bw));
+    if (pw > 0) EMBER_RETURN_IF_ERROR(copy(pooled, bw, pw));
     return absl::OkStatus();
   }
 

@@ -179,9 +179,9 @@ __global__ void BceKernel(int batch, const float* __restrict__ logits,
   if (threadIdx.x == 0) partials[blockIdx.x] = acc[0];
 }
 
+// One thread: kBceBlocks sums in order.
 __global__ void BceFinalKernel(int count, const double* __restrict__ partials, float scale,
                                double* __restrict__ loss) {
-  if (threadIdx.x != 0) return;
   double s = 0.0;
   for (int i = 0; i < count; ++i) s += partials[i];
   *loss = s * scale;
@@ -331,7 +331,7 @@ cudaError_t LaunchBce(cudaStream_t stream, int batch, const float* logits, const
   BceKernel<<<kBceBlocks, kThreads, 0, stream>>>(batch, logits, labels, weights, scale, dlogits,
                                                  partials);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  BceFinalKernel<<<1, kWarp, 0, stream>>>(kBceBlocks, partials, scale, loss);
+  BceFinalKernel<<<1, 1, 0, stream>>>(kBceBlocks, partials, scale, loss);
   return cudaGetLastError();
 }
 
