@@ -227,8 +227,10 @@ class PsClient {
   // The digest of `table`'s stored rows over every shard the client knows (each
   // shard's ChecksumRequest answer, summed per table; see ps.proto): comparable across
   // shard counts, restores and followers. Empty `table`: every table. Flushes dirty
-  // rows on the shards; consistent while no pushes run. Errors: the first shard's,
-  // with its id and address.
+  // rows on the shards; consistent while no pushes run. A cut of one slot map: when
+  // the shards answer at different epochs (a slot move switched between the calls),
+  // it reloads the map and asks again, with backoff, until `deadline`; then ABORTED
+  // naming the epochs. Errors: the first failing shard's, with its id and address.
   struct TableDigest {
     uint64_t rows = 0;
     uint64_t digest = 0;

@@ -3,12 +3,16 @@
 // PsClient's control-plane methods: tables, checksums, the cluster map and the hot set
 // (the data path, Pull and Push, is in ps_client.cc).
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/ps_client.h"
 #include "common/ps_client_impl.h"
@@ -32,21 +36,47 @@ absl::StatusOr<std::map<std::string, PsClient::TableDigest>> PsClient::Checksum(
   const absl::Time deadline = absl::Now() + impl_->options.deadline;
   v1::ChecksumRequest request;
   request.set_table(std::string(table));
-  std::map<std::string, TableDigest> sums;
-  const std::shared_ptr<const Impl::Shards> shards = impl_->Snapshot().shards;
-  for (const auto& [shard, conn] : *shards) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(deadline));
-    v1::ChecksumResponse response;
-    absl::Status s = FromGrpcStatus(conn.stub->Checksum(&context, request, &response), &context);
-    if (!s.ok()) return WithShardContext(s, shard, conn.address);
-    for (const v1::ChecksumResponse::Table& t : response.tables()) {
-      TableDigest& sum = sums[t.table()];
-      sum.rows += t.rows();
-      sum.digest += t.digest();
+  absl::Duration backoff = impl_->options.initial_backoff;
+  while (true) {
+    std::map<std::string, TableDigest> sums;
+    std::map<uint64_t, std::vector<uint32_t>> epochs;  // slot-map epoch -> shards
+    const std::shared_ptr<const Impl::Shards> shards = impl_->Snapshot().shards;
+    for (const auto& [shard, conn] : *shards) {
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(deadline));
+      v1::ChecksumResponse response;
+      absl::Status s = FromGrpcStatus(conn.stub->Checksum(&context, request, &response), &context);
+      if (!s.ok()) return WithShardContext(s, shard, conn.address);
+      epochs[response.epoch()].push_back(shard);
+      for (const v1::ChecksumResponse::Table& t : response.tables()) {
+        TableDigest& sum = sums[t.table()];
+        sum.rows += t.rows();
+        sum.digest += t.digest();
+      }
     }
+    // A consistent cut: every shard counted the slots of one map. With a coordinator
+    // that map must also be the client's (a newer one may name shards it does not know).
+    const bool coordinated = impl_->coordinator != nullptr;
+    if (epochs.size() <= 1 &&
+        (!coordinated || epochs.empty() || epochs.begin()->first <= slot_map().epoch())) {
+      return sums;
+    }
+    if (absl::Now() + backoff >= deadline) {
+      std::string seen;
+      for (const auto& [epoch, ids] : epochs) {
+        absl::StrAppend(&seen, seen.empty() ? "" : "; ", "epoch ", epoch, ": shard(s) ",
+                        absl::StrJoin(ids, ","));
+      }
+      return absl::AbortedError(
+          absl::StrCat("Checksum: the slot map changed during every try (", seen,
+                       "; the client's map is at epoch ", slot_map().epoch(),
+                       "): slots were moving; ask again once the moves have switched"));
+    }
+    // Moves are switching: a newer map, then the shards again.
+    if (coordinated) RefreshClusterMap().IgnoreError();
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, impl_->options.max_backoff);
   }
-  return sums;
 }
 
 absl::Status PsClient::CreateTableEverywhere(const v1::TableConfig& config) {

@@ -323,6 +323,7 @@ absl::Status PsServiceImpl::DoChecksum(const v1::ChecksumRequest& request,
   if (map->epoch() > 0) {
     owned = [&map, this](uint32_t slot) { return map->OwnerOf(slot) == shard_id_; };
   }
+  response->set_epoch(map->epoch());
   for (const std::string& name : tables) {
     EMBER_ASSIGN_OR_RETURN(TableChecksum sum, store_->Checksum(name, owned));
     v1::ChecksumResponse::Table* t = response->add_tables();

@@ -42,6 +42,7 @@
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_storage.h"
+#include "tests/cluster/in_process_shard.h"
 #include "tests/cluster/process.h"
 
 #ifndef EMBER_PS_BINARY
@@ -60,16 +61,7 @@ std::string PackIds(const std::vector<uint64_t>& ids) {
   return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
 }
 
-// One shard: metrics, storage, service and gRPC server.
-struct Shard {
-  std::unique_ptr<prometheus::Registry> registry;
-  std::unique_ptr<PsMetrics> metrics;
-  std::unique_ptr<ShardStorage> storage;
-  std::unique_ptr<PsServiceImpl> service;
-  std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<v1::PsService::Stub> stub;
-  std::string address;
-};
+using Shard = InProcessShard;
 
 class ReplicaTest : public ::testing::Test {
  protected:
@@ -98,43 +90,24 @@ class ReplicaTest : public ::testing::Test {
   void TearDown() override {
     for (Shard& shard : shards_) {
       shard.service->StopReplication();
-      shard.server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-      shard.server.reset();
-      shard.service.reset();
-      EXPECT_TRUE(shard.storage->Close().ok());
+      EXPECT_TRUE(shard.Stop().ok());
     }
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
 
   void StartShard(uint32_t id) {
-    Shard shard;
-    ShardStorageOptions options;
-    options.rocksdb.path = absl::StrCat(dir_, "/shard-", id);
-    options.store.memory_budget_bytes = 64 << 20;
-    absl::StatusOr<std::unique_ptr<ShardStorage>> storage = ShardStorage::Open(options);
-    ASSERT_TRUE(storage.ok()) << storage.status();
-    shard.storage = std::move(*storage);
-    shard.registry = std::make_unique<prometheus::Registry>();
-    shard.metrics = std::make_unique<PsMetrics>(*shard.registry);
-    shard.service = std::make_unique<PsServiceImpl>(
-        shard.storage->store(), id, map_, PsServiceImpl::kDefaultDedupWindow, shard.metrics.get());
-    shard.service->EnableCheckpoints(shard.storage.get());
-    HotKeyOptions hot;
-    hot.heavy_hitters.sample_every = 1;  // exact counts for the report checks
-    hot.owner.initial_retry = absl::Milliseconds(20);
-    hot.owner.round_timeout = absl::Seconds(2);
-    shard.service->SetHotKeyOptions(hot);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(shard.service.get());
-    shard.server = builder.BuildAndStart();
-    ASSERT_NE(shard.server, nullptr);
-    shard.address = absl::StrCat("127.0.0.1:", port);
-    shard.stub = v1::PsService::NewStub(
-        grpc::CreateChannel(shard.address, grpc::InsecureChannelCredentials()));
-    shards_.push_back(std::move(shard));
+    absl::StatusOr<Shard> shard =
+        Shard::Start(dir_, id, map_, 64 << 20, [](PsServiceImpl& service, ShardStorage& storage) {
+          service.EnableCheckpoints(&storage);
+          HotKeyOptions hot;
+          hot.heavy_hitters.sample_every = 1;  // exact counts for the report checks
+          hot.owner.initial_retry = absl::Milliseconds(20);
+          hot.owner.round_timeout = absl::Seconds(2);
+          service.SetHotKeyOptions(hot);
+        });
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    shards_.push_back(std::move(*shard));
   }
 
   // `n` ids of `table_` owned by `owner` in the even map.

@@ -2,6 +2,7 @@
 //
 // `checkpoint create|list|restore`, `checksum` and `audit`.
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -155,15 +156,28 @@ struct Digest {
   uint64_t digest = 0;
 };
 
-absl::Status RunChecksum(Session& s, const std::string& table, bool per_shard) {
+// Per-table digests, total and per shard, of one cut: every shard that owns slots
+// answered at the epoch of the map that named it.
+struct ChecksumCut {
+  uint64_t epoch = 0;
+  std::map<std::string, Digest> total;
+  std::map<std::string, std::map<uint32_t, Digest>> shards;
+};
+
+// One try: the map, then each owner's digests. `*consistent` is false when a shard
+// answered at another epoch than the map's (a slot move switched meanwhile).
+absl::StatusOr<ChecksumCut> TryChecksum(Session& s, const std::string& table, bool* consistent,
+                                        std::string* seen) {
   EMBER_ASSIGN_OR_RETURN(v1::GetClusterMapResponse map, s.client->GetClusterMap());
   if (map.epoch() == 0)
     return absl::FailedPreconditionError("slots are not assigned yet (epoch 0)");
   EMBER_ASSIGN_OR_RETURN(SlotMap slots, DecodeSlotOwners(map.slot_owners(), map.epoch()));
   std::map<uint32_t, std::string> address;
   for (const v1::ShardInfo& sh : map.shards()) address[sh.shard_id()] = sh.address();
-  std::map<std::string, Digest> total;
-  std::map<std::string, std::map<uint32_t, Digest>> shards;
+  ChecksumCut cut;
+  cut.epoch = map.epoch();
+  *consistent = true;
+  *seen = absl::StrCat("map epoch ", map.epoch());
   for (uint32_t id : slots.Shards()) {
     auto it = address.find(id);
     if (it == address.end()) {
@@ -175,16 +189,44 @@ absl::Status RunChecksum(Session& s, const std::string& table, bool per_shard) {
       return absl::Status(r.status().code(),
                           absl::StrCat("shard ", id, ": ", r.status().message()));
     }
+    absl::StrAppend(seen, ", shard ", id, " at ", r->epoch());
+    if (r->epoch() != map.epoch()) *consistent = false;
     for (const v1::ChecksumResponse::Table& t : r->tables()) {
-      Digest& sum = total[t.table()];
+      Digest& sum = cut.total[t.table()];
       sum.rows += t.rows();
       sum.digest += t.digest();  // mod 2^64: digests of disjoint row sets add up
-      shards[t.table()][id] = {t.rows(), t.digest()};
+      cut.shards[t.table()][id] = {t.rows(), t.digest()};
     }
   }
+  return cut;
+}
+
+absl::Status RunChecksum(Session& s, const std::string& table, bool per_shard) {
+  // While slots move, a shard may answer under a newer map than the one read (or an
+  // older one): its slots would count twice or not at all. Ask again, with backoff,
+  // for as long as --timeout_ms allows.
+  const absl::Time give_up = absl::Now() + absl::Milliseconds(s.options.timeout_ms);
+  absl::Duration backoff = absl::Milliseconds(20);
+  ChecksumCut cut;
+  while (true) {
+    bool consistent = false;
+    std::string seen;
+    EMBER_ASSIGN_OR_RETURN(cut, TryChecksum(s, table, &consistent, &seen));
+    if (consistent) break;
+    if (absl::Now() + backoff >= give_up) {
+      return absl::AbortedError(
+          absl::StrCat("the slot map changed during every try (", seen,
+                       "): slots are moving; run it again once the moves have switched"));
+    }
+    absl::SleepFor(backoff);
+    backoff = std::min(backoff * 2, absl::Seconds(1));
+  }
+  const std::map<std::string, Digest>& total = cut.total;
+  std::map<std::string, std::map<uint32_t, Digest>>& shards = cut.shards;
+  const uint64_t epoch = cut.epoch;
   if (s.options.json) {
     JsonWriter j;
-    j.BeginObject().Key("epoch").Uint(map.epoch()).Key("tables").BeginArray();
+    j.BeginObject().Key("epoch").Uint(epoch).Key("tables").BeginArray();
     for (const auto& [name, d] : total) {
       j.BeginObject().Key("table").String(name).Key("rows").Uint(d.rows).Key("digest").String(
           Hex64(d.digest));
@@ -299,7 +341,8 @@ std::vector<CommandSpec> CheckpointCommands() {
       {nullptr, "checksum", "checksum [--table=T] [--per_shard]",
        "Per-table row count and digest summed over every shard that owns slots\n"
        "(comparable between clusters with different shard counts, restores and\n"
-       "followers).\n\n"
+       "followers). A cut of one slot map: while slot moves switch it asks again\n"
+       "until --timeout_ms, then fails ABORTED naming the epochs seen.\n\n"
        "  --table=T     only this table\n"
        "  --per_shard   also each shard's part\n",
        ParseChecksum},
