@@ -6,40 +6,37 @@
 // cluster map and audit log), and both processes keep answering. Also: flag errors
 // of ember-ps, and graceful shutdown with an idle client connected.
 //
-// | #  | call                  | bad input                                   | status |
-// |----|-----------------------|---------------------------------------------|------------------------|
-// | 1  | Push                  | grads sized for another dim                 | INVALID_ARGUMENT |
-// | 2  | Push                  | NaN gradient                                | INVALID_ARGUMENT |
-// | 3  | Push                  | +Inf gradient                               | INVALID_ARGUMENT |
-// | 4  | Push                  | -Inf gradient                               | INVALID_ARGUMENT |
-// | 5  | Pull / Push           | empty batch (no ids)                        | INVALID_ARGUMENT |
-// | 6  | Pull / Push           | more ids than --max_batch_keys              | INVALID_ARGUMENT (1)
-// | | 7  | Pull / Push           | message over --max_message_mb               | RESOURCE_EXHAUSTED
-// (2) | | 8  | Pull / Push           | unknown table                               | NOT_FOUND | |
-// 9  | Pull / Push           | id whose slot another shard owns            | FAILED_PRECONDITION +
-// | |    |                       |                                             |
-// ember-wrong-shard-bin  | | 10 | Pull / Push           | stale epoch (0) | FAILED_PRECONDITION + |
-// |    |                       |                                             |
-// ember-wrong-shard-bin  | | 11 | Pull / Push           | future epoch (2) | FAILED_PRECONDITION +
-// | |    |                       |                                             |
-// ember-wrong-shard-bin  | | 12 | Push                  | duplicate (worker_id, sequence) | OK,
-// first version,     | |    |                       |                                             |
-// not applied again      | | 13 | Push                  | sequence 0 | INVALID_ARGUMENT       | |
-// 14 | Pull / Push           | ids bytes not a multiple of 8               | INVALID_ARGUMENT | |
-// 15 | Push                  | grads bytes of the wrong length             | INVALID_ARGUMENT | |
-// 16 | Pull / Push           | unknown value encoding                      | INVALID_ARGUMENT | |
-// 17 | Push                  | fp16 grads of the wrong length              | INVALID_ARGUMENT | |
-// 18 | PS CreateTable        | bad name ("bad name!", "", 65 chars)        | INVALID_ARGUMENT | |
-// 19 | PS CreateTable        | dim 0, dim 5000 (> 4096)                    | INVALID_ARGUMENT | |
-// 20 | PS CreateTable        | negative learning rate                      | INVALID_ARGUMENT | |
-// 21 | PS CreateTable        | existing name, different dim                | ALREADY_EXISTS | | 22
-// | AdminService.*        | no ember-admin-token metadata               | UNAUTHENTICATED        |
-// | 23 | AdminService.*        | wrong token                                 | UNAUTHENTICATED | |
-// 24 | SetSlotOwner          | slot >= 16384                               | INVALID_ARGUMENT | |
-// 25 | KvPut                 | empty key                                   | INVALID_ARGUMENT | |
-// 26 | KvGet                 | empty key                                   | NOT_FOUND (3) | | 27 |
-// Coordinator           | invalid table config (dim 0)                | INVALID_ARGUMENT       | |
-// | CreateTable           |                                             |                        |
+// clang-format off
+//  #  call                   bad input                             status
+//  1  Push                   grads sized for another dim           INVALID_ARGUMENT
+//  2  Push                   NaN gradient                          INVALID_ARGUMENT
+//  3  Push                   +Inf gradient                         INVALID_ARGUMENT
+//  4  Push                   -Inf gradient                         INVALID_ARGUMENT
+//  5  Pull / Push            empty batch (no ids)                  INVALID_ARGUMENT
+//  6  Pull / Push            more ids than --max_batch_keys        INVALID_ARGUMENT (1)
+//  7  Pull / Push            message over --max_message_mb         RESOURCE_EXHAUSTED (2)
+//  8  Pull / Push            unknown table                         NOT_FOUND
+//  9  Pull / Push            id whose slot another shard owns      FAILED_PRECONDITION + WrongShard
+// 10  Pull / Push            stale epoch (0)                       FAILED_PRECONDITION + WrongShard
+// 11  Pull / Push            future epoch (2)                      FAILED_PRECONDITION + WrongShard
+// 12  Push                   duplicate (worker_id, sequence)       OK, applied once
+// 13  Push                   sequence 0                            INVALID_ARGUMENT
+// 14  Pull / Push            ids bytes not a multiple of 8         INVALID_ARGUMENT
+// 15  Push                   grads bytes of the wrong length       INVALID_ARGUMENT
+// 16  Pull / Push            unknown value encoding                INVALID_ARGUMENT
+// 17  Push                   fp16 grads of the wrong length        INVALID_ARGUMENT
+// 18  PS CreateTable         bad name ("bad name!", "", 65 chars)  INVALID_ARGUMENT
+// 19  PS CreateTable         dim 0, dim 5000 (> 4096)              INVALID_ARGUMENT
+// 20  PS CreateTable         negative learning rate                INVALID_ARGUMENT
+// 21  PS CreateTable         existing name, different dim          ALREADY_EXISTS
+// 22  AdminService.*         no ember-admin-token metadata         UNAUTHENTICATED
+// 23  AdminService.*         wrong token                           UNAUTHENTICATED
+// 24  SetSlotOwner           slot >= 16384                         INVALID_ARGUMENT
+// 25  KvPut                  empty key                             INVALID_ARGUMENT
+// 26  KvGet                  empty key                             NOT_FOUND (3)
+// 27  Coordinator            invalid table config (dim 0)          INVALID_ARGUMENT
+//     CreateTable
+// clang-format on
 //
 // (1) The same code as the store's StoreOptions.max_batch_keys check: an oversized
 //     batch is a malformed request, not a resource the server ran out of.
