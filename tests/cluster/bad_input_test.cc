@@ -18,7 +18,7 @@
 //  8  Pull / Push            unknown table                         NOT_FOUND
 //  9  Pull / Push            id whose slot another shard owns      FAILED_PRECONDITION + WrongShard
 // 10  Pull / Push            stale epoch (0)                       FAILED_PRECONDITION + WrongShard
-// 11  Pull / Push            future epoch (2)                      FAILED_PRECONDITION + WrongShard
+// 11  Pull / Push            future epoch (2)                      UNAVAILABLE (shard behind: retry)
 // 12  Push                   duplicate (worker_id, sequence)       OK, applied once
 // 13  Push                   sequence 0                            INVALID_ARGUMENT
 // 14  Pull / Push            ids bytes not a multiple of 8         INVALID_ARGUMENT
