@@ -121,6 +121,7 @@ absl::Status Follower::Open() {
     }
   }
   MaybeAdvanceDense();
+  opened_ = true;
   return absl::OkStatus();  // the control loop's first RefreshMap starts the shards
 }
 
@@ -358,6 +359,13 @@ absl::Status Follower::Stop() {
     threads.swap(shard_threads_);
   }
   for (std::thread& t : threads) t.join();
+  if (!opened_) {
+    // Open failed: nothing was followed, and what is on disk (perhaps the very state
+    // that failed to load) stays as it is for the operator to look at.
+    if (storage_ == nullptr) return absl::OkStatus();
+    absl::WriterMutexLock store(&store_mu_);
+    return storage_->Close();
+  }
   absl::Status status = PersistState();
   absl::WriterMutexLock store(&store_mu_);
   const absl::Status closed = storage_->Close();

@@ -143,6 +143,10 @@ class Follower {
     uint64_t config_digest = 0;
   };
 
+  // tests/fuzz/serving_fuzz.cc opens a follower without its control loop and feeds
+  // Apply stream messages directly.
+  friend class FollowerTestPeer;
+
   explicit Follower(const FollowerOptions& options);
 
   // follower.cc
@@ -208,6 +212,8 @@ class Follower {
   std::vector<std::thread> shard_threads_ ABSL_GUARDED_BY(mu_);
   bool following_ ABSL_GUARDED_BY(mu_) = false;  // shard threads may start
   std::atomic<bool> stopped_{false};
+  // Open() succeeded (set before any thread starts): only then does Stop() persist.
+  bool opened_ = false;
 };
 
 }  // namespace ember

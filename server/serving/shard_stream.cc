@@ -116,6 +116,11 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
     if (generation_ != generation) return absl::AbortedError("re-bootstrapped");
     // Exactly at the position: the stream the position names (or the one a shard
     // accepted it for: a fresh or restored shard names its new stream) and no gap.
+    if (batch.to_version() < batch.from_version()) {
+      return absl::DataLossError(absl::StrCat("shard ", shard_id, " sent versions (",
+                                              batch.from_version(), ", ", batch.to_version(),
+                                              "]: the range runs backwards"));
+    }
     if (batch.from_version() != shard->version) {
       return absl::DataLossError(absl::StrCat("shard ", shard_id, " sent versions (",
                                               batch.from_version(), ", ", batch.to_version(),
