@@ -1,0 +1,64 @@
+// Copyright 2026 The Ember Authors.
+//
+// Bad input at ember-bench's command line, the real binary: every case exits 2 with a
+// first line that names the flag or argument and the range it expected, before any
+// benchmark starts; --help exits 0 and lists the suites and flags.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "tests/cluster/process.h"
+
+#ifndef EMBER_BENCH_BINARY
+#error "EMBER_BENCH_BINARY must name the ember-bench binary"
+#endif
+
+namespace ember {
+namespace {
+
+TEST(BenchFlagsTest, HelpListsSuitesAndFlags) {
+  const RunResult r = RunBinary(EMBER_BENCH_BINARY, "--help");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(absl::StartsWith(r.output, "usage: ember-bench SUITE")) << r.output;
+  for (const char* word : {"storage", "cluster", "serving", "--rows_small", "--repetitions"}) {
+    EXPECT_TRUE(absl::StrContains(r.output, word)) << word;
+  }
+}
+
+TEST(BenchFlagsTest, BadArgumentsExitTwoNamingThem) {
+  // Each: the arguments, and what the first line must contain.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "no suite given; known: checkpoint, cluster"},
+      {"nosuchsuite", "unknown suite 'nosuchsuite'; known:"},
+      {"storage cluster", "one suite per run; got 'storage' and 'cluster'"},
+      {"storage --bogus", "unknown flag --bogus"},
+      {"storage --json=maybe", "--json takes no value"},
+      {"storage --rows_small", "--rows_small needs a value"},
+      {"storage --rows_small=abc", "bad value in --rows_small=abc (expected"},
+      {"storage --rows_small=5", "bad value in --rows_small=5 (expected"},
+      {"storage --rows_large=999", "bad value in --rows_large=999 (expected"},
+      {"storage --budget_fraction=0", "bad value in --budget_fraction=0 (expected"},
+      {"storage --budget_fraction=1.5", "bad value in --budget_fraction=1.5 (expected"},
+      {"storage --zipf=0", "bad value in --zipf=0 (expected"},
+      {"storage --min_time=601", "bad value in --min_time=601 (expected"},
+      {"storage --warmup=-1", "bad value in --warmup=-1 (expected"},
+      {"storage --repetitions=0", "bad value in --repetitions=0 (expected"},
+      {"storage --repetitions=101", "bad value in --repetitions=101 (expected"},
+      {"training --train_examples=10", "bad value in --train_examples=10 (expected"},
+      {"storage --seed=x", "bad value in --seed=x (expected"},
+  };
+  for (const auto& [args, message] : cases) {
+    const RunResult r = RunBinary(EMBER_BENCH_BINARY, args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    const std::string first_line = r.output.substr(0, r.output.find('\n'));
+    EXPECT_TRUE(absl::StartsWith(first_line, "ember-bench: ")) << args << ": " << first_line;
+    EXPECT_TRUE(absl::StrContains(first_line, message)) << args << ": " << first_line;
+    EXPECT_TRUE(absl::StrContains(r.output, "ember-bench --help lists suites and flags")) << args;
+  }
+}
+
+}  // namespace
+}  // namespace ember
