@@ -8,6 +8,7 @@
 //
 // Waits on other processes poll with a deadline; nothing sleeps to order events.
 
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/admin_auth.h"
 #include "gtest/gtest.h"
 #include "tests/tools/emberctl_fixture.h"
 
@@ -130,6 +132,31 @@ TEST_F(EmberctlTest, ChecksumMatchesTheShards) {
   r = Ctl({"checksum", "--table=nope"});
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_TRUE(absl::StrContains(r.err, "NOT_FOUND")) << r;
+}
+
+// A checksum is a cut of one slot map: while one shard already counts under a newer
+// map (as a move's target does at the switch, before the others), emberctl asks again
+// and, when the shards never agree, fails ABORTED naming the epochs.
+TEST_F(EmberctlTest, ChecksumRefusesAnswersFromDifferentSlotMaps) {
+  const v1::GetClusterMapResponse map = ClusterMap();
+  v1::InstallSlotMapRequest install;
+  install.set_epoch(map.epoch() + 1);
+  install.set_slot_owners(map.slot_owners());
+  v1::InstallSlotMapResponse installed;
+  grpc::ClientContext context;
+  context.AddMetadata(kAdminTokenMetadataKey, kCtlToken);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  const grpc::Status s = ps_stub_[0]->InstallSlotMap(&context, install, &installed);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(installed.epoch(), map.epoch() + 1);
+
+  const CtlResult r = Ctl({"--timeout_ms=1500", "checksum"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_TRUE(absl::StartsWith(r.err, "emberctl: ABORTED")) << r;
+  EXPECT_TRUE(absl::StrContains(r.err, absl::StrCat("map epoch ", map.epoch()))) << r;
+  EXPECT_TRUE(absl::StrContains(r.err, absl::StrCat("shard 0 at ", map.epoch() + 1))) << r;
+  EXPECT_TRUE(absl::StrContains(r.err, absl::StrCat("shard 1 at ", map.epoch()))) << r;
+  EXPECT_TRUE(r.out.empty()) << "no digest printed: " << r.out;
 }
 
 TEST_F(EmberctlTest, AuditAndSlotsAfterSetSlotOwner) {
