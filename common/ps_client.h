@@ -224,11 +224,12 @@ class PsClient {
   absl::Status Push(absl::string_view table, absl::Span<const uint64_t> ids,
                     absl::Span<const float> grads, int64_t step, const PsCallOptions& call = {});
 
-  // The digest of `table`'s stored rows over every shard the client knows (each
-  // shard's ChecksumRequest answer, summed per table; see ps.proto): comparable across
-  // shard counts, restores and followers. Empty `table`: every table. Flushes dirty
-  // rows on the shards; consistent while no pushes run. A cut of one slot map: when
-  // the shards answer at different epochs (a slot move switched between the calls),
+  // The digest of `table`'s stored rows over the shards that own slots in the client's
+  // map (each shard's ChecksumRequest answer, summed per table; see ps.proto):
+  // comparable across shard counts, restores and followers. Empty `table`: every
+  // table. Flushes dirty rows on the shards; consistent while no pushes run. A cut of
+  // one slot map: when the shards answer at different epochs (a slot move switched
+  // between the calls), or with a coordinator at another epoch than the client's map,
   // it reloads the map and asks again, with backoff, until `deadline`; then ABORTED
   // naming the epochs. Errors: the first failing shard's, with its id and address.
   struct TableDigest {

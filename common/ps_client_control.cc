@@ -34,19 +34,37 @@ absl::Status PsClient::AddTable(const v1::TableConfig& config) {
 absl::StatusOr<std::map<std::string, PsClient::TableDigest>> PsClient::Checksum(
     absl::string_view table) {
   const absl::Time deadline = absl::Now() + impl_->options.deadline;
+  const bool coordinated = impl_->coordinator != nullptr;
   v1::ChecksumRequest request;
   request.set_table(std::string(table));
   absl::Duration backoff = impl_->options.initial_backoff;
   while (true) {
+    const Impl::View view = impl_->Snapshot();
+    const uint64_t map_epoch = view.map->epoch();
+    // The shards that own slots in the client's map (before any map: every shard it
+    // knows). A shard that owns none, such as one removed from the cluster, counts
+    // nothing and is not asked.
+    std::vector<uint32_t> asked;
+    if (map_epoch == 0) {
+      for (const auto& [shard, conn] : *view.shards) asked.push_back(shard);
+    } else {
+      asked = view.map->Shards();
+    }
     std::map<std::string, TableDigest> sums;
     std::map<uint64_t, std::vector<uint32_t>> epochs;  // slot-map epoch -> shards
-    const std::shared_ptr<const Impl::Shards> shards = impl_->Snapshot().shards;
-    for (const auto& [shard, conn] : *shards) {
+    std::vector<uint32_t> unknown;                     // owners without an address
+    for (const uint32_t shard : asked) {
+      const auto it = view.shards->find(shard);
+      if (it == view.shards->end()) {
+        unknown.push_back(shard);
+        continue;
+      }
       grpc::ClientContext context;
       context.set_deadline(absl::ToChronoTime(deadline));
       v1::ChecksumResponse response;
-      absl::Status s = FromGrpcStatus(conn.stub->Checksum(&context, request, &response), &context);
-      if (!s.ok()) return WithShardContext(s, shard, conn.address);
+      absl::Status s =
+          FromGrpcStatus(it->second.stub->Checksum(&context, request, &response), &context);
+      if (!s.ok()) return WithShardContext(s, shard, it->second.address);
       epochs[response.epoch()].push_back(shard);
       for (const v1::ChecksumResponse::Table& t : response.tables()) {
         TableDigest& sum = sums[t.table()];
@@ -54,11 +72,15 @@ absl::StatusOr<std::map<std::string, PsClient::TableDigest>> PsClient::Checksum(
         sum.digest += t.digest();
       }
     }
-    // A consistent cut: every shard counted the slots of one map. With a coordinator
-    // that map must also be the client's (a newer one may name shards it does not know).
-    const bool coordinated = impl_->coordinator != nullptr;
-    if (epochs.size() <= 1 &&
-        (!coordinated || epochs.empty() || epochs.begin()->first <= slot_map().epoch())) {
+    if (!unknown.empty() && !coordinated) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("Checksum: shard(s) ", absl::StrJoin(unknown, ","),
+                       " own slots but the client has no address for them"));
+    }
+    // A consistent cut: every owner counted the slots of one map. With a coordinator,
+    // the client's map (the shards that were asked) must be that map too.
+    const bool one_map = epochs.size() <= 1 && unknown.empty();
+    if (one_map && (!coordinated || epochs.empty() || epochs.begin()->first == map_epoch)) {
       return sums;
     }
     if (absl::Now() + backoff >= deadline) {
@@ -67,9 +89,12 @@ absl::StatusOr<std::map<std::string, PsClient::TableDigest>> PsClient::Checksum(
         absl::StrAppend(&seen, seen.empty() ? "" : "; ", "epoch ", epoch, ": shard(s) ",
                         absl::StrJoin(ids, ","));
       }
+      if (!unknown.empty()) {
+        absl::StrAppend(&seen, "; no address for shard(s) ", absl::StrJoin(unknown, ","));
+      }
       return absl::AbortedError(
           absl::StrCat("Checksum: the slot map changed during every try (", seen,
-                       "; the client's map is at epoch ", slot_map().epoch(),
+                       "; the client's map is at epoch ", map_epoch,
                        "): slots were moving; ask again once the moves have switched"));
     }
     // Moves are switching: a newer map, then the shards again.

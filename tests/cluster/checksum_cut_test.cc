@@ -7,7 +7,8 @@
 // its rows copied to shard 1, then the new map installed on the target first. While
 // the shards answer at different epochs their digests count the moved slots twice;
 // the client must ask again and return the model's digest once the source has
-// switched too, and fail ABORTED, naming the epochs, if the shards never agree.
+// switched too, and fail ABORTED, naming the epochs, if the shards never agree. A
+// shard without slots is not asked.
 
 #include <cstdint>
 #include <filesystem>
@@ -129,6 +130,24 @@ TEST_F(ChecksumCutTest, EachShardNamesTheEpochItCountedUnder) {
   Switch(1);
   EXPECT_EQ(ShardChecksum(0).epoch(), 1u);
   EXPECT_EQ(ShardChecksum(1).epoch(), 2u);
+}
+
+// A shard the client knows but the map gives no slot (one drained and removed, here
+// one that is not even running) counts nothing and is not asked.
+TEST_F(ChecksumCutTest, AShardThatOwnsNoSlotsIsNotAsked) {
+  absl::StatusOr<std::map<std::string, PsClient::TableDigest>> two = client_->Checksum();
+  ASSERT_TRUE(two.ok()) << two.status();
+  PsClientOptions options;
+  options.shard_addresses = {
+      {0, shards_[0].address}, {1, shards_[1].address}, {2, "127.0.0.1:1"}};  // closed port
+  options.slot_map = map_;
+  options.deadline = absl::Seconds(3);
+  absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<std::map<std::string, PsClient::TableDigest>> three = (*client)->Checksum();
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(three->at("item").rows, two->at("item").rows);
+  EXPECT_EQ(three->at("item").digest, two->at("item").digest);
 }
 
 TEST_F(ChecksumCutTest, AnswersAtDifferentEpochsAreAskedAgainUntilTheyAgree) {
