@@ -16,14 +16,11 @@
 // Invariants: no crash or sanitizer finding; no handler answers INTERNAL or UNKNOWN;
 // afterwards the coordinator still answers GetClusterMap.
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/admin_auth.h"
 #include "ember/v1/admin.grpc.pb.h"
@@ -48,8 +45,7 @@ constexpr char kToken[] = "fuzz-admin-token";
 struct Coordinator {
   Coordinator() {
     google::protobuf::SetLogHandler(nullptr);
-    dir = std::filesystem::temp_directory_path() / absl::StrCat("ember-coord-fuzz-", getpid());
-    std::filesystem::remove_all(dir);
+    dir = ProcessScratchDir("coord-fuzz");
     CoordinatorOptions options;
     options.data_dir = (dir / "state").string();
     options.expected_shards = 2;

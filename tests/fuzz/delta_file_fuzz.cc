@@ -8,19 +8,16 @@
 // a restore); records arrive in strictly increasing (space, key) order with bounded
 // views.
 
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "server/checkpoint/delta_file.h"
 #include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = absl::StrCat("/tmp/ember-delta-fuzz-", getpid(), ".bin");
+  static const std::string path = (ProcessScratchDir("delta-fuzz") / "delta.bin").string();
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

@@ -30,8 +30,6 @@
 // embedding bits of the row, or "unknown" for a tombstone; no serving handler answers
 // INTERNAL or UNKNOWN.
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -42,7 +40,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/slot.h"
 #include "ember/v1/serving.grpc.pb.h"
@@ -120,8 +117,7 @@ constexpr const char* kTables[] = {"item", "user", "nope"};  // "nope" is not in
 struct Harness {
   Harness() {
     google::protobuf::SetLogHandler(nullptr);
-    dir = std::filesystem::temp_directory_path() / absl::StrCat("ember-serving-fuzz-", getpid());
-    std::filesystem::remove_all(dir);
+    dir = ProcessScratchDir("serving-fuzz");
     std::filesystem::create_directories(dir / "checkpoints");
     FollowerOptions options;
     options.coordinator = "127.0.0.1:1";  // a closed port: the map refresh fails at once
