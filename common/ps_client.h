@@ -9,7 +9,7 @@
 // back in request order. Failures are handled per shard request:
 //  * UNAVAILABLE: retried with exponential backoff, at most `max_retries` times and
 //    never past the call's deadline. A retried push reuses its sequence, so the
-//    server applies it once (DESIGN.md invariant 2).
+//    server applies it once (docs/ARCHITECTURE.md invariant 2).
 //  * FAILED_PRECONDITION with a WrongShard detail (invariant 3): with a coordinator
 //    and a redirect naming a newer epoch, the client reloads the whole cluster map
 //    from the coordinator (rate-limited); without one (or while it is down) it records

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 //
-// ember-worker: one stateless training worker (worker/trainer.h).
+// ember-worker: one stateless training worker (worker/training/trainer.h).
 //
 //   ember-worker --config=configs/quickstart.pbtxt --coordinator=127.0.0.1:6000
 //       --rank=0 --world_size=2 --run_dir=run/job1
@@ -23,8 +23,8 @@
 #include "common/flags.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
-#include "worker/model_config.h"
-#include "worker/trainer.h"
+#include "worker/model/model_config.h"
+#include "worker/training/trainer.h"
 
 namespace ember::worker {
 namespace {

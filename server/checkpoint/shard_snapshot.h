@@ -47,9 +47,9 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ember/v1/checkpoint.pb.h"
-#include "server/embedding_store.h"
-#include "server/rocksdb_backend.h"
-#include "server/row_backend.h"
+#include "server/store/embedding_store.h"
+#include "server/store/rocksdb_backend.h"
+#include "server/store/row_backend.h"
 
 namespace ember {
 

@@ -23,8 +23,8 @@
 #include "common/status_macros.h"
 #include "server/checkpoint/delta_file.h"
 #include "server/checkpoint/shard_snapshot.h"
-#include "server/count_min_sketch.h"
-#include "server/row_layout.h"
+#include "server/store/count_min_sketch.h"
+#include "server/store/row_layout.h"
 
 namespace ember {
 namespace {

@@ -16,7 +16,7 @@
 #include "common/status_macros.h"
 #include "server/checkpoint/delta_file.h"
 #include "server/checkpoint/shard_snapshot.h"
-#include "server/row_layout.h"
+#include "server/store/row_layout.h"
 
 namespace ember {
 namespace {

@@ -42,7 +42,7 @@
 #include "server/coordinator/hot_set_publisher.h"
 #include "server/coordinator/job_manager.h"
 #include "server/coordinator/slot_migrator.h"
-#include "server/graceful_shutdown.h"
+#include "server/shared/graceful_shutdown.h"
 
 namespace ember {
 namespace {

@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "server/coordinator/slot_owners.h"
-#include "server/table_config.h"
+#include "server/shared/slot_owners.h"
+#include "server/store/table_config.h"
 
 namespace ember {
 namespace {

@@ -45,7 +45,7 @@
 #include "ember/v1/admin.pb.h"
 #include "ember/v1/coordinator.pb.h"
 #include "server/coordinator/audit_file.h"
-#include "server/rocksdb_backend.h"
+#include "server/store/rocksdb_backend.h"
 
 namespace ember {
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 //
-// HotSetPublisher: the coordinator's hot set (proto/ember/v1/hotkeys.proto, DESIGN.md
+// HotSetPublisher: the coordinator's hot set (proto/ember/v1/hotkeys.proto, docs/ARCHITECTURE.md
 // "Skew"). It keeps each shard's latest HotKeyReport (from its heartbeats), and at
 // every Compute (on its own thread every `publish_interval` once started):
 //  * forgets the reports of shards that are not ALIVE;

@@ -17,7 +17,7 @@
 #include "common/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "server/coordinator/run_parallel.h"
-#include "server/coordinator/slot_owners.h"
+#include "server/shared/slot_owners.h"
 
 namespace ember {
 namespace {

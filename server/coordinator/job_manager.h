@@ -1,7 +1,7 @@
 // Copyright 2026 The Ember Authors.
 //
 // JobManager: the coordinator's side of training jobs: attempts, checkpoints and
-// recovery without a person (coordinator.proto JoinJob; DESIGN.md invariant 5).
+// recovery without a person (coordinator.proto JoinJob; docs/ARCHITECTURE.md invariant 5).
 //
 // A job run goes through attempts. An attempt starts when every slot-owning PS shard
 // has been restored (RestoreShard) to one checkpoint, or told to keep its rows for a

@@ -12,7 +12,7 @@
 //
 // SIGTERM or SIGINT shuts down gracefully: stop accepting calls, let calls in flight
 // finish (bounded by --shutdown_grace_ms; idle client connections are closed without
-// waiting, see server/graceful_shutdown.h), flush dirty rows (store Close) and
+// waiting, see server/shared/graceful_shutdown.h), flush dirty rows (store Close) and
 // exit 0; exit 1 if the flush failed. Bad flags exit 2 with a message and the usage.
 //
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
@@ -50,15 +50,15 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "prometheus/registry.h"
-#include "server/embedding_store.h"
-#include "server/fault_injection_fs.h"
-#include "server/graceful_shutdown.h"
-#include "server/heavy_hitters.h"
+#include "server/store/embedding_store.h"
+#include "server/store/fault_injection_fs.h"
+#include "server/shared/graceful_shutdown.h"
+#include "server/ps/heavy_hitters.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
-#include "server/ps/shard_storage.h"
-#include "server/rocksdb_backend.h"
+#include "server/shared/shard_storage.h"
+#include "server/store/rocksdb_backend.h"
 
 namespace ember {
 namespace {
@@ -108,7 +108,7 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
                            move slots.
   --heavy_hitters_capacity=N
                            keys tracked per table for the hot-key reports (a
-                           Space-Saving summary, server/heavy_hitters.h). Default: 256
+                           Space-Saving summary, server/ps/heavy_hitters.h). Default: 256
   --heavy_hitters_half_life_s=S
                            half-life of the decayed key rates, in seconds. Default: 10
   --heavy_hitters_sample=N record each pulled key with probability 1/N (weight N,
@@ -122,7 +122,7 @@ constexpr char kUsage[] = R"(usage: ember-ps --data_dir=DIR [--flag=value ...]
                            InstallSlotMap) arrives. Default: none
   --test_disk_fault_rate=P fault tests only: fail this share (0 to 1) of RocksDB's
                            file reads and writes with an IO error
-                           (server/fault_injection_fs.h), from
+                           (server/store/fault_injection_fs.h), from
                            --test_disk_faults_after_ms after the shard serves, for
                            --test_disk_faults_for_ms (0: until shutdown; the flush
                            at shutdown runs without faults). Default: 0 (none)

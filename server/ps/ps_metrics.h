@@ -69,8 +69,8 @@
 #include "prometheus/gauge.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
-#include "server/embedding_store.h"
-#include "server/rocksdb_backend.h"
+#include "server/store/embedding_store.h"
+#include "server/store/rocksdb_backend.h"
 
 namespace ember {
 

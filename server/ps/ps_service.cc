@@ -20,7 +20,7 @@
 #include "common/status_macros.h"
 #include "grpc/grpc.h"
 #include "grpcpp/support/server_interceptor.h"
-#include "server/coordinator/slot_owners.h"
+#include "server/shared/slot_owners.h"
 #include "server/ps/request_codec.h"
 
 namespace ember {

@@ -59,13 +59,13 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "server/embedding_store.h"
-#include "server/heavy_hitters.h"
+#include "server/store/embedding_store.h"
+#include "server/ps/heavy_hitters.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
 #include "server/ps/replica_owner.h"
 #include "server/ps/replica_store.h"
-#include "server/ps/shard_storage.h"
+#include "server/shared/shard_storage.h"
 
 namespace ember {
 

@@ -18,10 +18,10 @@
 #include "common/float16.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
-#include "server/initializer.h"
+#include "server/store/initializer.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/request_codec.h"
-#include "server/row_layout.h"
+#include "server/store/row_layout.h"
 
 namespace ember {
 

@@ -18,9 +18,9 @@
 #include "common/grpc_status.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
-#include "server/coordinator/slot_owners.h"
+#include "server/shared/slot_owners.h"
 #include "server/ps/ps_service.h"
-#include "server/ps/row_block.h"
+#include "server/shared/row_block.h"
 
 namespace ember {
 namespace {

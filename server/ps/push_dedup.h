@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 //
-// PushDedup: exactly-once pushes (DESIGN.md invariant 2) on one shard.
+// PushDedup: exactly-once pushes (docs/ARCHITECTURE.md invariant 2) on one shard.
 //
 // Each worker numbers its pushes with a sequence (>= 1, unique per worker, roughly
 // increasing; pipelined pushes may arrive out of order). For every worker the shard

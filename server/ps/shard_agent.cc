@@ -13,7 +13,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "server/coordinator/slot_owners.h"
+#include "server/shared/slot_owners.h"
 
 namespace ember {
 

@@ -16,7 +16,7 @@
 #include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "server/row_backend.h"
+#include "server/store/row_backend.h"
 
 namespace ember {
 namespace {

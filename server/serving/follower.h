@@ -58,8 +58,8 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/security/credentials.h"
 #include "server/checkpoint/checkpoint_catalog.h"
-#include "server/embedding_store.h"
-#include "server/ps/shard_storage.h"
+#include "server/store/embedding_store.h"
+#include "server/shared/shard_storage.h"
 
 namespace ember {
 

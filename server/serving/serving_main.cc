@@ -28,7 +28,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "server/graceful_shutdown.h"
+#include "server/shared/graceful_shutdown.h"
 #include "server/serving/follower.h"
 #include "server/serving/serving_service.h"
 

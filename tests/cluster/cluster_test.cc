@@ -5,7 +5,7 @@
 // that takes its map from the coordinator. Pins: the data plane keeps working while
 // the coordinator is down (kill -9) and after it restarts on the same data dir and
 // port; a PS restarted on its data dir serves its rows again; a push whose response is
-// lost is retried and applied exactly once (DESIGN.md invariant 2); a slot move made
+// lost is retried and applied exactly once (docs/ARCHITECTURE.md invariant 2); a slot move made
 // while a client holds the old map redirects the client (invariant 3).
 //
 // Waits on other processes poll with a deadline (Eventually); nothing sleeps to order
@@ -34,8 +34,8 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/client_interceptor.h"
 #include "gtest/gtest.h"
-#include "server/initializer.h"
-#include "tests/cluster/process.h"
+#include "server/store/initializer.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
 #error "EMBER_PS_BINARY must name the ember-ps binary"

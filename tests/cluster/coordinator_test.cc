@@ -33,9 +33,9 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "server/coordinator/slot_owners.h"
+#include "server/shared/slot_owners.h"
 #include "server/ps/shard_agent.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
 #error "EMBER_PS_BINARY must name the ember-ps binary"

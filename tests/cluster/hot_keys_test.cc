@@ -48,8 +48,8 @@
 #include "grpcpp/support/client_interceptor.h"
 #include "gtest/gtest.h"
 #include "server/ps/shard_agent.h"
-#include "tests/cluster/http_get.h"
-#include "tests/cluster/process.h"
+#include "tests/support/http_get.h"
+#include "tools/harness/process.h"
 #include "tests/tools/emberctl_fixture.h"
 
 namespace ember {

@@ -33,7 +33,7 @@
 #include "prometheus/registry.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
-#include "server/ps/shard_storage.h"
+#include "server/shared/shard_storage.h"
 
 namespace ember {
 

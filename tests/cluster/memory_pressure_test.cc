@@ -53,11 +53,11 @@
 #include "common/ps_client.h"
 #include "common/slot_map.h"
 #include "gtest/gtest.h"
-#include "server/embedding_store.h"
-#include "server/initializer.h"
-#include "server/rocksdb_backend.h"
-#include "tests/cluster/http_get.h"
-#include "tests/cluster/process.h"
+#include "server/store/embedding_store.h"
+#include "server/store/initializer.h"
+#include "server/store/rocksdb_backend.h"
+#include "tests/support/http_get.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
 #error "EMBER_PS_BINARY must name the ember-ps binary"

@@ -31,7 +31,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/rebalance_planner.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 
 namespace ember {
 

@@ -22,9 +22,9 @@
 #include "common/slot.h"
 #include "common/slot_map.h"
 #include "gtest/gtest.h"
-#include "server/initializer.h"
-#include "server/table_config.h"
-#include "tests/cluster/process.h"
+#include "server/store/initializer.h"
+#include "server/store/table_config.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
 #error "EMBER_PS_BINARY must name the ember-ps binary"

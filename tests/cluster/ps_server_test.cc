@@ -24,9 +24,9 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "server/coordinator/slot_owners.h"
-#include "server/initializer.h"
-#include "tests/cluster/process.h"
+#include "server/shared/slot_owners.h"
+#include "server/store/initializer.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
 #error "EMBER_PS_BINARY must name the ember-ps binary"

@@ -37,13 +37,13 @@
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
-#include "server/coordinator/slot_owners.h"
-#include "server/initializer.h"
+#include "server/shared/slot_owners.h"
+#include "server/store/initializer.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
-#include "server/ps/shard_storage.h"
+#include "server/shared/shard_storage.h"
 #include "tests/cluster/in_process_shard.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
 #error "EMBER_PS_BINARY must name the ember-ps binary"

@@ -36,8 +36,8 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/http_get.h"
-#include "tests/cluster/process.h"
+#include "tests/support/http_get.h"
+#include "tools/harness/process.h"
 
 namespace ember {
 namespace {
@@ -473,15 +473,15 @@ TEST_F(SecurityTest, EmberctlSpeaksTlsAndExplainsRefusals) {
     return absl::StrCat(" --tls_ca=", c().certs, "/ca.pem --tls_cert=", c().certs, "/", name,
                         ".pem --tls_key=", c().certs, "/", name, ".key");
   };
-  RunResult status = RunBinary(EMBER_EMBERCTL_BINARY, coordinator + tls("admin") + " status");
+  RunResult status = RunBinary(EMBER_CTL_BINARY, coordinator + tls("admin") + " status");
   EXPECT_EQ(status.exit_code, 0) << status.output;
   EXPECT_TRUE(absl::StrContains(status.output, "shards 2 (2 alive)")) << status.output;
 
-  RunResult refused = RunBinary(EMBER_EMBERCTL_BINARY, coordinator + tls("client") + " status");
+  RunResult refused = RunBinary(EMBER_CTL_BINARY, coordinator + tls("client") + " status");
   EXPECT_EQ(refused.exit_code, 1) << refused.output;
   EXPECT_TRUE(absl::StrContains(refused.output, "not an admin identity")) << refused.output;
 
-  RunResult plaintext = RunBinary(EMBER_EMBERCTL_BINARY, coordinator + " --timeout_ms=2000 status");
+  RunResult plaintext = RunBinary(EMBER_CTL_BINARY, coordinator + " --timeout_ms=2000 status");
   EXPECT_EQ(plaintext.exit_code, 1) << plaintext.output;
   EXPECT_TRUE(absl::StrContains(plaintext.output, "--tls_ca")) << plaintext.output;
 }

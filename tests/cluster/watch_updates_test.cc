@@ -40,12 +40,12 @@
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "gtest/gtest.h"
-#include "server/coordinator/slot_owners.h"
-#include "server/embedding_store.h"
-#include "server/in_memory_backend.h"
+#include "server/shared/slot_owners.h"
+#include "server/store/embedding_store.h"
+#include "server/store/in_memory_backend.h"
 #include "server/ps/ps_service.h"
-#include "server/ps/row_block.h"
-#include "tests/cluster/process.h"
+#include "server/shared/row_block.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
 #error "EMBER_PS_BINARY must name the ember-ps binary"

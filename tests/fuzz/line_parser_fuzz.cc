@@ -19,7 +19,7 @@
 #include "tests/fuzz/fuzz_check.h"
 #include "worker/data/example_batch.h"
 #include "worker/data/line_parser.h"
-#include "worker/model_config.h"
+#include "worker/model/model_config.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 //
-// Fuzz target: the model config parser (worker/model_config.h). The first byte picks
+// Fuzz target: the model config parser (worker/model/model_config.h). The first byte picks
 // text format or JSON; the rest is the config. Invariants: no crash; a config that
 // parses is normalized, so normalizing it again changes nothing, and its text form
 // parses back to the same config.
@@ -12,7 +12,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "worker/model_config.h"
+#include "worker/model/model_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

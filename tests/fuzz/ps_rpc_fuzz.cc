@@ -21,8 +21,8 @@
 #include "common/slot_map.h"
 #include "ember/v1/ps.pb.h"
 #include "google/protobuf/stubs/logging.h"
-#include "server/embedding_store.h"
-#include "server/in_memory_backend.h"
+#include "server/store/embedding_store.h"
+#include "server/store/in_memory_backend.h"
 #include "server/ps/ps_service.h"
 #include "tests/fuzz/fuzz_check.h"
 

@@ -20,8 +20,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "server/rocksdb_backend.h"
-#include "tests/cluster/process.h"
+#include "server/store/rocksdb_backend.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_SERVING_BINARY
 #error "EMBER_SERVING_BINARY must name the ember-serving binary"

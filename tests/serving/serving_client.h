@@ -25,7 +25,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 
 namespace ember {
 

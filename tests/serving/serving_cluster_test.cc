@@ -21,7 +21,7 @@
 #include "grpcpp/security/credentials.h"
 #include "ember/v1/serving.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/http_get.h"
+#include "tests/support/http_get.h"
 #include "tests/serving/serving_client.h"
 #include "tests/tools/emberctl_fixture.h"
 

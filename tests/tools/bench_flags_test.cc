@@ -10,7 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 
 #ifndef EMBER_BENCH_BINARY
 #error "EMBER_BENCH_BINARY must name the ember-bench binary"

@@ -21,7 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/slot.h"
 #include "gtest/gtest.h"
-#include "server/row_layout.h"
+#include "server/store/row_layout.h"
 #include "tests/tools/emberctl_fixture.h"
 #include "tools/emberctl/export_format.h"
 

@@ -29,7 +29,7 @@
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 
 namespace ember {
 

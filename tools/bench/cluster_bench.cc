@@ -41,7 +41,7 @@
 #include "common/slot_map.h"
 #include "common/status_macros.h"
 #include "ember/v1/table.pb.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 #include "tools/bench/bench_runner.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"

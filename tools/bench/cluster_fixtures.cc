@@ -8,7 +8,7 @@
 
 #include "common/slot.h"
 #include "common/slot_map.h"
-#include "server/row_layout.h"
+#include "server/store/row_layout.h"
 
 namespace ember::bench::cluster {
 

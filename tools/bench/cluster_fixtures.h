@@ -119,7 +119,7 @@ class RedisMgetPipeline : public Pipeline {
 };
 
 // The Redis key of row `id` of the table with seed `table_seed`: Ember's RocksDB row
-// key (server/row_layout.h), [slot: u16 big-endian][id: u64 big-endian], 10 bytes.
+// key (server/store/row_layout.h), [slot: u16 big-endian][id: u64 big-endian], 10 bytes.
 std::string RedisRowKey(uint64_t table_seed, uint64_t id);
 
 // A PsClient of the single shard at `address` (static even map, epoch 1; worker 1);

@@ -26,7 +26,7 @@
 #include "tools/bench/suite.h"
 #include "worker/dense/dense_tower.h"
 #include "worker/dense/tower_layout.h"
-#include "worker/model_config.h"
+#include "worker/model/model_config.h"
 
 namespace ember::bench {
 namespace {

@@ -96,7 +96,7 @@
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/storage_fixtures.h"

@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 
 namespace ember::bench {
 

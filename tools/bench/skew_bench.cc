@@ -44,7 +44,7 @@
 #include "common/hot_set.h"
 #include "common/ps_client.h"
 #include "common/status_macros.h"
-#include "tests/worker/result_json.h"
+#include "tools/harness/result_json.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/skew_cluster.h"
 #include "tools/bench/suite.h"

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 
 namespace ember::bench {
 

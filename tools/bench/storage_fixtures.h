@@ -17,8 +17,8 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "rocksdb/db.h"
-#include "server/embedding_store.h"
-#include "server/rocksdb_backend.h"
+#include "server/store/embedding_store.h"
+#include "server/store/rocksdb_backend.h"
 
 namespace ember::bench {
 

@@ -10,8 +10,8 @@
 #include "absl/strings/str_format.h"
 #include "benchmark/benchmark.h"
 #include "common/status_macros.h"
-#include "server/embedding_store.h"
-#include "server/in_memory_backend.h"
+#include "server/store/embedding_store.h"
+#include "server/store/in_memory_backend.h"
 #include "tools/bench/storage_bench.h"
 
 namespace ember::bench::storage {

@@ -27,9 +27,9 @@
 #include "absl/strings/str_format.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
-#include "server/embedding_store.h"
-#include "server/rocksdb_backend.h"
-#include "server/row_layout.h"
+#include "server/store/embedding_store.h"
+#include "server/store/rocksdb_backend.h"
+#include "server/store/row_layout.h"
 #include "tools/bench/storage_bench.h"
 #include "tools/bench/zipf.h"
 

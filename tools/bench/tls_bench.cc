@@ -31,7 +31,7 @@
 #include "common/tls.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 #include "tools/bench/bench_runner.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"

@@ -28,7 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/suite.h"
 

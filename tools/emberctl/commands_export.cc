@@ -48,8 +48,8 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "server/row_layout.h"
-#include "server/table_config.h"
+#include "server/store/row_layout.h"
+#include "server/store/table_config.h"
 #include "tools/emberctl/cli.h"
 #include "tools/emberctl/export_format.h"
 

@@ -24,8 +24,8 @@
 #include "common/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
-#include "server/ps/row_block.h"
-#include "server/row_layout.h"
+#include "server/shared/row_block.h"
+#include "server/store/row_layout.h"
 #include "tools/emberctl/output.h"
 
 namespace ember::ctl {

@@ -34,7 +34,7 @@
 //            table_bytes    u16     length of the table name
 //            shard_id       u32
 //            dim            u32     floats of a put record's embedding
-//            row_meta_bytes u32     the PS's stored row layout (server/row_layout.h):
+//            row_meta_bytes u32     the PS's stored row layout (server/store/row_layout.h):
 //            state_floats   u32       RowMeta bytes, then dim floats, then state floats
 //            seed           u64     the table's seed (slot of an id: SlotOf(seed, id))
 //            table          table_bytes of UTF-8

@@ -2,7 +2,7 @@
 //
 // DeviceCollective over NCCL (device_collective.h). NCCL runs in non-blocking mode
 // (ncclConfig_t.blocking = 0) so every wait is a poll with a deadline; NCCL and CUDA
-// results become absl::Status in worker/dense/cuda/cuda_status.cc only.
+// results become absl::Status in worker/cuda/cuda_status.cc only.
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -20,8 +20,8 @@
 #include "grpcpp/create_channel.h"
 #include "worker/collective/coordinator_store.h"
 #include "worker/collective/device_collective.h"
-#include "worker/dense/cuda/cuda_libraries.h"
-#include "worker/dense/cuda/cuda_status.h"
+#include "worker/cuda/cuda_libraries.h"
+#include "worker/cuda/cuda_status.h"
 
 namespace ember::worker {
 namespace {

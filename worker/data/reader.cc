@@ -10,7 +10,7 @@
 #include "common/status_macros.h"
 #include "worker/data/file_source.h"
 #include "worker/data/line_parser.h"
-#include "worker/model_config.h"
+#include "worker/model/model_config.h"
 
 namespace ember::worker {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "gtest/gtest.h"
 #include "server/checkpoint/shard_snapshot.h"
-#include "server/row_layout.h"
+#include "server/store/row_layout.h"
 #include "tests/server/checkpoint/snapshot_test_util.h"
 
 namespace ember {

@@ -18,8 +18,8 @@
 
 #include "gtest/gtest.h"
 #include "server/checkpoint/shard_snapshot.h"
-#include "server/embedding_store.h"
-#include "server/rocksdb_backend.h"
+#include "server/store/embedding_store.h"
+#include "server/store/rocksdb_backend.h"
 
 namespace ember::testutil {
 

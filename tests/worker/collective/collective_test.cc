@@ -32,7 +32,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "tests/cluster/process.h"
+#include "tools/harness/process.h"
 #include "worker/collective/coordinator_store.h"
 
 #ifndef EMBER_COORDINATOR_BINARY

@@ -28,7 +28,7 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "worker/model_config.h"
+#include "worker/model/model_config.h"
 
 namespace ember::worker {
 namespace {

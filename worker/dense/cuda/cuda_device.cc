@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "worker/dense/cuda/cuda_backend.h"
-#include "worker/dense/cuda/cuda_status.h"
+#include "worker/cuda/cuda_status.h"
 
 namespace ember::worker::cuda_internal {
 

@@ -21,7 +21,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "worker/dense/cuda/cuda_status.h"
+#include "worker/cuda/cuda_status.h"
 
 namespace ember::worker::cuda_internal {
 

@@ -1,0 +1,162 @@
+// Copyright 2026 The Ember Authors.
+//
+// EmbeddingTable: one table's rows on one shard: the memory tier over the backend,
+// the optimizer, initializer and admission sketch. EmbeddingStore owns the tables and
+// validates arguments; see embedding_store.h for the semantics callers rely on.
+//
+// Implementation is split by concern: embedding_table.cc (pull, push, load, write-back),
+// embedding_table_evict.cc (eviction policy, flush), embedding_table_checksum.cc (digests)
+// and embedding_table_migrate.cc (slot migration).
+//
+// Thread-safe.
+
+#ifndef EMBER_SERVER_STORE_INTERNAL_EMBEDDING_TABLE_H_
+#define EMBER_SERVER_STORE_INTERNAL_EMBEDDING_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "ember/v1/table.pb.h"
+#include "server/store/internal/change_log.h"
+#include "server/store/count_min_sketch.h"
+#include "server/store/embedding_store.h"
+#include "server/store/internal/memory_tier.h"
+#include "server/store/internal/optimizer.h"
+#include "server/store/row_backend.h"
+
+namespace ember {
+
+// Counters shared by every table of a store.
+struct StoreCounters {
+  std::atomic<uint64_t> pulled_keys{0};
+  std::atomic<uint64_t> pushed_keys{0};
+  std::atomic<uint64_t> memory_hits{0};
+  std::atomic<uint64_t> memory_misses{0};
+  std::atomic<uint64_t> admitted{0};
+  std::atomic<uint64_t> rejected_unadmitted{0};
+  std::atomic<uint64_t> evicted_to_backend{0};
+  std::atomic<uint64_t> evicted_by_policy{0};
+  std::atomic<uint64_t> writeback_errors{0};
+};
+
+struct TableContext {
+  uint32_t index = 0;  // position in the store's table list (ChangeLog::table)
+  BackendTable backend_table = 0;
+  RowBackend* backend = nullptr;
+  MemoryBudget* budget = nullptr;
+  ChangeLog* log = nullptr;
+  StoreCounters* counters = nullptr;
+  uint32_t num_stripes = 64;
+  double hard_limit_factor = 1.1;
+};
+
+class EmbeddingTable {
+ public:
+  // REQUIRES: `config` normalized.
+  EmbeddingTable(const v1::TableConfig& config, const TableContext& context);
+
+  const v1::TableConfig& config() const { return config_; }
+  uint32_t dim() const { return dim_; }
+  uint32_t state_floats() const { return optimizer_->state_floats(); }
+  uint32_t index() const { return ctx_.index; }
+
+  // REQUIRES: out.size() == ids.size() * dim(), ids non-empty (checked by the store).
+  // `unknown`: null, or ids.size() zeros; set to 1 where an init vector was read.
+  absl::Status Pull(absl::Span<const uint64_t> ids, absl::Span<float> out,
+                    std::vector<uint8_t>* unknown = nullptr);
+  // REQUIRES: grads.size() == ids.size() * dim(). Checks finiteness itself.
+  absl::Status Push(absl::Span<const uint64_t> ids, absl::Span<const float> grads, int64_t step);
+  absl::StatusOr<RowSnapshot> ReadRow(uint64_t id);
+
+  // Evicts rows from memory (writing dirty ones back) until the store's budget is
+  // met or `max_rounds` stripes were visited.
+  absl::Status ShrinkToBudget(int max_rounds);
+  // Writes every dirty row back; they stay resident.
+  // With `spread`, pauses between stripes so the whole pass takes about that long.
+  absl::Status FlushDirty(absl::Duration spread = absl::ZeroDuration());
+  // FlushDirty, then digests every stored row of the slots `counted` accepts (all when
+  // null; EmbeddingStore::Checksum).
+  absl::StatusOr<TableChecksum> Checksum(const SlotFilter& counted = nullptr);
+  // Runs the eviction policy against `step`; see EvictionConfig.
+  absl::StatusOr<EvictionReport> EvictByPolicy(int64_t step);
+
+  // Slot migration (EmbeddingStore's "Slot migration" section; the store validates the
+  // arguments). REQUIRES for all: first_slot <= last_slot < kNumSlots.
+  // ExportRows: REQUIRES max_rows > 0; `after_key` empty or a row key of the range.
+  absl::StatusOr<RowPage> ExportRows(uint32_t first_slot, uint32_t last_slot,
+                                     absl::string_view after_key, size_t max_rows);
+  absl::StatusOr<std::vector<EncodedRow>> ReadEncoded(absl::Span<const uint64_t> ids);
+  // REQUIRES: every non-empty value has row_bytes() bytes.
+  absl::Status Import(absl::Span<const EncodedRow> rows);
+  // Returns the number of stored rows removed.
+  absl::StatusOr<uint64_t> DropSlots(uint32_t first_slot, uint32_t last_slot);
+  // FlushDirty, then adds the table's stored rows to per_slot[slot].
+  // REQUIRES: per_slot->size() == kNumSlots.
+  absl::Status CountRowsPerSlot(std::vector<uint64_t>* per_slot);
+  uint64_t EstimatedStoredRows() const;
+  size_t row_bytes() const { return tier_.row_bytes(); }
+
+  // Admission sketch persistence (empty string when admission is off).
+  std::string SerializeSketch() const;
+  absl::Status RestoreSketch(absl::string_view data);
+
+  int64_t ResidentRows() { return tier_.ResidentRows(); }
+  int64_t HeldBytes() { return tier_.HeldBytes(); }
+
+ private:
+  struct Group;   // keys of one stripe in a batch
+  struct Loaded;  // result of reading misses from the backend
+
+  // Sorts batch positions by stripe: order[] holds positions, starts[s]..starts[s+1].
+  void GroupByStripe(absl::Span<const uint64_t> ids, std::vector<uint32_t>* order,
+                     std::vector<uint32_t>* starts) const;
+  std::string Key(uint64_t id) const;
+  // Writes a fresh row for `id` (init vector, optimizer state, zero meta) into `row`.
+  void InitRow(uint64_t id, char* row) const;
+  // Writes back the dirty rows among `victims` of stripe `s` and drops them from memory.
+  absl::Status EvictFromStripe(uint32_t s, size_t max_victims);
+  absl::Status WriteBackRows(MemoryTier::Stripe& stripe, const std::vector<uint64_t>& ids,
+                             const std::vector<std::string>& bytes, bool remove_after);
+  void ApplyToRow(char* row, const float* grad, uint32_t occurrences, int64_t step,
+                  uint64_t version);
+
+  // Migration helpers (embedding_table_migrate.cc).
+  bool InSlots(uint64_t id, uint32_t first_slot, uint32_t last_slot) const;
+  // Locks st.mu once no row among `ids` has a write-back in flight, waiting a bounded
+  // time. Returns true holding the lock, or false (not holding it) on timeout.
+  bool LockWithoutWriteBacks(MemoryTier::Stripe& st, absl::Span<const uint64_t> ids)
+      ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true, st.mu);
+  // Writes back every dirty resident row of the slot range and waits for write-backs
+  // of its rows in flight, so the backend holds every row of the range.
+  absl::Status FlushSlots(uint32_t first_slot, uint32_t last_slot);
+  // Copies the resident rows among `rows` (by id) into their values, flags cleared;
+  // (*copied)[i] says whether rows[i] was resident.
+  void CopyResident(std::vector<EncodedRow>* rows, std::vector<bool>* copied);
+  // Removes every resident row of the slot range from memory as deleted (after its
+  // write-back in flight, if any, landed); adds the removed ids to `removed` if not null.
+  absl::Status RemoveResidentSlots(uint32_t first_slot, uint32_t last_slot,
+                                   absl::flat_hash_set<uint64_t>* removed);
+
+  const v1::TableConfig config_;
+  const TableContext ctx_;
+  const uint32_t dim_;
+  const uint32_t row_floats_;
+  const std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<CountMinSketch> sketch_;  // null when admission.min_count == 0
+  MemoryTier tier_;
+  std::atomic<uint32_t> evict_cursor_{0};
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_STORE_INTERNAL_EMBEDDING_TABLE_H_

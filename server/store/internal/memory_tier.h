@@ -1,0 +1,164 @@
+// Copyright 2026 The Ember Authors.
+//
+// MemoryTier: the resident rows of one table on one shard.
+//
+// A striped hash map: an ID's stripe is fixed by a hash independent of its slot, and
+// each stripe has its own lock, index (id -> arena position) and arena of fixed-size
+// rows (row_layout.h), allocated in chunks so a row never moves while resident.
+// Batch operations group their keys by stripe and take each stripe's lock once.
+// Replacement is CLOCK (second chance) per stripe.
+//
+// MemoryTier only manages memory; EmbeddingTable decides what to load, write back
+// and evict. Methods taking a Stripe& require its `mu` held (see each comment).
+// MemoryBudget is shared by every table of a store.
+
+#ifndef EMBER_SERVER_STORE_INTERNAL_MEMORY_TIER_H_
+#define EMBER_SERVER_STORE_INTERNAL_MEMORY_TIER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "common/hash.h"
+#include "server/store/row_layout.h"
+
+namespace ember {
+
+// Bytes charged to the memory tier across a store. Thread-safe.
+class MemoryBudget {
+ public:
+  // limit_bytes == 0 means unlimited.
+  explicit MemoryBudget(int64_t limit_bytes) : limit_(limit_bytes) {}
+  void Charge(int64_t bytes) { used_.fetch_add(bytes, std::memory_order_relaxed); }
+  void Release(int64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  int64_t used() const { return used_.load(std::memory_order_relaxed); }
+  int64_t limit() const { return limit_; }
+  // Bytes above the limit (0 when unlimited or under it).
+  int64_t Excess() const { return limit_ == 0 ? 0 : std::max<int64_t>(0, used() - limit_); }
+
+ private:
+  const int64_t limit_;
+  std::atomic<int64_t> used_{0};
+};
+
+struct IdHash {
+  size_t operator()(uint64_t id) const { return static_cast<size_t>(Mix64(id)); }
+};
+
+class MemoryTier {
+ public:
+  static constexpr uint32_t kChunkRows = 256;
+
+  struct Stripe {
+    absl::Mutex mu;
+    absl::flat_hash_map<uint64_t, uint32_t, IdHash> index ABSL_GUARDED_BY(mu);
+    std::vector<std::unique_ptr<char[]>> chunks ABSL_GUARDED_BY(mu);
+    std::vector<uint64_t> ids ABSL_GUARDED_BY(mu);  // arena position -> id
+    std::vector<uint32_t> free ABSL_GUARDED_BY(mu);
+    uint32_t clock_hand ABSL_GUARDED_BY(mu) = 0;
+    // Loads in flight. A loader reads the backend without the lock, so a row may
+    // be loaded, updated, written back and removed by others meanwhile, leaving the
+    // loader's copy stale. To close that race without IO under the lock, every
+    // removal made while loads are in flight keeps the removed row's bytes in
+    // `recent` (empty bytes: deleted by policy); a loader consults them before
+    // inserting (FindRemovedSince). Both are pruned as loads finish.
+    uint64_t removals ABSL_GUARDED_BY(mu) = 0;               // sequence number of the last removal
+    std::vector<uint64_t> active_loads ABSL_GUARDED_BY(mu);  // snapshots of `removals`
+    struct Removed {
+      uint64_t seq;
+      uint64_t id;
+      std::string bytes;
+    };
+    std::vector<Removed> recent ABSL_GUARDED_BY(mu);
+  };
+
+  // REQUIRES: num_stripes a power of two.
+  MemoryTier(uint32_t row_floats, uint32_t num_stripes, MemoryBudget* budget);
+  ~MemoryTier();
+
+  uint32_t num_stripes() const { return static_cast<uint32_t>(stripes_.size()); }
+  uint32_t StripeOf(uint64_t id) const {
+    return static_cast<uint32_t>(Mix64Alt(id) >> stripe_shift_) & (num_stripes() - 1);
+  }
+  Stripe& stripe(uint32_t s) { return *stripes_[s]; }
+  size_t row_bytes() const { return row_bytes_; }
+  // Bytes charged to the budget per resident row (row + index and bookkeeping).
+  size_t charged_bytes_per_row() const { return charge_; }
+
+  // Returns the resident row of `id` or nullptr. REQUIRES: s.mu held.
+  char* Find(Stripe& s, uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    auto it = s.index.find(id);
+    return it == s.index.end() ? nullptr : RowAt(s, it->second);
+  }
+  // Hints the CPU to fetch `id`'s index bucket. REQUIRES: s.mu held.
+  void Prefetch(Stripe& s, uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    s.index.prefetch(id);
+  }
+
+  // Adds `id` (absent) and returns its row memory with meta zeroed except flags =
+  // kRowLive. The caller fills it. Charges the budget. REQUIRES: s.mu held.
+  char* Insert(Stripe& s, uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
+  // Insert() filled with a stored row's bytes (row_bytes() of them, as read from the
+  // backend); the memory-tier flags stay those of a fresh, clean row. REQUIRES: s.mu held.
+  char* InsertStored(Stripe& s, uint64_t id, absl::string_view bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
+  // Removes `id` if resident; returns whether it was. `deleted` says the row is gone
+  // for good (policy eviction) rather than written back. REQUIRES: s.mu held.
+  bool Remove(Stripe& s, uint64_t id, bool deleted = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
+  // Records that non-resident `id` was deleted from the backend, for loads in flight.
+  // REQUIRES: s.mu held.
+  void NoteDeleted(Stripe& s, uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
+  // Registers a load that is about to read the backend for keys of this stripe;
+  // returns the snapshot to pass to FindRemovedSince/EndLoad. REQUIRES: s.mu held.
+  uint64_t BeginLoad(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void EndLoad(Stripe& s, uint64_t snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // If `id` left the stripe after `snapshot`, returns its newest removed bytes
+  // (empty: deleted) and true. REQUIRES: s.mu held, snapshot registered.
+  bool FindRemovedSince(Stripe& s, uint64_t id, uint64_t snapshot, absl::string_view* bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
+  // Advances the CLOCK hand and returns up to `max` victim IDs (rows not referenced
+  // since the hand last passed; their referenced bit is cleared on the way).
+  // REQUIRES: s.mu held.
+  void PickVictims(Stripe& s, size_t max, std::vector<uint64_t>* victims)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
+  // Calls fn(id, row) for each resident row of the stripe. REQUIRES: s.mu held.
+  template <typename Fn>
+  void ForEach(Stripe& s, Fn fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    for (const auto& [id, pos] : s.index) fn(id, RowAt(s, pos));
+  }
+
+  // Resident rows and the exact bytes held (arenas, index, bookkeeping), summed over
+  // stripes. Takes each stripe lock in turn.
+  int64_t ResidentRows();
+  int64_t HeldBytes();
+
+  static RowMeta* Meta(char* row) { return reinterpret_cast<RowMeta*>(row); }
+  static float* Floats(char* row) { return reinterpret_cast<float*>(row + sizeof(RowMeta)); }
+
+ private:
+  char* RowAt(Stripe& s, uint32_t pos) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    return s.chunks[pos / kChunkRows].get() + size_t{pos % kChunkRows} * row_bytes_;
+  }
+
+  const size_t row_bytes_;
+  const size_t charge_;
+  const int stripe_shift_;
+  MemoryBudget* const budget_;
+  std::vector<std::unique_ptr<Stripe>> stripes_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_STORE_INTERNAL_MEMORY_TIER_H_

@@ -1,0 +1,207 @@
+// Copyright 2026 The Ember Authors.
+//
+// JobCluster: one loopback training cluster for multi-process tests: a coordinator
+// (with checkpoints), PS shards and ember-worker processes, each restartable in place.
+// The test plays the supervisor (a StatefulSet, or deploy/local/cluster.sh) that
+// restarts whatever dies.
+
+#ifndef EMBER_TESTS_JOB_JOB_CLUSTER_H_
+#define EMBER_TESTS_JOB_JOB_CLUSTER_H_
+
+#include <algorithm>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "tools/harness/process.h"
+#include "tools/harness/result_json.h"
+
+namespace ember {
+
+// Workers and steps of the test job (configs/quickstart.pbtxt, BSP).
+inline constexpr int kWorkers = 2;
+inline constexpr int kSteps = 240;
+
+// One loopback cluster: coordinator (with checkpoints), shards and workers, every
+// process restartable in place.
+class Cluster {
+ public:
+  Cluster(std::string dir, std::string checkpoints) : dir_(std::move(dir)), ckpt_(std::move(checkpoints)) {}
+  ~Cluster() {
+    for (auto& w : workers_) w.reset();
+    for (auto& s : shards_) s.reset();
+    coordinator_.reset();
+  }
+
+  void StartCoordinator(int shards, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {
+        absl::StrCat("--data_dir=", dir_, "/coordinator"), absl::StrCat("--port=", port_),
+        absl::StrCat("--expected_shards=", shards), "--heartbeat_timeout_ms=1500",
+        absl::StrCat("--checkpoint_dir=", ckpt_), "--keep_checkpoints=3",
+        "--checkpoint_full_every=3"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<std::unique_ptr<Process>> c =
+        Process::Start(EMBER_COORDINATOR_BINARY, args, "listening on ", absl::Seconds(30));
+    ASSERT_TRUE(c.ok()) << c.status();
+    coordinator_ = std::move(*c);
+    address_ = coordinator_->ready_text();
+    port_ = address_.substr(address_.rfind(':') + 1);
+  }
+
+  void StartShard(int i, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir_, "/ps-", i), "--port=0",
+                                     absl::StrCat("--shard_id=", i), "--heartbeat_ms=200",
+                                     absl::StrCat("--coordinator=", address_)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    absl::StatusOr<std::unique_ptr<Process>> ps =
+        Process::Start(EMBER_PS_BINARY, args, "listening on ", absl::Seconds(30));
+    ASSERT_TRUE(ps.ok()) << ps.status();
+    if (shards_.size() <= static_cast<size_t>(i)) shards_.resize(i + 1);
+    shards_[i] = std::move(*ps);
+  }
+
+  void StartWorker(int rank, const std::vector<std::string>& flags) {
+    std::vector<std::string> args = {
+        absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt"),
+        absl::StrCat("--train=", data_, "/train"),
+        absl::StrCat("--coordinator=", address_), absl::StrCat("--rank=", rank),
+        absl::StrCat("--world_size=", kWorkers), absl::StrCat("--run_dir=", dir_, "/run"),
+        "--batch_size=128", "--epochs=4", "--skip_eval", "--generation=1", "--ps_deadline_ms=4000",
+        "--collective_timeout_ms=8000", "--log_every_steps=20"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    absl::StatusOr<std::unique_ptr<Process>> w =
+        Process::Start(EMBER_WORKER_BINARY, args, "worker ", absl::Seconds(60));
+    ASSERT_TRUE(w.ok()) << w.status();
+    if (workers_.size() <= static_cast<size_t>(rank)) workers_.resize(rank + 1);
+    workers_[rank] = std::move(*w);
+  }
+
+  // The committed checkpoints (with a MANIFEST), oldest first.
+  std::vector<std::string> CommittedCheckpoints() const {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(ckpt_ + "/quickstart", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("ckpt-", 0) == 0 && std::filesystem::exists(entry.path() / "MANIFEST")) {
+        names.push_back(name);
+      }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  // The step of the newest committed checkpoint (0 when none).
+  uint64_t NewestCheckpointStep() const {
+    const std::vector<std::string> names = CommittedCheckpoints();
+    return names.empty() ? 0 : std::stoull(names.back().substr(5, 12));
+  }
+
+  // Restarts every shard or coordinator process that died (the supervisor's job).
+  void Supervise() {
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      if (shards_[i]->Wait(absl::ZeroDuration()).ok()) {
+        ASSERT_NO_FATAL_FAILURE(StartShard(static_cast<int>(i)));
+        ++restarts_;
+      }
+    }
+  }
+
+  // Waits (supervising) until every worker exited; returns rank 0's result.json.
+  std::string Finish(const std::function<void(absl::Duration elapsed)>& faults = nullptr) {
+    const absl::Time start = absl::Now();
+    std::vector<bool> done(workers_.size(), false);
+    while (std::count(done.begin(), done.end(), true) < static_cast<long>(done.size())) {
+      if (absl::Now() - start > absl::Minutes(4)) {
+        ADD_FAILURE() << "the job did not finish";
+        return "";
+      }
+      if (faults) faults(absl::Now() - start);
+      Supervise();
+      for (size_t r = 0; r < workers_.size(); ++r) {
+        if (done[r]) continue;
+        absl::StatusOr<int> code = workers_[r]->Wait(absl::ZeroDuration());
+        if (!code.ok()) continue;
+        EXPECT_EQ(*code, 0) << "worker " << r;
+        done[r] = true;
+      }
+      absl::SleepFor(absl::Milliseconds(50));  // polling pace, not event ordering
+    }
+    return ReadFile(dir_ + "/run/result.json");
+  }
+
+  std::string dir_, ckpt_, data_, address_, port_ = "0";
+  int restarts_ = 0;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> shards_;
+  std::vector<std::unique_ptr<Process>> workers_;
+};
+
+// Base of the job tests: the data and the reference run (the same job on 2 shards,
+// no faults, no moves) shared by every test of a suite.
+class JobClusterTest : public ::testing::Test {
+ protected:
+  // Generates the data under a temp root named after `name` and runs the reference.
+  static void SetUpData(const std::string& name) {
+    ASSERT_NO_FATAL_FAILURE(GenerateData(name));
+    Cluster reference(*root_ + "/reference", *root_ + "/reference-ckpt");
+    reference.data_ = *root_ + "/data";
+    ASSERT_NO_FATAL_FAILURE(reference.StartCoordinator(2));
+    for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(reference.StartShard(i));
+    for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(reference.StartWorker(r, Flags()));
+    reference_ = new std::string(reference.Finish());
+    ASSERT_EQ(JsonValue(*reference_, "steps"), absl::StrCat(kSteps)) << *reference_;
+  }
+
+  // Generates the data under a temp root named after `name` (no reference run).
+  static void GenerateData(const std::string& name) {
+    root_ = new std::string(
+        (std::filesystem::temp_directory_path() / absl::StrCat(name, "-", getpid())).string());
+    std::filesystem::remove_all(*root_);
+    const std::string cmd = absl::StrCat(
+        EMBER_DATAGEN_BINARY, " --out=", *root_, "/data",
+        " --train_examples=24000 --test_examples=1000 --train_files=4 --users=3000",
+        " --items=2000 --categories=50 --shops=200 --seed=11 > /dev/null");
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+
+  static void TearDownData() {
+    std::filesystem::remove_all(*root_);
+    delete root_;
+    delete reference_;
+    reference_ = nullptr;
+  }
+
+  // The job's worker flags: kSteps steps, a checkpoint every 20.
+  static std::vector<std::string> Flags() {
+    return {absl::StrCat("--max_steps=", kSteps), "--checkpoint_every_steps=20"};
+  }
+
+  std::unique_ptr<Cluster> NewCluster(const std::string& name) {
+    auto c = std::make_unique<Cluster>(*root_ + "/" + name, *root_ + "/" + name + "-ckpt");
+    c->data_ = *root_ + "/data";
+    return c;
+  }
+
+  // The model of `result` is bitwise the reference's.
+  static void ExpectSameModel(const std::string& result) {
+    ASSERT_FALSE(result.empty());
+    EXPECT_EQ(JsonValue(result, "steps"), absl::StrCat(kSteps)) << result;
+    EXPECT_EQ(JsonValue(result, "sparse_rows"), JsonValue(*reference_, "sparse_rows"));
+    EXPECT_EQ(JsonValue(result, "sparse_checksum"), JsonValue(*reference_, "sparse_checksum"));
+    EXPECT_EQ(JsonValue(result, "dense_checksum"), JsonValue(*reference_, "dense_checksum"));
+    EXPECT_EQ(JsonValue(result, "model_checksum"), JsonValue(*reference_, "model_checksum"));
+  }
+
+  inline static std::string* root_ = nullptr;
+  inline static std::string* reference_ = nullptr;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_TESTS_JOB_JOB_CLUSTER_H_

@@ -1,0 +1,246 @@
+// Copyright 2026 The Ember Authors.
+//
+// ember-serving followers under a real training job (2 workers, 2 PS shards, a
+// checkpoint every 20 steps): after the job stops, every follower's rows equal the PS
+// rows (row count and digest per table: no lost, extra or stale rows). Pins the
+// follower's behaviour under faults:
+//  * a follower started before any checkpoint follows from version 0; one started
+//    mid-job bootstraps from a checkpoint; a follower SIGKILLed mid-stream resumes from
+//    its persisted positions without a new bootstrap;
+//  * a PS shard SIGKILLed mid-job (the job rolls back to its newest checkpoint): the
+//    follower's position is no longer on the shard's history, it re-bootstraps from a
+//    checkpoint and still ends equal to the PS;
+//  * model versions: the served dense tower is a checkpoint's (byte for byte), follows
+//    newer checkpoints, and a pin holds it; with --max_staleness_steps the applied rows
+//    are never trained more than that many steps past the served dense tower.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ember/v1/ps.grpc.pb.h"
+#include "ember/v1/serving.grpc.pb.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "server/checkpoint/checkpoint_catalog.h"
+#include "tests/serving/serving_client.h"
+#include "tests/job/job_cluster.h"
+
+namespace ember {
+namespace {
+
+using Digests = TableDigests;
+
+std::chrono::system_clock::time_point In(int seconds) {
+  return std::chrono::system_clock::now() + std::chrono::seconds(seconds);
+}
+
+class ServingTrainingTest : public JobClusterTest {
+ protected:
+  static void SetUpTestSuite() { GenerateData("ember-serving-training"); }
+  static void TearDownTestSuite() { TearDownData(); }
+
+  std::unique_ptr<Process> StartServing(Cluster& c, const std::string& name,
+                                        const std::vector<std::string>& extra = {}) {
+    return ember::StartServing(c.address_, c.ckpt_, c.dir_ + "/" + name, /*persist_ms=*/200,
+                               extra);
+  }
+  static std::unique_ptr<v1::ServingService::Stub> Stub(const Process& p) {
+    return ServingStub(p);
+  }
+  static v1::ServingStatus Status(v1::ServingService::Stub& stub) { return ServingStatusOf(stub); }
+
+  static std::unique_ptr<v1::PsService::Stub> ShardStub(const Cluster& c, int shard) {
+    return v1::PsService::NewStub(
+        grpc::CreateChannel(c.shards_[shard]->ready_text(), grpc::InsecureChannelCredentials()));
+  }
+
+  // Every shard's newest version equals the follower's position on it.
+  static bool CaughtUp(const Cluster& c, v1::ServingService::Stub& stub) {
+    const v1::ServingStatus status = Status(stub);
+    if (!status.ready() || status.shards_size() != static_cast<int>(c.shards_.size())) return false;
+    for (const v1::ShardFollowState& s : status.shards()) {
+      grpc::ClientContext context;
+      context.set_deadline(In(5));
+      v1::GetShardInfoResponse info;
+      if (!ShardStub(c, static_cast<int>(s.shard_id()))
+               ->GetShardInfo(&context, v1::GetShardInfoRequest(), &info)
+               .ok() ||
+          info.version() != s.applied_version()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // table -> (rows, digest) summed over the shards (digests add up mod 2^64).
+  static Digests ShardDigests(const Cluster& c) {
+    Digests out;
+    for (size_t i = 0; i < c.shards_.size(); ++i) {
+      grpc::ClientContext context;
+      context.set_deadline(In(30));
+      v1::ChecksumResponse response;
+      const grpc::Status status =
+          ShardStub(c, static_cast<int>(i))->Checksum(&context, v1::ChecksumRequest(), &response);
+      EXPECT_TRUE(status.ok()) << status.error_message();
+      for (const auto& t : response.tables()) {
+        out[t.table()].first += t.rows();
+        out[t.table()].second += t.digest();
+      }
+    }
+    return out;
+  }
+
+  static Digests FollowerDigests(v1::ServingService::Stub& stub) { return ServingDigests(stub); }
+
+  // Waits for the follower to catch up with the stopped job, then compares its rows.
+  static void ExpectEqualToPs(const Cluster& c, v1::ServingService::Stub& stub) {
+    ASSERT_TRUE(Eventually([&] { return CaughtUp(c, stub); }, absl::Seconds(60)))
+        << Status(stub).DebugString();
+    const Digests ps = ShardDigests(c);
+    ASSERT_FALSE(ps.empty());
+    EXPECT_EQ(FollowerDigests(stub), ps);
+  }
+
+  static bool Eventually(const std::function<bool()>& done, absl::Duration timeout) {
+    const absl::Time end = absl::Now() + timeout;
+    while (absl::Now() < end) {
+      if (done()) return true;
+      absl::SleepFor(absl::Milliseconds(50));  // polling pace
+    }
+    return done();
+  }
+};
+
+TEST_F(ServingTrainingTest, FollowersEndEqualToThePsAndAKilledFollowerResumes) {
+  std::unique_ptr<Cluster> c = NewCluster("followers");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  // Before any checkpoint: follows every shard from version 0.
+  std::unique_ptr<Process> early = StartServing(*c, "early");
+  ASSERT_NE(early, nullptr);
+  for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, Flags()));
+  // Never applies a row trained more than 20 steps past its dense tower's checkpoint.
+  std::unique_ptr<Process> bounded = StartServing(*c, "bounded", {"--max_staleness_steps=20"});
+  ASSERT_NE(bounded, nullptr);
+  auto bounded_stub = Stub(*bounded);
+  int bound_checks = 0;
+  std::unique_ptr<Process> late;
+  bool killed = false;
+  const std::string result = c->Finish([&](absl::Duration) {
+    const v1::ModelVersion version = Status(*bounded_stub).version();
+    if (!version.checkpoint().empty()) {
+      EXPECT_LE(version.sparse_step(), version.dense_step() + 20) << version.DebugString();
+      ++bound_checks;
+    }
+    const uint64_t step = c->NewestCheckpointStep();
+    if (late == nullptr && step >= 40) late = StartServing(*c, "late");
+    if (!killed && step >= 100) {
+      ASSERT_TRUE(early->Kill().ok());
+      early = StartServing(*c, "early");
+      killed = true;
+    }
+  });
+  ASSERT_TRUE(killed);
+  ASSERT_NE(late, nullptr);
+  EXPECT_EQ(JsonValue(result, "steps"), absl::StrCat(kSteps)) << result;
+  auto early_stub = Stub(*early);
+  auto late_stub = Stub(*late);
+  ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *early_stub));
+  ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *late_stub));
+  // The job's last checkpoint is at its last step: the bounded follower ends equal too.
+  EXPECT_GT(bound_checks, 0);
+  ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *bounded_stub));
+  const v1::ServingStatus early_status = Status(*early_stub);
+  const v1::ServingStatus late_status = Status(*late_stub);
+  EXPECT_EQ(early_status.bootstraps(), 0u) << "the restarted follower resumed its positions";
+  EXPECT_EQ(early_status.bootstrap_checkpoint(), "");
+  EXPECT_NE(late_status.bootstrap_checkpoint(), "") << "the late follower imported a checkpoint";
+  uint64_t follower_rows = 0;
+  for (const auto& [table, sum] : FollowerDigests(*late_stub)) follower_rows += sum.first;
+  EXPECT_EQ(JsonValue(result, "sparse_rows"), absl::StrCat(follower_rows));
+
+  // Model versions: the newest checkpoint's dense tower, byte for byte; a pin holds an
+  // older one; unpinning returns to the newest.
+  CheckpointCatalog catalog(c->ckpt_);
+  const std::vector<std::string> names = c->CommittedCheckpoints();
+  ASSERT_GE(names.size(), 2u);
+  auto dense_of = [&](const std::string& name) {
+    absl::StatusOr<v1::CheckpointManifest> manifest = catalog.ReadManifest("quickstart", name);
+    EXPECT_TRUE(manifest.ok()) << manifest.status();
+    absl::StatusOr<v1::WorkerState> state = catalog.ReadWorkerState(*manifest);
+    EXPECT_TRUE(state.ok()) << state.status();
+    return state.ok() ? state->dense_parameters() : "";
+  };
+  auto served = [&](v1::GetDenseParametersResponse* dense) {
+    grpc::ClientContext context;
+    context.set_deadline(In(5));
+    return late_stub->GetDenseParameters(&context, {}, dense);
+  };
+  ASSERT_TRUE(Eventually(
+      [&] {
+        v1::GetDenseParametersResponse dense;
+        return served(&dense).ok() && dense.version().checkpoint() == names.back();
+      },
+      absl::Seconds(10)));
+  v1::GetDenseParametersResponse dense;
+  ASSERT_TRUE(served(&dense).ok());
+  EXPECT_EQ(dense.dense_parameters(), dense_of(names.back()));
+  {
+    grpc::ClientContext context;
+    context.set_deadline(In(10));
+    v1::PinModelVersionRequest pin;
+    pin.set_checkpoint(names.front());
+    v1::PinModelVersionResponse pinned;
+    const grpc::Status status = late_stub->PinModelVersion(&context, pin, &pinned);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_TRUE(pinned.current().pinned());
+    EXPECT_EQ(pinned.current().checkpoint(), names.front());
+  }
+  ASSERT_TRUE(served(&dense).ok());
+  EXPECT_EQ(dense.version().checkpoint(), names.front());
+  EXPECT_EQ(dense.dense_parameters(), dense_of(names.front()));
+  {
+    grpc::ClientContext context;
+    context.set_deadline(In(10));
+    v1::PinModelVersionRequest unpin;
+    unpin.set_checkpoint("latest");
+    v1::PinModelVersionResponse current;
+    ASSERT_TRUE(late_stub->PinModelVersion(&context, unpin, &current).ok());
+    EXPECT_FALSE(current.current().pinned());
+    EXPECT_EQ(current.current().checkpoint(), names.back());
+  }
+}
+
+TEST_F(ServingTrainingTest, AFollowerOfAKilledShardReBootstrapsAndEndsEqual) {
+  std::unique_ptr<Cluster> c = NewCluster("ps-kill");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, Flags()));
+  std::unique_ptr<Process> follower;
+  bool killed = false;
+  const std::string result = c->Finish([&](absl::Duration) {
+    const uint64_t step = c->NewestCheckpointStep();
+    if (follower == nullptr && step >= 20) follower = StartServing(*c, "f");
+    if (!killed && step >= 100) {
+      // Kill() reaps the process: the supervisor's restart happens here.
+      ASSERT_TRUE(c->shards_[0]->Kill().ok());
+      ASSERT_NO_FATAL_FAILURE(c->StartShard(0));
+      ++c->restarts_;
+      killed = true;
+    }
+  });
+  ASSERT_TRUE(killed);
+  ASSERT_NE(follower, nullptr);
+  EXPECT_EQ(JsonValue(result, "steps"), absl::StrCat(kSteps)) << result;
+  auto stub = Stub(*follower);
+  ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *stub));
+  const v1::ServingStatus status = Status(*stub);
+  EXPECT_GE(status.bootstraps(), 2u) << status.DebugString();
+}
+
+}  // namespace
+}  // namespace ember

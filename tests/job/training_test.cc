@@ -1,0 +1,264 @@
+// Copyright 2026 The Ember Authors.
+//
+// End-to-end training tests: real ember-datagen data, a real coordinator and PS
+// shards, and ember-worker processes talking gRPC and Gloo over loopback.
+//
+// Pinned here:
+//  - docs/ARCHITECTURE.md invariant 6: a BSP job ends with bitwise the same model (sparse rows,
+//    optimizer state and dense weights) on 1 and on 3 PS shards;
+//  - training learns (test AUC well above chance) and writes its run directory;
+//  - SSP and ASP jobs finish and learn;
+//  - a worker killed mid-job makes the others fail clearly within the collective
+//    deadline instead of hanging;
+//  - bad flags and a bad config are rejected with exit code 2.
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/harness/process.h"
+#include "tools/harness/result_json.h"
+
+namespace ember {
+namespace {
+
+namespace fs = std::filesystem;
+
+double JsonNumber(const std::string& json, const std::string& key) {
+  const std::string v = JsonValue(json, key);
+  return v.empty() || v == "null" ? -1 : std::stod(v);
+}
+
+int RunCommand(const std::string& command) {
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+class TrainingTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_dir_ = new std::string(
+        (fs::temp_directory_path() / absl::StrCat("ember-training-data-", getpid())).string());
+    const std::string cmd =
+        absl::StrCat(EMBER_DATAGEN_BINARY, " --out=", *data_dir_,
+                     " --train_examples=40000 --test_examples=8000 --train_files=4 --users=4000",
+                     " --items=3000 --categories=60 --shops=300 --seed=7 > /dev/null");
+    ASSERT_EQ(RunCommand(cmd), 0) << cmd;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*data_dir_);
+    delete data_dir_;
+  }
+
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() /
+            absl::StrCat("ember-training-", getpid(), "-",
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    workers_.clear();
+    StopCluster();
+    fs::remove_all(dir_);
+  }
+
+  void StartCluster(int shards, const std::string& name) {
+    const std::string base = absl::StrCat(dir_, "/", name);
+    absl::StatusOr<std::unique_ptr<Process>> c =
+        Process::Start(EMBER_COORDINATOR_BINARY,
+                       {absl::StrCat("--data_dir=", base, "/coordinator"), "--port=0",
+                        absl::StrCat("--expected_shards=", shards)},
+                       "listening on ", absl::Seconds(30));
+    ASSERT_TRUE(c.ok()) << c.status();
+    coordinator_ = std::move(*c);
+    for (int i = 0; i < shards; ++i) {
+      absl::StatusOr<std::unique_ptr<Process>> ps = Process::Start(
+          EMBER_PS_BINARY,
+          {absl::StrCat("--data_dir=", base, "/ps-", i), "--port=0", absl::StrCat("--shard_id=", i),
+           absl::StrCat("--coordinator=", coordinator_->ready_text())},
+          "listening on ", absl::Seconds(30));
+      ASSERT_TRUE(ps.ok()) << ps.status();
+      shards_.push_back(std::move(*ps));
+    }
+  }
+
+  void StopCluster() {
+    for (auto& ps : shards_) ps->Stop(absl::Seconds(10)).IgnoreError();
+    shards_.clear();
+    if (coordinator_ != nullptr) coordinator_->Stop(absl::Seconds(10)).IgnoreError();
+    coordinator_.reset();
+  }
+
+  // Starts `world` workers with `flags` (plus data, coordinator, rank and run_dir).
+  void StartWorkers(int world, const std::string& run_dir, const std::vector<std::string>& flags) {
+    for (int r = 0; r < world; ++r) {
+      std::vector<std::string> args = {
+          absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt"),
+          absl::StrCat("--train=", *data_dir_, "/train"),
+          absl::StrCat("--test=", *data_dir_, "/test"),
+          absl::StrCat("--coordinator=", coordinator_->ready_text()), absl::StrCat("--rank=", r),
+          absl::StrCat("--world_size=", world), absl::StrCat("--run_dir=", run_dir),
+          "--log_every_steps=10",
+          // Every job on a coordinator rendezvouses under its own generation.
+          absl::StrCat("--generation=", generation_)};
+      args.insert(args.end(), flags.begin(), flags.end());
+      absl::StatusOr<std::unique_ptr<Process>> w =
+          Process::Start(EMBER_WORKER_BINARY, args, "worker ", absl::Seconds(60));
+      ASSERT_TRUE(w.ok()) << w.status();
+      workers_.push_back(std::move(*w));
+    }
+  }
+
+  // Runs a whole job and returns rank 0's result.json.
+  std::string RunJob(int world, const std::string& run_dir, const std::vector<std::string>& flags) {
+    StartWorkers(world, run_dir, flags);
+    for (size_t r = 0; r < workers_.size(); ++r) {
+      absl::StatusOr<int> code = workers_[r]->Wait(absl::Minutes(5));
+      EXPECT_TRUE(code.ok()) << code.status();
+      if (code.ok()) {
+        EXPECT_EQ(*code, 0) << "worker " << r;
+      }
+    }
+    workers_.clear();
+    ++generation_;
+    return ReadFile(run_dir + "/result.json");
+  }
+
+  static std::string* data_dir_;
+  std::string dir_;
+  std::unique_ptr<Process> coordinator_;
+  std::vector<std::unique_ptr<Process>> shards_;
+  std::vector<std::unique_ptr<Process>> workers_;
+  int generation_ = 0;
+};
+
+std::string* TrainingTest::data_dir_ = nullptr;
+
+TEST_F(TrainingTest, BspModelIsIdenticalOnOneAndThreeShards) {
+  const std::vector<std::string> flags = {"--batch_size=256", "--max_steps=40", "--skip_eval"};
+  ASSERT_NO_FATAL_FAILURE(StartCluster(1, "one"));
+  const std::string one = RunJob(2, dir_ + "/run-one", flags);
+  StopCluster();
+  ASSERT_NO_FATAL_FAILURE(StartCluster(3, "three"));
+  const std::string three = RunJob(2, dir_ + "/run-three", flags);
+
+  ASSERT_FALSE(one.empty());
+  ASSERT_FALSE(three.empty());
+  EXPECT_EQ(JsonValue(one, "steps"), "40");
+  EXPECT_GT(JsonNumber(one, "sparse_rows"), 1000);
+  EXPECT_EQ(JsonValue(one, "sparse_rows"), JsonValue(three, "sparse_rows"));
+  EXPECT_EQ(JsonValue(one, "sparse_checksum"), JsonValue(three, "sparse_checksum"));
+  EXPECT_EQ(JsonValue(one, "dense_checksum"), JsonValue(three, "dense_checksum"));
+  EXPECT_EQ(JsonValue(one, "model_checksum"), JsonValue(three, "model_checksum"));
+}
+
+TEST_F(TrainingTest, LearnsAndWritesTheRunDirectory) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(2, "c"));
+  const std::string run = dir_ + "/run";
+  const std::string result =
+      RunJob(1, run, {"--batch_size=256", "--epochs=2", "--eval_every_steps=100"});
+  ASSERT_FALSE(result.empty());
+  const double auc = JsonNumber(result, "test_auc");
+  const double oracle = JsonNumber(result, "oracle_auc");
+  EXPECT_GT(auc, 0.65) << result;
+  EXPECT_GT(oracle, auc - 0.01) << result;  // nothing beats the truth by much
+  EXPECT_GT(JsonNumber(result, "test_logloss"), 0) << result;
+  EXPECT_GT(JsonNumber(result, "examples_per_sec"), 0) << result;
+  EXPECT_EQ(JsonNumber(result, "examples"), 80000) << result;  // 2 epochs of 40000
+  EXPECT_GE(JsonNumber(result, "auc_hot"), 0) << result;
+  EXPECT_GE(JsonNumber(result, "auc_cold_users"), 0) << result;
+  EXPECT_THAT(ReadFile(run + "/training.svg"), ::testing::HasSubstr("<polyline"));
+  const std::string tsv = ReadFile(run + "/metrics.tsv");
+  EXPECT_GT(std::count(tsv.begin(), tsv.end(), '\n'), 10) << tsv;
+}
+
+TEST_F(TrainingTest, SspAndAspJobsFinishAndLearn) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(2, "c"));
+  for (const std::string mode : {"ssp", "asp"}) {
+    const std::string result =
+        RunJob(2, dir_ + "/run-" + mode, {"--batch_size=256", "--consistency=" + mode});
+    EXPECT_GT(JsonNumber(result, "test_auc"), 0.6) << mode << ": " << result;
+    EXPECT_EQ(JsonValue(result, "consistency"), "\"" + absl::AsciiStrToUpper(mode) + "\"");
+  }
+}
+
+TEST_F(TrainingTest, AKilledWorkerFailsTheOthersWithinTheDeadline) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(1, "c"));
+  ASSERT_NO_FATAL_FAILURE(StartWorkers(
+      2, dir_ + "/run",
+      {"--batch_size=64", "--epochs=1000", "--skip_eval", "--collective_timeout_ms=3000"}));
+  ASSERT_TRUE(workers_[1]->Kill().ok());
+  const absl::Time killed = absl::Now();
+  absl::StatusOr<int> code = workers_[0]->Wait(absl::Seconds(60));
+  ASSERT_TRUE(code.ok()) << "the surviving worker hung: " << code.status();
+  EXPECT_EQ(*code, 1);
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(30));
+}
+
+// A metrics address the worker cannot serve fails the worker once, saying why; it used
+// to count as a recoverable attempt failure and loop through recoveries.
+TEST_F(TrainingTest, AnUnservableMetricsAddressFailsTheWorkerOnce) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(1, "m"));
+  // 192.0.2.1 (TEST-NET-1) is no address of this machine: the bind fails.
+  const RunResult run = RunBinary(
+      EMBER_WORKER_BINARY,
+      absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt --coordinator=",
+                   coordinator_->ready_text(), " --generation=", ++generation_,
+                   " --metrics_host=192.0.2.1 --metrics_port=0 --max_recoveries=3 --skip_eval"));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.output, ::testing::HasSubstr("cannot serve metrics"));
+  EXPECT_THAT(run.output, ::testing::Not(::testing::HasSubstr("rejoining")));
+}
+
+TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
+  const std::string bin = EMBER_WORKER_BINARY;
+  const std::string config = absl::StrCat(EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt");
+  EXPECT_EQ(RunCommand(bin + " --help > /dev/null"), 0);
+  EXPECT_EQ(RunCommand(bin + " --coordinator=127.0.0.1:1 2> /dev/null"), 2);  // no --config
+  EXPECT_EQ(RunCommand(bin + " --config=" + config + " --coordinator=127.0.0.1:1 --rank=2" +
+                       " --world_size=2 2> /dev/null"),
+            2);
+  EXPECT_EQ(RunCommand(bin + " --config=" + config +
+                       " --coordinator=127.0.0.1:1 --consistency=eventual 2> /dev/null"),
+            2);
+  EXPECT_EQ(RunCommand(bin + " --config=/nonexistent.pbtxt --coordinator=127.0.0.1:1 2> /dev/null"),
+            2);
+  // Skew overrides are checked like the config: the hot-row cache needs SSP or ASP, a
+  // cold loss weight must be > 0, a bad number is a usage error.
+  const std::string base = bin + " --config=" + config + " --coordinator=127.0.0.1:1";
+  EXPECT_EQ(RunCommand(base + " --hot_cache_steps=2 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --cold_loss_weight=0 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --cold_loss_weight=-1 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --cold_resample_fraction=x 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --cold_features=user_id,nope --cold_loss_weight=2 2> /dev/null"),
+            2);
+  // Transport flags: TLS needs all three files, readable; the all-reduce address must
+  // not be empty.
+  EXPECT_EQ(RunCommand(base + " --tls_ca=/nonexistent/ca.pem 2> /dev/null"), 2);
+  EXPECT_EQ(RunCommand(base + " --tls_ca=/no/ca.pem --tls_cert=/no/c.pem --tls_key=/no/c.key" +
+                       " 2> /dev/null"),
+            2);
+  EXPECT_EQ(RunCommand(base + " --collective_host= 2> /dev/null"), 2);
+  const std::string bad = (fs::temp_directory_path() / "ember-bad-config.pbtxt").string();
+  std::ofstream(bad) << "name: \"x\"\ntables { name: \"t\" dim: 8 }\nfeatures { column: \"c\" "
+                        "table: \"missing\" }\n";
+  EXPECT_EQ(RunCommand(bin + " --config=" + bad + " --coordinator=127.0.0.1:1 2> /dev/null"), 2);
+  fs::remove(bad);
+}
+
+}  // namespace
+}  // namespace ember

@@ -1,0 +1,543 @@
+// Copyright 2026 The Ember Authors.
+//
+// Tests of worker/model_config.{h,cc}: the real quickstart config, text/JSON
+// equivalence, defaults, path resolution and every validation error.
+
+#include "worker/model/model_config.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+
+namespace ember::worker {
+namespace {
+
+using ::google::protobuf::util::MessageDifferencer;
+using ::testing::HasSubstr;
+
+const std::string kQuickstart = std::string(EMBER_SOURCE_DIR) + "/configs/quickstart.pbtxt";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string MakeTempDir() {
+  std::string tmpl = ::testing::TempDir() + "/model_config_test.XXXXXX";
+  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+  return tmpl;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+}
+
+// A small valid config: a label, two sparse columns, a dense one, one table.
+constexpr char kSmall[] = R"pb(
+  data {
+    columns { name: "label" kind: LABEL }
+    columns { name: "u" kind: CATEGORICAL id_encoding: DECIMAL }
+    columns { name: "items" kind: MULTI_HOT }
+    columns { name: "x" kind: DENSE transform: LOG1P }
+    columns { name: "p" kind: EVAL }
+  }
+  tables { name: "t" dim: 16 }
+  features { column: "u" table: "t" }
+  features { column: "items" table: "t" }
+)pb";
+
+v1::ModelConfig Small() {
+  v1::ModelConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(kSmall, &config));
+  return config;
+}
+
+TEST(ModelConfigTest, LoadsQuickstart) {
+  absl::StatusOr<v1::ModelConfig> config = LoadModelConfig(kQuickstart);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->name(), "quickstart");
+  EXPECT_EQ(config->data().format(), v1::DataConfig::SCHEMA_TSV);
+  const std::filesystem::path root = std::filesystem::absolute(EMBER_SOURCE_DIR).lexically_normal();
+  EXPECT_EQ(std::filesystem::path(config->data().train_path()),
+            (root / "run/quickstart/data/train").lexically_normal());
+  EXPECT_EQ(std::filesystem::path(config->data().test_path()),
+            (root / "run/quickstart/data/test").lexically_normal());
+  EXPECT_EQ(config->data().columns_size(), 15);
+  EXPECT_EQ(config->tables_size(), 5);
+  ASSERT_EQ(config->features_size(), 8);
+  EXPECT_EQ(config->features(0).name(), "user_id");
+  EXPECT_EQ(config->features(0).pooling(), v1::FeatureConfig::SUM);
+  EXPECT_EQ(config->features(7).name(), "recent_items");
+  EXPECT_EQ(config->features(7).pooling(), v1::FeatureConfig::MEAN);
+  EXPECT_EQ(config->data().columns(8).separator(), "|");
+  EXPECT_EQ(config->dense_optimizer().beta2(), 0.999f);
+  EXPECT_EQ(config->training().staleness(), 1u);
+  EXPECT_EQ(config->training().eval_every_steps(), 250u);
+
+  std::vector<std::string> dense, eval;
+  for (const v1::ColumnConfig* c : DenseColumns(*config)) dense.push_back(c->name());
+  for (const v1::ColumnConfig* c : EvalColumns(*config)) eval.push_back(c->name());
+  EXPECT_THAT(dense, ::testing::ElementsAre("price", "user_age", "session_depth"));
+  EXPECT_THAT(eval, ::testing::ElementsAre("true_prob", "item_train_count", "cold_user"));
+}
+
+TEST(ModelConfigTest, JsonEqualsText) {
+  const std::string text = ReadText(kQuickstart);
+  v1::ModelConfig raw;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &raw));
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(raw, &json).ok());
+
+  absl::StatusOr<v1::ModelConfig> from_text = ParseModelConfig(text, false, "/base", "a.pbtxt");
+  absl::StatusOr<v1::ModelConfig> from_json = ParseModelConfig(json, true, "/base", "a.json");
+  ASSERT_TRUE(from_text.ok()) << from_text.status();
+  ASSERT_TRUE(from_json.ok()) << from_json.status();
+  EXPECT_TRUE(MessageDifferencer::Equals(*from_text, *from_json));
+  EXPECT_EQ(from_json->data().train_path(), "/run/quickstart/data/train");
+
+  // LoadModelConfig picks JSON by extension and resolves against the file's folder.
+  const std::string dir = MakeTempDir();
+  WriteText(dir + "/model.json", json);
+  absl::StatusOr<v1::ModelConfig> loaded = LoadModelConfig(dir + "/model.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->data().train_path(),
+            (std::filesystem::path(dir).parent_path() / "run/quickstart/data/train")
+                .lexically_normal()
+                .string());
+  from_text->mutable_data()->set_train_path(loaded->data().train_path());
+  from_text->mutable_data()->set_test_path(loaded->data().test_path());
+  EXPECT_TRUE(MessageDifferencer::Equals(*from_text, *loaded));
+}
+
+TEST(ModelConfigTest, FillsDefaults) {
+  absl::StatusOr<v1::ModelConfig> config = NormalizeModelConfig(Small(), "small");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const v1::ModelConfig& c = *config;
+  EXPECT_EQ(c.name(), "ember");
+  EXPECT_EQ(c.data().format(), v1::DataConfig::SCHEMA_TSV);
+  EXPECT_EQ(c.data().partition_by(), "file");
+  EXPECT_DOUBLE_EQ(c.data().max_malformed_fraction(), 0.001);
+  EXPECT_EQ(c.data().columns(0).transform(), v1::ColumnConfig::NONE);
+  EXPECT_EQ(c.data().columns(0).id_encoding(), v1::ColumnConfig::HASH);
+  EXPECT_EQ(c.data().columns(2).separator(), "|");
+  EXPECT_EQ(c.data().columns(1).separator(), "");  // not MULTI_HOT
+  EXPECT_EQ(c.features(0).name(), "u");
+  EXPECT_EQ(c.features(1).pooling(), v1::FeatureConfig::SUM);
+  EXPECT_THAT(c.dense().bottom_mlp(), ::testing::ElementsAre(64, 16));
+  EXPECT_THAT(c.dense().top_mlp(), ::testing::ElementsAre(64, 32));
+  EXPECT_EQ(c.dense().interaction(), v1::DenseTowerConfig::DOT);
+  EXPECT_EQ(c.dense().init_seed(), 1u);
+  EXPECT_EQ(c.dense_optimizer().kind(), v1::DenseOptimizerConfig::ADAM);
+  EXPECT_FLOAT_EQ(c.dense_optimizer().learning_rate(), 0.001f);
+  EXPECT_FLOAT_EQ(c.dense_optimizer().beta1(), 0.9f);
+  EXPECT_FLOAT_EQ(c.dense_optimizer().beta2(), 0.999f);
+  EXPECT_FLOAT_EQ(c.dense_optimizer().epsilon(), 1e-8f);
+  EXPECT_FLOAT_EQ(c.dense_optimizer().initial_accumulator(), 0.1f);
+  EXPECT_EQ(c.training().batch_size(), 1024u);
+  EXPECT_EQ(c.training().epochs(), 1u);
+  EXPECT_EQ(c.training().consistency(), v1::TrainingConfig::BSP);
+  EXPECT_EQ(c.training().staleness(), 1u);
+  EXPECT_EQ(c.training().log_every_steps(), 100u);
+  EXPECT_EQ(c.training().max_steps(), 0u);
+  EXPECT_EQ(c.eval().hot_min_count(), 1000u);
+  EXPECT_EQ(c.eval().warm_min_count(), 20u);
+
+  // Idempotent.
+  absl::StatusOr<v1::ModelConfig> again = NormalizeModelConfig(c, "small");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(MessageDifferencer::Equals(c, *again));
+
+  // An explicit initial_accumulator of 0 stays 0 (optional field).
+  v1::ModelConfig zero_acc = Small();
+  zero_acc.mutable_dense_optimizer()->set_initial_accumulator(0);
+  absl::StatusOr<v1::ModelConfig> z = NormalizeModelConfig(zero_acc, "small");
+  ASSERT_TRUE(z.ok());
+  EXPECT_EQ(z->dense_optimizer().initial_accumulator(), 0.0f);
+}
+
+TEST(ModelConfigTest, CriteoDefaultColumns) {
+  v1::ModelConfig config;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+                                                              data { format: CRITEO_TSV }
+                                                              tables { name: "t" dim: 16 }
+                                                              features { column: "C1" table: "t" }
+                                                              features { column: "C26" table: "t" }
+                                                            )pb",
+                                                            &config));
+  absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(config, "criteo");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->data().columns_size(), 40);
+  EXPECT_EQ(c->data().columns(0).name(), "label");
+  EXPECT_EQ(c->data().columns(0).kind(), v1::ColumnConfig::LABEL);
+  EXPECT_EQ(c->data().columns(13).name(), "I13");
+  EXPECT_EQ(c->data().columns(13).kind(), v1::ColumnConfig::DENSE);
+  EXPECT_EQ(c->data().columns(13).transform(), v1::ColumnConfig::LOG1P);
+  EXPECT_EQ(c->data().columns(14).name(), "C1");
+  EXPECT_EQ(c->data().columns(39).name(), "C26");
+  EXPECT_EQ(c->data().columns(39).kind(), v1::ColumnConfig::CATEGORICAL);
+  EXPECT_EQ(c->data().columns(39).id_encoding(), v1::ColumnConfig::HEX);
+  EXPECT_EQ(DenseColumns(*c).size(), 13u);
+  EXPECT_TRUE(EvalColumns(*c).empty());
+}
+
+TEST(ModelConfigTest, ResolvesOnlyRelativePaths) {
+  v1::ModelConfig config = Small();
+  config.mutable_data()->set_train_path("/abs/train");
+  config.mutable_data()->set_test_path("d/../test");
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &text));
+  absl::StatusOr<v1::ModelConfig> c = ParseModelConfig(text, false, "/cfg/dir", "x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->data().train_path(), "/abs/train");
+  EXPECT_EQ(c->data().test_path(), "/cfg/dir/test");
+  c = ParseModelConfig(text, false, "", "x");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->data().test_path(), "d/../test");
+}
+
+TEST(ModelConfigTest, ParseErrors) {
+  EXPECT_EQ(LoadModelConfig("/no/such/model.pbtxt").status().code(), absl::StatusCode::kNotFound);
+
+  absl::StatusOr<v1::ModelConfig> c =
+      ParseModelConfig("name: \"x\"\ndata {\n  colums { name: \"a\" }\n}\n", false, "", "m.pbtxt");
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("m.pbtxt:3:"));
+  EXPECT_THAT(c.status().message(), HasSubstr("colums"));
+
+  c = ParseModelConfig("{\"data\": {\"columns\": 3}}", true, "", "m.json");
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("m.json: JSON parse error"));
+
+  c = ParseModelConfig("{\"nmae\": \"x\"}", true, "", "m.json");
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelConfigTest, ErrorNamesOriginAndFeature) {
+  v1::ModelConfig config;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(ReadText(kQuickstart), &config));
+  config.mutable_features(2)->set_column("recent_items");
+  config.mutable_features(2)->set_table("itm");
+  absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(config, "quickstart.pbtxt");
+  EXPECT_EQ(c.status(),
+            absl::InvalidArgumentError(
+                "quickstart.pbtxt: features[2] (recent_items): table 'itm' is not in tables"));
+}
+
+struct BadCase {
+  const char* what;
+  std::function<void(v1::ModelConfig*)> mutate;
+  const char* message;  // expected substring
+};
+
+class ModelConfigValidationTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ModelConfigValidationTest, RejectsWithFieldName) {
+  v1::ModelConfig config = Small();
+  GetParam().mutate(&config);
+  absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(config, "bad.pbtxt");
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << GetParam().what;
+  EXPECT_THAT(c.status().message(), HasSubstr(std::string("bad.pbtxt: ") + GetParam().message));
+}
+
+v1::ColumnConfig* Col(v1::ModelConfig* c, int i) { return c->mutable_data()->mutable_columns(i); }
+
+INSTANTIATE_TEST_SUITE_P(
+    AllChecks, ModelConfigValidationTest,
+    ::testing::Values(
+        BadCase{"no label", [](v1::ModelConfig* c) { Col(c, 0)->set_kind(v1::ColumnConfig::IGNORE); },
+                "data.columns: need exactly one LABEL column, found 0"},
+        BadCase{"two labels",
+                [](v1::ModelConfig* c) { Col(c, 4)->set_kind(v1::ColumnConfig::LABEL); },
+                "data.columns: need exactly one LABEL column, found 2"},
+        BadCase{"two weights",
+                [](v1::ModelConfig* c) {
+                  for (const char* name : {"w1", "w2"}) {
+                    auto* w = c->mutable_data()->add_columns();
+                    w->set_name(name);
+                    w->set_kind(v1::ColumnConfig::WEIGHT);
+                  }
+                },
+                "data.columns: at most one WEIGHT column, found 2"},
+        BadCase{"duplicate column", [](v1::ModelConfig* c) { Col(c, 3)->set_name("u"); },
+                "data.columns[3] (u): column name 'u' appears twice"},
+        BadCase{"empty column name", [](v1::ModelConfig* c) { Col(c, 4)->set_name(""); },
+                "data.columns[4] (): name is empty"},
+        BadCase{"tab in column name", [](v1::ModelConfig* c) { Col(c, 4)->set_name("a\tb"); },
+                "data.columns[4] (a\tb): name contains a tab"},
+        BadCase{"criteo name",
+                [](v1::ModelConfig* c) { c->mutable_data()->set_format(v1::DataConfig::CRITEO_TSV); },
+                "data.columns[1] (u): not a Criteo column"},
+        BadCase{"unknown format",
+                [](v1::ModelConfig* c) {
+                  c->mutable_data()->set_format(static_cast<v1::DataConfig::Format>(9));
+                },
+                "data.format: unknown format 9"},
+        BadCase{"unknown kind",
+                [](v1::ModelConfig* c) { Col(c, 4)->set_kind(static_cast<v1::ColumnConfig::Kind>(42)); },
+                "data.columns[4] (p): unknown kind 42"},
+        BadCase{"transform on sparse",
+                [](v1::ModelConfig* c) { Col(c, 1)->set_transform(v1::ColumnConfig::LOG1P); },
+                "data.columns[1] (u): transform applies to DENSE columns only"},
+        BadCase{"id_encoding on dense",
+                [](v1::ModelConfig* c) { Col(c, 3)->set_id_encoding(v1::ColumnConfig::HEX); },
+                "data.columns[3] (x): id_encoding applies"},
+        BadCase{"tab separator", [](v1::ModelConfig* c) { Col(c, 2)->set_separator("\t"); },
+                "data.columns[2] (items): separator must not contain a tab"},
+        BadCase{"non-finite missing value",
+                [](v1::ModelConfig* c) { Col(c, 3)->set_missing_value(INFINITY); },
+                "data.columns[3] (x): missing_value is not finite"},
+        BadCase{"NaN malformed fraction",
+                [](v1::ModelConfig* c) { c->mutable_data()->set_max_malformed_fraction(NAN); },
+                "data.max_malformed_fraction: is NaN"},
+        BadCase{"partition by unknown column",
+                [](v1::ModelConfig* c) { c->mutable_data()->set_partition_by("user"); },
+                "data.partition_by: 'user' is neither \"file\" nor a CATEGORICAL column"},
+        BadCase{"partition by multi-hot",
+                [](v1::ModelConfig* c) { c->mutable_data()->set_partition_by("items"); },
+                "data.partition_by: 'items'"},
+        BadCase{"bad table name", [](v1::ModelConfig* c) { c->mutable_tables(0)->set_name("a b"); },
+                "tables[0] (a b): name must match"},
+        BadCase{"table dim 0", [](v1::ModelConfig* c) { c->mutable_tables(0)->set_dim(0); },
+                "tables[0] (t): dim 0 is out of range 1..4096"},
+        BadCase{"table dim too big", [](v1::ModelConfig* c) { c->mutable_tables(0)->set_dim(4097); },
+                "tables[0] (t): dim 4097 is out of range 1..4096"},
+        BadCase{"duplicate table",
+                [](v1::ModelConfig* c) { *c->add_tables() = c->tables(0); },
+                "tables[1] (t): table name 't' appears twice"},
+        BadCase{"feature column missing",
+                [](v1::ModelConfig* c) { c->mutable_features(1)->set_column("nope"); },
+                "features[1] (nope): column 'nope' is not in data.columns"},
+        BadCase{"feature column empty",
+                [](v1::ModelConfig* c) {
+                  c->mutable_features(1)->set_column("");
+                  c->mutable_features(1)->set_name("f");
+                },
+                "features[1] (f): column is empty"},
+        BadCase{"feature column dense",
+                [](v1::ModelConfig* c) { c->mutable_features(1)->set_column("x"); },
+                "features[1] (x): column 'x' is DENSE, not CATEGORICAL or MULTI_HOT"},
+        BadCase{"feature table missing",
+                [](v1::ModelConfig* c) { c->mutable_features(0)->set_table("itm"); },
+                "features[0] (u): table 'itm' is not in tables"},
+        BadCase{"duplicate feature name",
+                [](v1::ModelConfig* c) { c->mutable_features(1)->set_name("u"); },
+                "features[1] (u): feature name 'u' appears twice"},
+        BadCase{"unknown pooling",
+                [](v1::ModelConfig* c) {
+                  c->mutable_features(0)->set_pooling(static_cast<v1::FeatureConfig::Pooling>(7));
+                },
+                "features[0] (u): unknown pooling 7"},
+        BadCase{"DOT dim mismatch",
+                [](v1::ModelConfig* c) {
+                  c->mutable_dense()->add_bottom_mlp(32);
+                  c->mutable_dense()->add_bottom_mlp(8);
+                },
+                "features[0] (u): table 't' has dim 16 but DOT interaction needs the last "
+                "bottom_mlp size 8"},
+        BadCase{"bottom layer 0",
+                [](v1::ModelConfig* c) {
+                  c->mutable_dense()->add_bottom_mlp(0);
+                  c->mutable_dense()->add_bottom_mlp(16);
+                },
+                "dense.bottom_mlp[0]: size 0 is out of range"},
+        BadCase{"top layer too big",
+                [](v1::ModelConfig* c) { c->mutable_dense()->add_top_mlp(1 << 20); },
+                "dense.top_mlp[0]: size 1048576 is out of range"},
+        BadCase{"unknown interaction",
+                [](v1::ModelConfig* c) {
+                  c->mutable_dense()->set_interaction(
+                      static_cast<v1::DenseTowerConfig::Interaction>(5));
+                },
+                "dense.interaction: unknown interaction 5"},
+        BadCase{"negative lr",
+                [](v1::ModelConfig* c) { c->mutable_dense_optimizer()->set_learning_rate(-1); },
+                "dense_optimizer.learning_rate: must be > 0"},
+        BadCase{"beta1 >= 1",
+                [](v1::ModelConfig* c) { c->mutable_dense_optimizer()->set_beta1(1); },
+                "dense_optimizer.beta1: must be in (0, 1)"},
+        BadCase{"beta2 negative",
+                [](v1::ModelConfig* c) { c->mutable_dense_optimizer()->set_beta2(-0.5); },
+                "dense_optimizer.beta2: must be in (0, 1)"},
+        BadCase{"epsilon negative",
+                [](v1::ModelConfig* c) { c->mutable_dense_optimizer()->set_epsilon(-1); },
+                "dense_optimizer.epsilon: must be > 0"},
+        BadCase{"negative accumulator",
+                [](v1::ModelConfig* c) { c->mutable_dense_optimizer()->set_initial_accumulator(-1); },
+                "dense_optimizer.initial_accumulator: must be >= 0"},
+        BadCase{"unknown optimizer",
+                [](v1::ModelConfig* c) {
+                  c->mutable_dense_optimizer()->set_kind(
+                      static_cast<v1::DenseOptimizerConfig::Kind>(9));
+                },
+                "dense_optimizer.kind: unknown kind 9"},
+        BadCase{"unknown consistency",
+                [](v1::ModelConfig* c) {
+                  c->mutable_training()->set_consistency(
+                      static_cast<v1::TrainingConfig::Consistency>(9));
+                },
+                "training.consistency: unknown consistency 9"},
+        BadCase{"eval column not EVAL",
+                [](v1::ModelConfig* c) { c->mutable_eval()->set_item_count_column("x"); },
+                "eval.item_count_column: 'x' is not an EVAL column in data.columns"},
+        BadCase{"eval column missing",
+                [](v1::ModelConfig* c) { c->mutable_eval()->set_cold_user_column("cold"); },
+                "eval.cold_user_column: 'cold' is not an EVAL column"},
+        BadCase{"true_prob column not EVAL",
+                [](v1::ModelConfig* c) { c->mutable_eval()->set_true_prob_column("u"); },
+                "eval.true_prob_column: 'u' is not an EVAL column"},
+        BadCase{"warm above hot",
+                [](v1::ModelConfig* c) {
+                  c->mutable_eval()->set_hot_min_count(10);
+                  c->mutable_eval()->set_warm_min_count(50);
+                },
+                "eval.warm_min_count: 50 is above hot_min_count 10"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      std::string name;
+      for (const char* p = info.param.what; *p; ++p) name += isalnum(*p) ? *p : '_';
+      return name;
+    });
+
+// ---- The skew section (SkewConfig).
+
+v1::ModelConfig WithSkew(const char* skew) {
+  v1::ModelConfig config = Small();
+  EXPECT_TRUE(google::protobuf::TextFormat::MergeFromString(skew, &config)) << skew;
+  return config;
+}
+
+TEST(ModelConfigTest, SkewDefaultsOnlyWhenTheSectionIsThere) {
+  absl::StatusOr<v1::ModelConfig> none = NormalizeModelConfig(Small(), "small");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->has_skew());  // a config without one keeps its digest
+
+  absl::StatusOr<v1::ModelConfig> c =
+      NormalizeModelConfig(WithSkew(R"pb(skew { cold_features: "u" })pb"), "small");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const v1::SkewConfig& skew = c->skew();
+  EXPECT_EQ(skew.cold_max_count(), 20u);
+  EXPECT_TRUE(skew.has_cold_loss_weight());
+  EXPECT_EQ(skew.cold_loss_weight(), 1.0f);
+  EXPECT_EQ(skew.cold_resample_fraction(), 0.0f);
+  EXPECT_EQ(skew.cold_replay_capacity(), 0u);  // 4 x batch_size, decided at run time
+  EXPECT_EQ(skew.cold_max_tracked_ids(), 1000000u);
+  EXPECT_EQ(skew.hot_cache_steps(), 0u);
+  EXPECT_EQ(skew.hot_cache_max_rows(), 100000u);
+  absl::StatusOr<v1::ModelConfig> again = NormalizeModelConfig(*c, "small");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(MessageDifferencer::Equals(*c, *again));
+
+  // The quickstart config names its cold features with every option off.
+  absl::StatusOr<v1::ModelConfig> quickstart = LoadModelConfig(kQuickstart);
+  ASSERT_TRUE(quickstart.ok()) << quickstart.status();
+  EXPECT_THAT(quickstart->skew().cold_features(), ::testing::ElementsAre("user_id", "item_id"));
+  EXPECT_EQ(quickstart->skew().cold_loss_weight(), 1.0f);
+}
+
+TEST(ModelConfigTest, SkewOptionsOnAreAccepted) {
+  const absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(WithSkew(R"pb(
+                                                                   skew {
+                                                                     cold_features: "u"
+                                                                     cold_loss_weight: 2
+                                                                     cold_resample_fraction: 1
+                                                                     hot_cache_steps: 3
+                                                                   }
+                                                                   training { consistency: ASP }
+                                                                 )pb"),
+                                                                 "x");
+  EXPECT_TRUE(c.ok()) << c.status();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SkewChecks, ModelConfigValidationTest,
+    ::testing::Values(
+        BadCase{"cold feature unknown",
+                [](v1::ModelConfig* c) { c->mutable_skew()->add_cold_features("user"); },
+                "skew.cold_features[0] (user): 'user' is not a feature name"},
+        BadCase{"cold feature twice",
+                [](v1::ModelConfig* c) {
+                  c->mutable_skew()->add_cold_features("u");
+                  c->mutable_skew()->add_cold_features("u");
+                },
+                "skew.cold_features[1] (u): feature 'u' appears twice"},
+        BadCase{"cold feature multi-hot",
+                [](v1::ModelConfig* c) { c->mutable_skew()->add_cold_features("items"); },
+                "skew.cold_features[0] (items): column 'items' is MULTI_HOT; a cold feature "
+                "must be CATEGORICAL"},
+        BadCase{"cold weight 0",
+                [](v1::ModelConfig* c) {
+                  c->mutable_skew()->add_cold_features("u");
+                  c->mutable_skew()->set_cold_loss_weight(0);
+                },
+                "skew.cold_loss_weight: 0 must be in (0, 1000] (1 = off)"},
+        BadCase{"cold weight negative",
+                [](v1::ModelConfig* c) {
+                  c->mutable_skew()->add_cold_features("u");
+                  c->mutable_skew()->set_cold_loss_weight(-2);
+                },
+                "skew.cold_loss_weight: -2 must be in (0, 1000]"},
+        BadCase{"cold weight NaN",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_loss_weight(NAN); },
+                "skew.cold_loss_weight: nan must be in"},
+        BadCase{"cold weight huge",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_loss_weight(1e6); },
+                "skew.cold_loss_weight: 1e+06 must be in (0, 1000]"},
+        BadCase{"resample above 1",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_resample_fraction(1.5); },
+                "skew.cold_resample_fraction: 1.5 must be in [0, 1]"},
+        BadCase{"resample negative",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_resample_fraction(-0.1); },
+                "skew.cold_resample_fraction: -0.1 must be in [0, 1]"},
+        BadCase{"weight without cold features",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_loss_weight(2); },
+                "skew.cold_features: cold_loss_weight and cold_resample_fraction need at least "
+                "one cold feature"},
+        BadCase{"resampling without cold features",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_resample_fraction(0.5); },
+                "skew.cold_features: cold_loss_weight and cold_resample_fraction need"},
+        BadCase{"cold max count too big",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_max_count(2000000000); },
+                "skew.cold_max_count: 2000000000 is out of range 1..1000000000"},
+        BadCase{"replay capacity too big",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_replay_capacity(1 << 21); },
+                "skew.cold_replay_capacity: 2097152 is above 1048576"},
+        BadCase{"tracked ids too many",
+                [](v1::ModelConfig* c) {
+                  c->mutable_skew()->set_cold_max_tracked_ids(2000000000);
+                },
+                "skew.cold_max_tracked_ids: 2000000000 is out of range"},
+        BadCase{"hot cache with BSP",
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_hot_cache_steps(2); },
+                "skew.hot_cache_steps: the hot-row cache serves rows up to 2 steps old, but BSP "
+                "training must be exact"},
+        BadCase{"hot cache rows too many",
+                [](v1::ModelConfig* c) {
+                  c->mutable_training()->set_consistency(v1::TrainingConfig::SSP);
+                  c->mutable_skew()->set_hot_cache_steps(2);
+                  c->mutable_skew()->set_hot_cache_max_rows(uint64_t{1} << 30);
+                },
+                "skew.hot_cache_max_rows: 1073741824 is out of range 1..67108864"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      std::string name;
+      for (const char* p = info.param.what; *p; ++p) name += isalnum(*p) ? *p : '_';
+      return name;
+    });
+
+TEST(ModelConfigTest, EvalColumnSetToEvalIsAccepted) {
+  v1::ModelConfig config = Small();
+  config.mutable_eval()->set_true_prob_column("p");
+  EXPECT_TRUE(NormalizeModelConfig(config, "x").ok());
+}
+
+}  // namespace
+}  // namespace ember::worker

@@ -1,0 +1,57 @@
+// Copyright 2026 The Ember Authors.
+//
+// JobClient: a worker's calls to the coordinator's job RPCs (coordinator.proto
+// JoinJob, Checkpoint, GetJob, FinishJob), with the waiting and retrying they need:
+// joining waits out a recovery and a coordinator restart; a checkpoint is retried
+// while the coordinator is unreachable (it is idempotent: same step, same attempt).
+//
+//   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<JobClient> jobs, JobClient::Create(address));
+//   v1::JoinJobRequest join;  join.set_job("ctr");  join.set_rank(0);  ...
+//   EMBER_ASSIGN_OR_RETURN(v1::JoinJobResponse attempt, jobs->Join(join, absl::Minutes(10)));
+//
+// Thread-safety: all methods may be called concurrently.
+
+#ifndef EMBER_WORKER_JOB_JOB_CLIENT_H_
+#define EMBER_WORKER_JOB_JOB_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "ember/v1/coordinator.grpc.pb.h"
+#include "grpcpp/security/credentials.h"
+
+namespace ember::worker {
+
+class JobClient {
+ public:
+  // INVALID_ARGUMENT for an empty address. Connects lazily.
+  // `credentials` null: insecure (common/tls.h).
+  static absl::StatusOr<std::unique_ptr<JobClient>> Create(
+      const std::string& coordinator_address,
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+
+  // Joins the job: repeats JoinJob (and retries an unreachable coordinator) until an
+  // attempt is ready. DEADLINE_EXCEEDED after `timeout`; the coordinator's other
+  // errors (a superseded or failed run, a bad rank) as they are.
+  absl::StatusOr<v1::JoinJobResponse> Join(v1::JoinJobRequest request, absl::Duration timeout);
+
+  // Runs a checkpoint, retrying UNAVAILABLE (the coordinator restarting) until
+  // `timeout`.
+  absl::StatusOr<v1::CheckpointManifest> Checkpoint(const v1::CheckpointRequest& request,
+                                                    absl::Duration timeout);
+
+  absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job, absl::Duration timeout);
+  absl::Status Finish(const v1::FinishJobRequest& request, absl::Duration timeout);
+
+ private:
+  explicit JobClient(std::unique_ptr<v1::CoordinatorService::Stub> stub)
+      : stub_(std::move(stub)) {}
+
+  const std::unique_ptr<v1::CoordinatorService::Stub> stub_;
+};
+
+}  // namespace ember::worker
+
+#endif  // EMBER_WORKER_JOB_JOB_CLIENT_H_

@@ -1,0 +1,536 @@
+// Copyright 2026 The Ember Authors.
+
+#include "worker/model/model_config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <system_error>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "common/status_macros.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace ember::worker {
+namespace {
+
+using v1::ColumnConfig;
+using v1::DataConfig;
+using v1::DenseOptimizerConfig;
+using v1::DenseTowerConfig;
+using v1::FeatureConfig;
+using v1::ModelConfig;
+using v1::TrainingConfig;
+
+constexpr uint32_t kMaxTableDim = 4096;
+// A sanity cap on MLP layer sizes: larger is a typo, not a model.
+constexpr uint32_t kMaxLayerSize = 1 << 16;
+// Sanity caps of the skew options (model.proto SkewConfig).
+constexpr uint64_t kMaxColdCount = 1000000000;
+constexpr float kMaxColdLossWeight = 1000;
+constexpr uint32_t kMaxReplayCapacity = 1 << 20;
+constexpr uint64_t kMaxTrackedIds = 1000000000;
+constexpr uint32_t kMaxHotCacheSteps = 1000000;
+constexpr uint64_t kMaxHotCacheRows = 1 << 26;
+constexpr int kCriteoDense = 13;
+constexpr int kCriteoCategorical = 26;
+
+// Collects the text-format parser's errors as "line:column: message" (1-based).
+class TextErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (!errors_.empty()) errors_ += "; ";
+    absl::StrAppend(&errors_, line + 1, ":", column + 1, ": ", message);
+  }
+  const std::string& errors() const { return errors_; }
+
+ private:
+  std::string errors_;
+};
+
+absl::Status ReadFile(const std::string& path, std::string* out) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    const int err = errno;
+    return absl::ErrnoToStatus(err, absl::StrCat("cannot open model config ", path));
+  }
+  out->clear();
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out->append(buf, n);
+  const bool failed = std::ferror(f) != 0;
+  const int err = errno;
+  std::fclose(f);
+  if (failed) return absl::ErrnoToStatus(err, absl::StrCat("cannot read model config ", path));
+  return absl::OkStatus();
+}
+
+// Resolves a relative data path against `base_dir` (no-op when either is empty).
+std::string ResolvePath(const std::string& base_dir, const std::string& path) {
+  if (base_dir.empty() || path.empty()) return path;
+  std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / p).lexically_normal().string();
+}
+
+bool ValidTableName(absl::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IsCriteoColumnName(absl::string_view name) {
+  if (name == "label") return true;
+  for (int i = 1; i <= kCriteoDense; ++i) {
+    if (name == absl::StrCat("I", i)) return true;
+  }
+  for (int i = 1; i <= kCriteoCategorical; ++i) {
+    if (name == absl::StrCat("C", i)) return true;
+  }
+  return false;
+}
+
+void AddCriteoDefaultColumns(DataConfig* data) {
+  ColumnConfig* label = data->add_columns();
+  label->set_name("label");
+  label->set_kind(ColumnConfig::LABEL);
+  for (int i = 1; i <= kCriteoDense; ++i) {
+    ColumnConfig* c = data->add_columns();
+    c->set_name(absl::StrCat("I", i));
+    c->set_kind(ColumnConfig::DENSE);
+    c->set_transform(ColumnConfig::LOG1P);
+  }
+  for (int i = 1; i <= kCriteoCategorical; ++i) {
+    ColumnConfig* c = data->add_columns();
+    c->set_name(absl::StrCat("C", i));
+    c->set_kind(ColumnConfig::CATEGORICAL);
+    c->set_id_encoding(ColumnConfig::HEX);
+  }
+}
+
+// Fills every default documented in model.proto. Idempotent.
+void FillDefaults(ModelConfig* config) {
+  if (config->name().empty()) config->set_name("ember");
+
+  DataConfig* data = config->mutable_data();
+  if (data->format() == DataConfig::FORMAT_UNSPECIFIED) data->set_format(DataConfig::SCHEMA_TSV);
+  if (data->format() == DataConfig::CRITEO_TSV && data->columns().empty()) {
+    AddCriteoDefaultColumns(data);
+  }
+  for (ColumnConfig& c : *data->mutable_columns()) {
+    if (c.kind() == ColumnConfig::KIND_UNSPECIFIED) c.set_kind(ColumnConfig::IGNORE);
+    if (c.transform() == ColumnConfig::TRANSFORM_UNSPECIFIED) c.set_transform(ColumnConfig::NONE);
+    if (c.id_encoding() == ColumnConfig::ID_ENCODING_UNSPECIFIED) {
+      c.set_id_encoding(ColumnConfig::HASH);
+    }
+    if (c.kind() == ColumnConfig::MULTI_HOT && c.separator().empty()) c.set_separator("|");
+  }
+  if (data->partition_by().empty()) data->set_partition_by("file");
+  if (data->max_malformed_fraction() == 0) data->set_max_malformed_fraction(0.001);
+
+  for (FeatureConfig& f : *config->mutable_features()) {
+    if (f.name().empty()) f.set_name(f.column());
+    if (f.pooling() == FeatureConfig::POOLING_UNSPECIFIED) f.set_pooling(FeatureConfig::SUM);
+  }
+
+  DenseTowerConfig* dense = config->mutable_dense();
+  if (dense->bottom_mlp().empty()) {
+    dense->add_bottom_mlp(64);
+    dense->add_bottom_mlp(16);
+  }
+  if (dense->interaction() == DenseTowerConfig::INTERACTION_UNSPECIFIED) {
+    dense->set_interaction(DenseTowerConfig::DOT);
+  }
+  if (dense->top_mlp().empty()) {
+    dense->add_top_mlp(64);
+    dense->add_top_mlp(32);
+  }
+  if (dense->init_seed() == 0) dense->set_init_seed(1);
+
+  DenseOptimizerConfig* opt = config->mutable_dense_optimizer();
+  if (opt->kind() == DenseOptimizerConfig::KIND_UNSPECIFIED)
+    opt->set_kind(DenseOptimizerConfig::ADAM);
+  if (opt->learning_rate() == 0) opt->set_learning_rate(0.001f);
+  if (opt->beta1() == 0) opt->set_beta1(0.9f);
+  if (opt->beta2() == 0) opt->set_beta2(0.999f);
+  if (opt->epsilon() == 0) opt->set_epsilon(1e-8f);
+  if (!opt->has_initial_accumulator()) opt->set_initial_accumulator(0.1f);
+
+  TrainingConfig* training = config->mutable_training();
+  if (training->batch_size() == 0) training->set_batch_size(1024);
+  if (training->epochs() == 0) training->set_epochs(1);
+  if (training->consistency() == TrainingConfig::CONSISTENCY_UNSPECIFIED) {
+    training->set_consistency(TrainingConfig::BSP);
+  }
+  if (training->staleness() == 0) training->set_staleness(1);
+  if (training->log_every_steps() == 0) training->set_log_every_steps(100);
+
+  v1::EvalConfig* eval = config->mutable_eval();
+  if (eval->hot_min_count() == 0) eval->set_hot_min_count(1000);
+  if (eval->warm_min_count() == 0) eval->set_warm_min_count(20);
+
+  // Only a present skew section gets defaults: a config without one stays without
+  // (its digest, and so its checkpoints, are unchanged). cold_replay_capacity 0 stays
+  // 0 (4 x batch_size, which flags may still change).
+  if (config->has_skew()) {
+    v1::SkewConfig* skew = config->mutable_skew();
+    if (skew->cold_max_count() == 0) skew->set_cold_max_count(20);
+    if (!skew->has_cold_loss_weight()) skew->set_cold_loss_weight(1.0f);
+    if (skew->cold_max_tracked_ids() == 0) skew->set_cold_max_tracked_ids(1000000);
+    if (skew->hot_cache_max_rows() == 0) skew->set_hot_cache_max_rows(100000);
+  }
+}
+
+// Builds INVALID_ARGUMENT errors "origin: field: message".
+class Checker {
+ public:
+  explicit Checker(const std::string& origin) : origin_(origin) {}
+
+  template <typename... Args>
+  absl::Status Error(absl::string_view field, const Args&... message) const {
+    return absl::InvalidArgumentError(absl::StrCat(origin_, ": ", field, ": ", message...));
+  }
+
+ private:
+  const std::string& origin_;
+};
+
+std::string ColumnField(int i, const ColumnConfig& c) {
+  return absl::StrCat("data.columns[", i, "] (", c.name(), ")");
+}
+
+absl::Status CheckColumns(const ModelConfig& config, const Checker& check) {
+  const DataConfig& data = config.data();
+  if (!DataConfig::Format_IsValid(data.format())) {
+    return check.Error("data.format", "unknown format ", data.format());
+  }
+  const bool criteo = data.format() == DataConfig::CRITEO_TSV;
+  std::set<std::string> names;
+  int labels = 0;
+  int weights = 0;
+  for (int i = 0; i < data.columns_size(); ++i) {
+    const ColumnConfig& c = data.columns(i);
+    const std::string field = ColumnField(i, c);
+    if (c.name().empty()) return check.Error(field, "name is empty");
+    if (c.name().find_first_of("\t\r\n") != std::string::npos) {
+      return check.Error(field, "name contains a tab or a line break");
+    }
+    if (!names.insert(c.name()).second) {
+      return check.Error(field, "column name '", c.name(), "' appears twice");
+    }
+    if (criteo && !IsCriteoColumnName(c.name())) {
+      return check.Error(field, "not a Criteo column (label, I1..I13, C1..C26)");
+    }
+    if (!ColumnConfig::Kind_IsValid(c.kind())) return check.Error(field, "unknown kind ", c.kind());
+    if (!ColumnConfig::Transform_IsValid(c.transform())) {
+      return check.Error(field, "unknown transform ", c.transform());
+    }
+    if (!ColumnConfig::IdEncoding_IsValid(c.id_encoding())) {
+      return check.Error(field, "unknown id_encoding ", c.id_encoding());
+    }
+    const bool sparse =
+        c.kind() == ColumnConfig::CATEGORICAL || c.kind() == ColumnConfig::MULTI_HOT;
+    if (c.transform() != ColumnConfig::NONE && c.kind() != ColumnConfig::DENSE) {
+      return check.Error(field, "transform applies to DENSE columns only");
+    }
+    if (c.id_encoding() != ColumnConfig::HASH && !sparse) {
+      return check.Error(field, "id_encoding applies to CATEGORICAL / MULTI_HOT columns only");
+    }
+    if (c.kind() == ColumnConfig::MULTI_HOT &&
+        c.separator().find_first_of("\t\r\n") != std::string::npos) {
+      return check.Error(field, "separator must not contain a tab or a line break");
+    }
+    if (!std::isfinite(c.missing_value())) return check.Error(field, "missing_value is not finite");
+    if (c.kind() == ColumnConfig::LABEL) ++labels;
+    if (c.kind() == ColumnConfig::WEIGHT) ++weights;
+  }
+  if (labels != 1) {
+    return check.Error("data.columns", "need exactly one LABEL column, found ", labels);
+  }
+  if (weights > 1) {
+    return check.Error("data.columns", "at most one WEIGHT column, found ", weights);
+  }
+  if (std::isnan(data.max_malformed_fraction())) {
+    return check.Error("data.max_malformed_fraction", "is NaN");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
+  const DataConfig& data = config.data();
+  std::map<std::string, const ColumnConfig*> columns;
+  for (const ColumnConfig& c : data.columns()) columns[c.name()] = &c;
+
+  if (data.partition_by() != "file") {
+    auto it = columns.find(data.partition_by());
+    if (it == columns.end() || it->second->kind() != ColumnConfig::CATEGORICAL) {
+      return check.Error("data.partition_by", "'", data.partition_by(),
+                         "' is neither \"file\" nor a CATEGORICAL column");
+    }
+  }
+
+  std::map<std::string, uint32_t> table_dims;
+  for (int i = 0; i < config.tables_size(); ++i) {
+    const v1::TableConfig& t = config.tables(i);
+    const std::string field = absl::StrCat("tables[", i, "] (", t.name(), ")");
+    if (!ValidTableName(t.name())) {
+      return check.Error(field, "name must match [a-zA-Z0-9_.-]{1,64}");
+    }
+    if (t.dim() < 1 || t.dim() > kMaxTableDim) {
+      return check.Error(field, "dim ", t.dim(), " is out of range 1..", kMaxTableDim);
+    }
+    if (!table_dims.emplace(t.name(), t.dim()).second) {
+      return check.Error(field, "table name '", t.name(), "' appears twice");
+    }
+  }
+
+  const DenseTowerConfig& dense = config.dense();
+  for (int i = 0; i < dense.bottom_mlp_size(); ++i) {
+    if (dense.bottom_mlp(i) < 1 || dense.bottom_mlp(i) > kMaxLayerSize) {
+      return check.Error(absl::StrCat("dense.bottom_mlp[", i, "]"), "size ", dense.bottom_mlp(i),
+                         " is out of range 1..", kMaxLayerSize);
+    }
+  }
+  for (int i = 0; i < dense.top_mlp_size(); ++i) {
+    if (dense.top_mlp(i) < 1 || dense.top_mlp(i) > kMaxLayerSize) {
+      return check.Error(absl::StrCat("dense.top_mlp[", i, "]"), "size ", dense.top_mlp(i),
+                         " is out of range 1..", kMaxLayerSize);
+    }
+  }
+  if (!DenseTowerConfig::Interaction_IsValid(dense.interaction())) {
+    return check.Error("dense.interaction", "unknown interaction ", dense.interaction());
+  }
+  const bool dot = dense.interaction() == DenseTowerConfig::DOT;
+  if (dot && dense.bottom_mlp().empty()) {
+    return check.Error("dense.bottom_mlp", "DOT interaction needs a bottom MLP");
+  }
+
+  std::set<std::string> feature_names;
+  for (int i = 0; i < config.features_size(); ++i) {
+    const FeatureConfig& f = config.features(i);
+    const std::string field = absl::StrCat("features[", i, "] (", f.name(), ")");
+    if (f.column().empty()) return check.Error(field, "column is empty");
+    if (!feature_names.insert(f.name()).second) {
+      return check.Error(field, "feature name '", f.name(), "' appears twice");
+    }
+    auto col = columns.find(f.column());
+    if (col == columns.end()) {
+      return check.Error(field, "column '", f.column(), "' is not in data.columns");
+    }
+    if (col->second->kind() != ColumnConfig::CATEGORICAL &&
+        col->second->kind() != ColumnConfig::MULTI_HOT) {
+      return check.Error(field, "column '", f.column(), "' is ",
+                         ColumnConfig::Kind_Name(col->second->kind()),
+                         ", not CATEGORICAL or MULTI_HOT");
+    }
+    auto table = table_dims.find(f.table());
+    if (table == table_dims.end()) {
+      return check.Error(field, "table '", f.table(), "' is not in tables");
+    }
+    if (!FeatureConfig::Pooling_IsValid(f.pooling())) {
+      return check.Error(field, "unknown pooling ", f.pooling());
+    }
+    if (dot && table->second != dense.bottom_mlp(dense.bottom_mlp_size() - 1)) {
+      return check.Error(field, "table '", f.table(), "' has dim ", table->second,
+                         " but DOT interaction needs the last bottom_mlp size ",
+                         dense.bottom_mlp(dense.bottom_mlp_size() - 1));
+    }
+  }
+
+  const DenseOptimizerConfig& opt = config.dense_optimizer();
+  if (!DenseOptimizerConfig::Kind_IsValid(opt.kind())) {
+    return check.Error("dense_optimizer.kind", "unknown kind ", opt.kind());
+  }
+  if (!(opt.learning_rate() > 0) || !std::isfinite(opt.learning_rate())) {
+    return check.Error("dense_optimizer.learning_rate", "must be > 0 and finite");
+  }
+  if (!(opt.beta1() > 0 && opt.beta1() < 1)) {
+    return check.Error("dense_optimizer.beta1", "must be in (0, 1)");
+  }
+  if (!(opt.beta2() > 0 && opt.beta2() < 1)) {
+    return check.Error("dense_optimizer.beta2", "must be in (0, 1)");
+  }
+  if (!(opt.epsilon() > 0) || !std::isfinite(opt.epsilon())) {
+    return check.Error("dense_optimizer.epsilon", "must be > 0 and finite");
+  }
+  if (!(opt.initial_accumulator() >= 0) || !std::isfinite(opt.initial_accumulator())) {
+    return check.Error("dense_optimizer.initial_accumulator", "must be >= 0 and finite");
+  }
+
+  const TrainingConfig& training = config.training();
+  if (training.batch_size() == 0) return check.Error("training.batch_size", "must be > 0");
+  if (!TrainingConfig::Consistency_IsValid(training.consistency())) {
+    return check.Error("training.consistency", "unknown consistency ", training.consistency());
+  }
+  if (training.consistency() == TrainingConfig::SSP && training.staleness() < 1) {
+    return check.Error("training.staleness", "SSP needs staleness >= 1");
+  }
+
+  const v1::EvalConfig& eval = config.eval();
+  const std::pair<const char*, const std::string*> eval_columns[] = {
+      {"eval.item_count_column", &eval.item_count_column()},
+      {"eval.cold_user_column", &eval.cold_user_column()},
+      {"eval.true_prob_column", &eval.true_prob_column()},
+  };
+  for (const auto& [field, name] : eval_columns) {
+    if (name->empty()) continue;
+    auto col = columns.find(*name);
+    if (col == columns.end() || col->second->kind() != ColumnConfig::EVAL) {
+      return check.Error(field, "'", *name, "' is not an EVAL column in data.columns");
+    }
+  }
+  if (eval.warm_min_count() > eval.hot_min_count()) {
+    return check.Error("eval.warm_min_count", eval.warm_min_count(), " is above hot_min_count ",
+                       eval.hot_min_count());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSkew(const ModelConfig& config, const Checker& check) {
+  if (!config.has_skew()) return absl::OkStatus();
+  const v1::SkewConfig& skew = config.skew();
+  std::map<std::string, const ColumnConfig*> columns;
+  for (const ColumnConfig& c : config.data().columns()) columns[c.name()] = &c;
+  std::set<std::string> cold_features;
+  for (int i = 0; i < skew.cold_features_size(); ++i) {
+    const std::string& name = skew.cold_features(i);
+    const std::string field = absl::StrCat("skew.cold_features[", i, "] (", name, ")");
+    const FeatureConfig* feature = nullptr;
+    for (const FeatureConfig& f : config.features()) {
+      if (f.name() == name) feature = &f;
+    }
+    if (feature == nullptr) return check.Error(field, "'", name, "' is not a feature name");
+    if (!cold_features.insert(name).second) {
+      return check.Error(field, "feature '", name, "' appears twice");
+    }
+    const ColumnConfig* column = columns.at(feature->column());  // CheckModel checked it
+    if (column->kind() != ColumnConfig::CATEGORICAL) {
+      return check.Error(field, "column '", column->name(), "' is ",
+                         ColumnConfig::Kind_Name(column->kind()),
+                         "; a cold feature must be CATEGORICAL (one ID per example)");
+    }
+  }
+  if (skew.cold_max_count() < 1 || skew.cold_max_count() > kMaxColdCount) {
+    return check.Error("skew.cold_max_count", skew.cold_max_count(), " is out of range 1..",
+                       kMaxColdCount);
+  }
+  const float weight = skew.cold_loss_weight();
+  if (!(weight > 0) || !(weight <= kMaxColdLossWeight)) {
+    return check.Error("skew.cold_loss_weight", weight, " must be in (0, ", kMaxColdLossWeight,
+                       "] (1 = off)");
+  }
+  const float fraction = skew.cold_resample_fraction();
+  if (!(fraction >= 0 && fraction <= 1)) {
+    return check.Error("skew.cold_resample_fraction", fraction, " must be in [0, 1] (0 = off)");
+  }
+  if ((weight != 1.0f || fraction > 0) && skew.cold_features().empty()) {
+    return check.Error("skew.cold_features",
+                       "cold_loss_weight and cold_resample_fraction need at least one cold "
+                       "feature (e.g. the user and item ID features)");
+  }
+  if (skew.cold_replay_capacity() > kMaxReplayCapacity) {
+    return check.Error("skew.cold_replay_capacity", skew.cold_replay_capacity(), " is above ",
+                       kMaxReplayCapacity);
+  }
+  if (skew.cold_max_tracked_ids() < 1 || skew.cold_max_tracked_ids() > kMaxTrackedIds) {
+    return check.Error("skew.cold_max_tracked_ids", skew.cold_max_tracked_ids(),
+                       " is out of range 1..", kMaxTrackedIds);
+  }
+  if (skew.hot_cache_steps() > kMaxHotCacheSteps) {
+    return check.Error("skew.hot_cache_steps", skew.hot_cache_steps(), " is above ",
+                       kMaxHotCacheSteps);
+  }
+  if (skew.hot_cache_steps() > 0 && config.training().consistency() == TrainingConfig::BSP) {
+    return check.Error("skew.hot_cache_steps", "the hot-row cache serves rows up to ",
+                       skew.hot_cache_steps(),
+                       " steps old, but BSP training must be exact: use consistency SSP or "
+                       "ASP, or hot_cache_steps 0");
+  }
+  if (skew.hot_cache_max_rows() < 1 || skew.hot_cache_max_rows() > kMaxHotCacheRows) {
+    return check.Error("skew.hot_cache_max_rows", skew.hot_cache_max_rows(), " is out of range 1..",
+                       kMaxHotCacheRows);
+  }
+  return absl::OkStatus();
+}
+
+std::vector<const ColumnConfig*> ColumnsOfKind(const ModelConfig& config, ColumnConfig::Kind kind) {
+  std::vector<const ColumnConfig*> out;
+  for (const ColumnConfig& c : config.data().columns()) {
+    if (c.kind() == kind) out.push_back(&c);
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
+  std::string text;
+  EMBER_RETURN_IF_ERROR(ReadFile(path, &text));
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot resolve ", path, ": ", ec.message()));
+  const bool json = absl::EndsWithIgnoreCase(path, ".json");
+  return ParseModelConfig(text, json, absolute.parent_path().string(), path);
+}
+
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& text, bool json,
+                                             const std::string& base_dir,
+                                             const std::string& origin) {
+  ModelConfig config;
+  if (json) {
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    google::protobuf::util::Status status =
+        google::protobuf::util::JsonStringToMessage(text, &config, options);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": JSON parse error: ", status.message().ToString()));
+    }
+  } else {
+    TextErrorCollector errors;
+    google::protobuf::TextFormat::Parser parser;
+    parser.RecordErrorsTo(&errors);
+    if (!parser.ParseFromString(text, &config)) {
+      return absl::InvalidArgumentError(absl::StrCat(origin, ":", errors.errors()));
+    }
+  }
+  v1::DataConfig* data = config.mutable_data();
+  data->set_train_path(ResolvePath(base_dir, data->train_path()));
+  data->set_test_path(ResolvePath(base_dir, data->test_path()));
+  return NormalizeModelConfig(std::move(config), origin);
+}
+
+absl::StatusOr<ModelConfig> NormalizeModelConfig(ModelConfig config, const std::string& origin) {
+  FillDefaults(&config);
+  const Checker check(origin);
+  EMBER_RETURN_IF_ERROR(CheckColumns(config, check));
+  EMBER_RETURN_IF_ERROR(CheckModel(config, check));
+  EMBER_RETURN_IF_ERROR(CheckSkew(config, check));
+  return config;
+}
+
+std::vector<const ColumnConfig*> DenseColumns(const ModelConfig& config) {
+  return ColumnsOfKind(config, ColumnConfig::DENSE);
+}
+
+std::vector<const ColumnConfig*> EvalColumns(const ModelConfig& config) {
+  return ColumnsOfKind(config, ColumnConfig::EVAL);
+}
+
+}  // namespace ember::worker

@@ -1,0 +1,587 @@
+// Copyright 2026 The Ember Authors.
+//
+// Train and the Trainer's setup, step loop, evaluation and result (trainer_internal.h);
+// checkpoints are in trainer_checkpoint.cc.
+
+#include "worker/training/trainer.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "common/hash.h"
+#include "common/status_macros.h"
+#include "worker/data/reader.h"
+#include "worker/model/model_config.h"
+#include "worker/training/trainer_internal.h"
+
+namespace ember::worker {
+namespace trainer_internal {
+namespace {
+
+// Training lines in the plain (non-gzip) files of a partition: a quick pre-pass for
+// the progress ETA. 0 when unknown (a gzip file).
+uint64_t CountLines(const std::vector<std::string>& files, bool header) {
+  uint64_t total = 0;
+  std::vector<char> buffer(1 << 20);
+  for (const std::string& path : files) {
+    if (path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0) return 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return 0;
+    uint64_t lines = 0;
+    while (in) {
+      in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      const std::streamsize n = in.gcount();
+      for (std::streamsize i = 0; i < n; ++i) lines += buffer[i] == '\n';
+    }
+    total += lines - (header && lines > 0 ? 1 : 0);
+  }
+  return total;
+}
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int s = static_cast<int>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
+}
+
+}  // namespace
+
+absl::Status Trainer::Setup() {
+  const int world = options_.world_size;
+  if (world < 1 || options_.rank < 0 || options_.rank >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", options_.rank, " is not in [0, world_size ", world, ")"));
+  }
+  if (options_.coordinator_address.empty()) {
+    return absl::InvalidArgumentError("a coordinator address is required");
+  }
+  log_ << "worker " << options_.rank << "/" << world << " starting (pid " << getpid() << ")"
+       << std::endl;
+  if (options_.metrics_port >= 0) {
+    // Not retried: a metrics address that cannot be served is a flag mistake, and an
+    // attempt per failure only churned the job through recoveries.
+    absl::StatusOr<std::unique_ptr<WorkerMetrics>> metrics =
+        WorkerMetrics::Start(options_.metrics_host, options_.metrics_port);
+    if (!metrics.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(metrics.status().message(), " (--metrics_host / --metrics_port)"));
+    }
+    metrics_ = std::move(*metrics);
+    if (rank0()) log_ << "worker metrics on " << metrics_->address() << std::endl;
+  }
+
+  // The PS cluster: wait (bounded) until the coordinator has a slot map.
+  PsClientOptions ps;
+  ps.coordinator_address = options_.coordinator_address;
+  ps.channel_credentials = options_.channel_credentials;
+  ps.worker_id = Mix64(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
+                       (static_cast<uint64_t>(getpid()) << 20) ^ options_.rank);
+  ps.deadline = options_.ps_deadline;
+  ps.attempt = join_.attempt();
+  // A shard that just started may lag the coordinator's map by a heartbeat (it answers
+  // UNAVAILABLE); keep retrying for a few seconds, always within the call's deadline.
+  ps.max_retries = 12;
+  const absl::Time cluster_deadline = absl::Now() + options_.collective_timeout;
+  while (true) {
+    absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(ps);
+    if (client.ok()) {
+      client_ = std::move(*client);
+      break;
+    }
+    if (client.status().code() != absl::StatusCode::kUnavailable ||
+        absl::Now() > cluster_deadline) {
+      return InStage(client.status(), "connecting to the PS cluster");
+    }
+    absl::SleepFor(absl::Milliseconds(200));  // retry pacing, not event ordering
+  }
+  for (const v1::TableConfig& table : config_.tables()) {
+    EMBER_RETURN_IF_ERROR(InStage(client_->CreateTableEverywhere(table),
+                                  absl::StrCat("creating table ", table.name())));
+  }
+
+  const int num_dense = static_cast<int>(DenseColumns(config_).size());
+  absl::StatusOr<std::unique_ptr<DenseTower>> tower =
+      DenseTower::Create(config_.dense(), num_dense, layout_.FeatureDims(), options_.dense_device);
+  if (!tower.ok()) return InStage(tower.status(), "dense tower");
+  tower_ = std::move(*tower);
+  optimizer_ = CreateDenseOptimizer(config_.dense_optimizer(), *tower_);
+  EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer"));
+
+  CollectiveOptions collective;
+  collective.coordinator_address = options_.coordinator_address;
+  collective.channel_credentials = options_.channel_credentials;
+  collective.host = options_.collective_host;
+  // Every attempt meets under its own name: attempts are unique across runs.
+  collective.job = absl::StrCat(config_.name(), ".a", join_.attempt());
+  collective.generation = options_.generation;
+  collective.rank = options_.rank;
+  collective.world_size = world;
+  collective.timeout = options_.collective_timeout;
+  absl::StatusOr<std::unique_ptr<Collective>> c = Collective::Connect(collective);
+  if (!c.ok()) {
+    return InStage(c.status(), absl::StrCat("worker rendezvous (job '", config_.name(),
+                                            "', generation ", options_.generation,
+                                            "; every run of a job on one coordinator needs its own "
+                                            "--generation)"));
+  }
+  collective_ = std::move(*c);
+  if (tower_->device() == DenseDevice::kCuda) {
+    absl::StatusOr<std::unique_ptr<DeviceCollective>> nccl =
+        DeviceCollective::Connect(collective, options_.dense_device.cuda_device);
+    if (!nccl.ok()) return InStage(nccl.status(), "NCCL rendezvous");
+    device_collective_ = std::move(*nccl);
+  }
+
+  ReaderOptions reader_options;
+  reader_options.rank = options_.rank;
+  reader_options.world_size = world;
+  absl::StatusOr<std::unique_ptr<DatasetReader>> reader =
+      DatasetReader::Open(config_, config_.data().train_path(), reader_options);
+  if (!reader.ok()) return InStage(reader.status(), "training data");
+  const uint64_t lines =
+      CountLines((*reader)->files(), config_.data().format() == v1::DataConfig::SCHEMA_TSV);
+  const uint64_t per_rank =
+      config_.data().partition_by() == "file" ? lines : lines / static_cast<uint64_t>(world);
+  estimated_steps_ =
+      (per_rank + training_.batch_size() - 1) / training_.batch_size() * training_.epochs();
+  if (training_.max_steps() > 0 &&
+      (estimated_steps_ == 0 || training_.max_steps() < estimated_steps_)) {
+    estimated_steps_ = training_.max_steps();
+  }
+  skew_ = std::make_unique<SkewHandler>(config_, layout_, world);
+  std::optional<std::pair<int, ReaderPosition>> resume;
+  if (!join_.checkpoint().empty()) {
+    EMBER_RETURN_IF_ERROR(Restore(join_.state()));
+    const v1::WorkerCursor& cursor = join_.state().cursors(options_.rank);
+    resume.emplace(static_cast<int>(cursor.epoch()),
+                   ReaderPosition{cursor.file_index(), cursor.line()});
+  }
+  pipeline_ = std::make_unique<BatchPipeline>(std::move(*reader), layout_, training_.batch_size(),
+                                              training_.epochs(), /*depth=*/3, resume);
+  log_ << "worker " << options_.rank << "/" << world << " ready" << std::endl;
+  if (rank0()) {
+    log_ << "training " << config_.name() << ": " << world << " worker(s), "
+         << client_->slot_map().Shards().size() << " PS shard(s), "
+         << TrainingConfig::Consistency_Name(training_.consistency()) << ", batch "
+         << training_.batch_size() << " per worker, " << tower_->parameters().size()
+         << " dense parameters"
+         << (estimated_steps_ > 0 ? absl::StrCat(", about ", estimated_steps_, " steps") : "")
+         << std::endl;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::DrainPushes(size_t keep) {
+  while (in_flight_.size() > keep) {
+    InFlight& oldest = in_flight_.front();
+    absl::Status s = WaitAll(&oldest.handles);
+    pipeline_->Recycle(std::move(oldest.batch));
+    in_flight_.pop_front();
+    EMBER_RETURN_IF_ERROR(InStage(s, "push"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::PushSparse(std::unique_ptr<PreparedBatch> batch) {
+  const int64_t step = static_cast<int64_t>(step_);
+  const auto consistency = training_.consistency();
+  if (consistency == TrainingConfig::BSP) {
+    std::vector<PsHandle> handles;
+    if (collective_->world_size() == 1) {
+      for (int t = 0; t < batch->sparse.num_tables(); ++t) {
+        const SparseBatch::TableData& table = batch->sparse.table(t);
+        if (table.ids.empty()) continue;
+        handles.push_back(client_->PushAsync(layout_.tables[t].name, table.ids, table.grads, step));
+      }
+    } else {
+      EMBER_RETURN_IF_ERROR(
+          InStage(ReduceSparseGradients(*collective_, batch->sparse, &owned_), "sparse exchange"));
+      for (size_t t = 0; t < owned_.size(); ++t) {
+        if (owned_[t].ids.empty()) continue;
+        handles.push_back(
+            client_->PushAsync(layout_.tables[t].name, owned_[t].ids, owned_[t].grads, step));
+      }
+    }
+    absl::Status pushed = WaitAll(&handles);
+    pipeline_->Recycle(std::move(batch));
+    // Nobody pulls for the next step before every worker's push is applied: the next
+    // step's agreement all-reduce (Loop) is the barrier.
+    return InStage(pushed, "push");
+  }
+  InFlight flight;
+  flight.step = step_;
+  for (int t = 0; t < batch->sparse.num_tables(); ++t) {
+    const SparseBatch::TableData& table = batch->sparse.table(t);
+    if (table.ids.empty()) continue;
+    flight.handles.push_back(
+        client_->PushAsync(layout_.tables[t].name, table.ids, table.grads, step));
+  }
+  flight.batch = std::move(batch);
+  in_flight_.push_back(std::move(flight));
+  // SSP: pushes older than `staleness` steps must be applied before the next step;
+  // every worker is within one step of the others (the dense all-reduce), so a pull
+  // misses at most `staleness` steps of anyone's updates. ASP: bound memory only.
+  return DrainPushes(consistency == TrainingConfig::SSP ? training_.staleness() - 1 : 4);
+}
+
+absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_examples) {
+  const absl::Time t0 = absl::Now();
+  SparseBatch& sparse = batch->sparse;
+  const ExampleBatch& ex = batch->examples;
+  // Pull (or collect the prefetched pull) of this batch; the skew handler prepares
+  // it first (cold examples, replays) and serves hot rows from its cache, given the
+  // hot keys (refreshed every step; fetched only for the cache).
+  std::shared_ptr<const HotSetView> hot =
+      skew_->cache_active() ? client_->hot_set() : std::shared_ptr<const HotSetView>();
+  if (prefetched_ == batch.get()) {
+    EMBER_RETURN_IF_ERROR(InStage(WaitAll(&prefetch_), "pull"));
+    prefetched_ = nullptr;
+  } else {
+    std::vector<PsHandle> handles;
+    skew_->StartPulls(*client_, step_, hot.get(), batch.get(), &handles);
+    EMBER_RETURN_IF_ERROR(InStage(WaitAll(&handles), "pull"));
+  }
+  skew_->FinishPulls(batch.get());
+  // The batch's effect on the skew state precedes the next batch's preparation.
+  skew_->Commit(*batch);
+  const absl::Time t1 = absl::Now();
+  // SSP/ASP: the next batch's pull overlaps this step's compute and push.
+  if (training_.consistency() != TrainingConfig::BSP) {
+    absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
+    if (next.ok() && *next != nullptr) {
+      prefetched_ = *next;
+      skew_->StartPulls(*client_, step_ + 1, hot.get(), prefetched_, &prefetch_);
+    }
+  }
+
+  const int b = ex.size;
+  const int width = layout_.pooled_width;
+  pooled_.resize(static_cast<size_t>(b) * width);
+  d_pooled_.resize(pooled_.size());
+  logits_.resize(b);
+  sparse.Pool(absl::MakeSpan(pooled_));
+  tower_->Forward(b, ex.dense, pooled_, absl::MakeSpan(logits_));
+  const float loss_sum = tower_->BackwardWithBce(logits_, ex.labels, ex.weights,
+                                                 static_cast<float>(1.0 / global_examples),
+                                                 absl::MakeSpan(d_pooled_)) *
+                         static_cast<float>(global_examples);
+  EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense tower"));
+  sparse.Backward(d_pooled_);
+  const absl::Time t2 = absl::Now();
+
+  // Sparse gradients first: in BSP every worker's push is applied before the dense
+  // all-reduce below returns anywhere, so that all-reduce is also the step barrier.
+  EMBER_RETURN_IF_ERROR(PushSparse(std::move(batch)));
+  const absl::Time t3 = absl::Now();
+
+  // Dense gradients, all-reduced together with the step's loss sum and the agreement
+  // on the next step (does every worker have a batch of this epoch, and how many
+  // examples in all).
+  absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
+  if (!next.ok()) return InStage(next.status(), "training data");
+  const bool has_next = *next != nullptr && (*next)->epoch == epoch_;
+  // CPU: the gradients ride in the Gloo all-reduce with the step's sums. CUDA: NCCL sums
+  // them in device memory; Gloo carries the sums alone.
+  const bool on_device = device_collective_ != nullptr;
+  const absl::Span<float> grads = tower_->step_gradients();
+  if (on_device) {
+    EMBER_RETURN_IF_ERROR(InStage(device_collective_->AllReduceSum(grads, tower_->cuda_stream()),
+                                  "dense gradient all-reduce (NCCL)"));
+  }
+  const size_t extra = on_device ? 0 : grads.size();
+  // With skew handling on, the step's skew counts ride along (only then: the size of
+  // the all-reduce may change the summation order, and so the bits, of the gradients).
+  const size_t skew_extra = skew_->active() ? std::tuple_size_v<SkewHandler::StepCounts> : 0;
+  reduce_.resize(extra + 4 + skew_extra);
+  if (!on_device) std::memcpy(reduce_.data(), grads.data(), grads.size() * sizeof(float));
+  reduce_[extra] = loss_sum;
+  reduce_[extra + 1] = has_next ? 1.0f : 0.0f;
+  reduce_[extra + 2] = has_next ? static_cast<float>(skew_->PlannedSize(**next)) : 0.0f;
+  // Rank 0 decides time-based and requested checkpoints; the sum tells every worker.
+  reduce_[extra + 3] = rank0() && CheckpointWanted() ? 1.0f : 0.0f;
+  if (skew_extra > 0) {
+    const SkewHandler::StepCounts counts = skew_->TakeStepCounts();
+    std::copy(counts.begin(), counts.end(), reduce_.begin() + extra + 4);
+    if (metrics_ != nullptr) metrics_->RecordSkew(counts[0], counts[1], counts[3], counts[2]);
+  }
+  EMBER_RETURN_IF_ERROR(
+      InStage(collective_->AllReduceSum(absl::MakeSpan(reduce_)), "dense gradient all-reduce"));
+  if (skew_extra > 0) {
+    SkewHandler::Totals& totals = skew_->totals();
+    const float* sums = &reduce_[extra + 4];
+    totals.cold_examples += static_cast<uint64_t>(sums[0]);
+    totals.resampled_examples += static_cast<uint64_t>(sums[1]);
+    totals.hot_cache_hits += static_cast<uint64_t>(sums[2]);
+    totals.hot_cache_lookups += static_cast<uint64_t>(sums[3]);
+  }
+  if (on_device) {
+    optimizer_->Step(tower_->step_parameters(), grads);
+  } else {
+    optimizer_->Step(tower_->parameters(), absl::MakeConstSpan(reduce_.data(), grads.size()));
+  }
+  EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer"));
+  next_agreement_ = {reduce_[extra + 1], reduce_[extra + 2]};
+  checkpoint_next_ = reduce_[extra + 3] > 0.5f;
+  const absl::Time t4 = absl::Now();
+
+  interval_loss_ += reduce_[extra];
+  interval_examples_ += global_examples;
+  examples_ += static_cast<uint64_t>(global_examples);
+  ++step_;
+  stage_seconds_[0] += absl::ToDoubleSeconds(t1 - t0);
+  stage_seconds_[1] += absl::ToDoubleSeconds(t2 - t1);
+  stage_seconds_[2] += absl::ToDoubleSeconds(t4 - t3);
+  stage_seconds_[3] += absl::ToDoubleSeconds(t3 - t2);
+  if (metrics_ != nullptr) {
+    metrics_->RecordStep(b, reduce_[extra] / global_examples, absl::ToDoubleSeconds(t1 - t0),
+                         absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t4 - t3),
+                         absl::ToDoubleSeconds(t3 - t2));
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::MaybeLog(bool force) {
+  if (interval_examples_ == 0 || (!force && step_ % training_.log_every_steps() != 0)) return;
+  CurvePoint point;
+  point.step = step_;
+  point.examples = examples_;
+  point.loss = interval_loss_ / interval_examples_;
+  curve_.push_back(point);
+  result_.final_loss = point.loss;
+  interval_loss_ = 0;
+  interval_examples_ = 0;
+  if (!rank0()) return;
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
+  const double rate = examples_ / std::max(elapsed, 1e-9);
+  const std::string eta =
+      estimated_steps_ > step_
+          ? FormatDuration(elapsed / step_ * static_cast<double>(estimated_steps_ - step_))
+          : std::string(estimated_steps_ > 0 ? "0s" : "?");
+  log_ << absl::StrFormat("step %6d  examples %9d  %8.0f ex/s  loss %.5f  ETA %s", step_, examples_,
+                          rate, point.loss, eta)
+       << std::endl;
+}
+
+absl::Status Trainer::MaybeEvaluate(bool final) {
+  if (options_.skip_eval || config_.data().test_path().empty()) return absl::OkStatus();
+  const uint32_t every = training_.eval_every_steps();
+  if (!final && (every == 0 || step_ % every != 0)) return absl::OkStatus();
+  // Every worker's pushes so far are applied before rank 0 evaluates (the final
+  // evaluation follows the final barrier).
+  EMBER_RETURN_IF_ERROR(DrainPushes(0));
+  if (!final) EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "evaluation barrier"));
+  if (!rank0()) return absl::OkStatus();
+  absl::StatusOr<TestSetResult> eval = Evaluate(config_, layout_, *client_, *tower_);
+  if (!eval.ok()) return InStage(eval.status(), "evaluation");
+  if (curve_.empty() || curve_.back().step != step_) {
+    CurvePoint point;
+    point.step = step_;
+    point.examples = examples_;
+    point.loss = 0;  // an evaluation between progress points: no training loss here
+    curve_.push_back(point);
+  }
+  curve_.back().test_auc = eval->auc;
+  curve_.back().test_logloss = eval->logloss;
+  log_ << absl::StrFormat("eval at step %d: test AUC %.4f  logloss %.4f", step_, eval->auc,
+                          eval->logloss);
+  if (eval->oracle_auc.has_value())
+    log_ << absl::StrFormat("  (oracle AUC %.4f)", *eval->oracle_auc);
+  log_ << absl::StrFormat("  [%d examples, %.1fs]", eval->examples, eval->seconds) << std::endl;
+  if (final) result_.eval = *eval;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Loop() {
+  const int world = collective_->world_size();
+  start_ = absl::Now();
+  const uint32_t checkpoint_every = config_.checkpoint().every_steps();
+  // A fresh run checkpoints before its first push: a failure rolls back to it.
+  if (join_.checkpoints() && join_.checkpoint().empty()) EMBER_RETURN_IF_ERROR(TakeCheckpoint());
+  while (true) {
+    if (training_.max_steps() > 0 && step_ >= training_.max_steps()) break;
+    // Every worker must agree to run this step: an epoch ends for all when the first
+    // worker runs out of data in it. The previous step's all-reduce carried the
+    // agreement; the first step of an epoch asks for it.
+    absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
+    if (!head.ok()) return InStage(head.status(), "training data");
+    const bool has = *head != nullptr && (*head)->epoch == epoch_;
+    std::array<float, 2> agree = {has ? 1.0f : 0.0f,
+                                  has ? static_cast<float>(skew_->PlannedSize(**head)) : 0.0f};
+    if (next_agreement_.has_value()) {
+      agree = *next_agreement_;
+      next_agreement_.reset();
+    } else {
+      EMBER_RETURN_IF_ERROR(
+          InStage(collective_->AllReduceSum(absl::MakeSpan(agree)), "step agreement"));
+    }
+    if (agree[0] < static_cast<float>(world) - 0.5f) {
+      if (!prefetch_.empty()) {
+        absl::Status s = WaitAll(&prefetch_);  // the prefetched batch is being dropped
+        prefetched_ = nullptr;
+        EMBER_RETURN_IF_ERROR(InStage(s, "pull"));
+      }
+      if (has) EMBER_RETURN_IF_ERROR(InStage(pipeline_->SkipEpoch(epoch_), "training data"));
+      if (++epoch_ >= static_cast<int>(training_.epochs())) break;
+      continue;
+    }
+    EMBER_RETURN_IF_ERROR(Step(pipeline_->Pop(), agree[1]));
+    MaybeLog(/*force=*/false);
+    if (join_.checkpoints() &&
+        (checkpoint_next_ || (checkpoint_every > 0 && step_ % checkpoint_every == 0))) {
+      EMBER_RETURN_IF_ERROR(TakeCheckpoint());
+    }
+    EMBER_RETURN_IF_ERROR(MaybeEvaluate(/*final=*/false));
+  }
+  if (!prefetch_.empty()) {
+    absl::Status s = WaitAll(&prefetch_);
+    prefetched_ = nullptr;
+    EMBER_RETURN_IF_ERROR(InStage(s, "pull"));
+  }
+  EMBER_RETURN_IF_ERROR(DrainPushes(0));
+  // Every worker's updates are applied before anyone evaluates or checksums.
+  EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "final barrier"));
+  result_.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  const bool periodic = checkpoint_every > 0 || config_.checkpoint().every_seconds() > 0;
+  if (join_.checkpoints() && periodic && checkpoint_step_ != step_) {
+    EMBER_RETURN_IF_ERROR(TakeCheckpoint());
+  }
+  MaybeLog(/*force=*/true);
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::Finish() {
+  result_.steps = step_;
+  result_.examples = examples_;
+  result_.examples_per_sec = examples_ / std::max(result_.train_seconds, 1e-9);
+  result_.malformed_lines = pipeline_->stats().malformed;
+  const SkewHandler::Totals& skew = skew_->totals();
+  result_.cold_examples = skew.cold_examples;
+  result_.resampled_examples = skew.resampled_examples;
+  result_.hot_cache = skew_->cache_active();
+  result_.hot_cache_hits = skew.hot_cache_hits;
+  result_.hot_cache_lookups = skew.hot_cache_lookups;
+  const absl::Span<const float> dense = tower_->parameters();
+  EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense tower"));
+  result_.dense_checksum = HashBytes(
+      absl::string_view(reinterpret_cast<const char*>(dense.data()), dense.size() * sizeof(float)));
+  if (!rank0()) return absl::OkStatus();
+  EMBER_RETURN_IF_ERROR(MaybeEvaluate(/*final=*/true));
+  absl::StatusOr<std::map<std::string, PsClient::TableDigest>> sums = client_->Checksum();
+  if (!sums.ok()) return InStage(sums.status(), "model checksum");
+  for (const v1::TableConfig& table : config_.tables()) {
+    auto it = sums->find(table.name());
+    if (it == sums->end()) continue;
+    result_.sparse_rows += it->second.rows;
+    result_.sparse_checksum = Mix64(result_.sparse_checksum ^ it->second.digest);
+  }
+  result_.model_checksum = Mix64(result_.sparse_checksum ^ Mix64Alt(result_.dense_checksum));
+  log_ << absl::StrFormat("done: %d steps, %d examples in %.1fs (%.0f ex/s), model checksum %016x",
+                          step_, examples_, result_.train_seconds, result_.examples_per_sec,
+                          result_.model_checksum)
+       << std::endl;
+  const double staged =
+      std::max(stage_seconds_[0] + stage_seconds_[1] + stage_seconds_[2] + stage_seconds_[3], 1e-9);
+  log_ << absl::StrFormat(
+              "rank 0 step time: pull %.0f%%, compute %.0f%%, all-reduce %.0f%%, push %.0f%%",
+              100 * stage_seconds_[0] / staged, 100 * stage_seconds_[1] / staged,
+              100 * stage_seconds_[2] / staged, 100 * stage_seconds_[3] / staged)
+       << std::endl;
+  if (!options_.run_dir.empty()) {
+    EMBER_RETURN_IF_ERROR(InStage(
+        WriteRunDirectory(options_.run_dir, config_, options_, result_, curve_), "run directory"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainResult> Trainer::Run() {
+  EMBER_RETURN_IF_ERROR(Setup());
+  absl::Status s = Loop();
+  if (!s.ok()) {
+    // Leave nothing in flight referencing batches about to be destroyed.
+    WaitAll(&prefetch_).IgnoreError();
+    for (InFlight& f : in_flight_) WaitAll(&f.handles).IgnoreError();
+    return absl::Status(
+        s.code(), absl::StrCat("worker ", options_.rank, " at step ", step_, ": ", s.message()));
+  }
+  EMBER_RETURN_IF_ERROR(Finish());
+  return result_;
+}
+
+}  // namespace trainer_internal
+
+static bool Recoverable(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kCancelled:
+      return true;
+    default:
+      return false;
+  }
+}
+
+absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
+  using trainer_internal::ConfigDigest;
+  using trainer_internal::InStage;
+  using trainer_internal::Trainer;
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " is not in [0, world_size ",
+                                                   options.world_size, ")"));
+  }
+  EMBER_ASSIGN_OR_RETURN(
+      std::unique_ptr<JobClient> jobs,
+      JobClient::Create(options.coordinator_address, options.channel_credentials));
+  std::ostream& log = options.log != nullptr ? *options.log : std::cout;
+  v1::JoinJobRequest join;
+  join.set_job(options.config.name());
+  join.set_generation(options.generation);
+  join.set_rank(static_cast<uint32_t>(options.rank));
+  join.set_world_size(static_cast<uint32_t>(options.world_size));
+  join.set_resume_from(options.resume_from);
+  join.set_config_digest(ConfigDigest(options.config));
+  for (int recoveries = 0;; ++recoveries) {
+    absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, options.recovery_timeout);
+    if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
+    absl::StatusOr<TrainResult> result;
+    {
+      Trainer trainer(options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
+      result = trainer.Run();
+    }
+    if (result.ok()) {
+      if (options.rank == 0) {
+        v1::FinishJobRequest finish;
+        finish.set_job(options.config.name());
+        finish.set_generation(options.generation);
+        finish.set_attempt(attempt->attempt());
+        jobs->Finish(finish, absl::Seconds(30)).IgnoreError();  // the model is done either way
+      }
+      return result;
+    }
+    if (!Recoverable(result.status()) || recoveries >= options.max_recoveries) {
+      return result.status();
+    }
+    log << "worker " << options.rank << ": attempt " << attempt->attempt()
+        << " failed, rejoining: " << result.status().message() << std::endl;
+    join.set_after_attempt(attempt->attempt());
+    join.set_reason(std::string(result.status().message()));
+  }
+}
+
+}  // namespace ember::worker

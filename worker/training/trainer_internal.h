@@ -1,0 +1,149 @@
+// Copyright 2026 The Ember Authors.
+//
+// The Trainer behind Train (worker/training/trainer.h): one attempt of one worker. Split by
+// concern over trainer.cc (setup, the step loop, evaluation, the result) and
+// trainer_checkpoint.cc (checkpoints and restoring from one). Internal to worker/.
+//
+// Thread-safety: a Trainer runs on one thread (its batch pipeline has its own loader).
+
+#ifndef EMBER_WORKER_TRAINING_TRAINER_INTERNAL_H_
+#define EMBER_WORKER_TRAINING_TRAINER_INTERNAL_H_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/hot_set.h"
+#include "common/ps_client.h"
+#include "ember/v1/coordinator.pb.h"
+#include "ember/v1/model.pb.h"
+#include "worker/training/batch_pipeline.h"
+#include "worker/collective/collective.h"
+#include "worker/collective/device_collective.h"
+#include "worker/dense/dense_tower.h"
+#include "worker/job/job_client.h"
+#include "worker/job/run_report.h"
+#include "worker/skew/skew_handler.h"
+#include "worker/training/sparse_exchange.h"
+#include "worker/training/sparse_features.h"
+#include "worker/training/trainer.h"
+#include "worker/job/worker_metrics.h"
+
+namespace ember::worker::trainer_internal {
+
+using v1::TrainingConfig;
+
+// Adds the stage to an error's message, keeping its code.
+inline absl::Status InStage(const absl::Status& s, absl::string_view stage) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat(stage, ": ", s.message()));
+}
+
+// A digest of what the model's state depends on (not the schedule: max_steps,
+// checkpoint, logging and evaluation settings, which a resumed run may change; nor a
+// skew section whose options are all off, so checkpoints of jobs without one fit).
+uint64_t ConfigDigest(const v1::ModelConfig& config);
+
+// A push in flight (SSP/ASP): the batch stays alive until its pushes complete.
+struct InFlight {
+  uint64_t step = 0;
+  std::unique_ptr<PreparedBatch> batch;
+  std::vector<PsHandle> handles;
+};
+
+class Trainer {
+ public:
+  // `recoveries`: attempts this worker rejoined before this one.
+  Trainer(const TrainerOptions& options, JobClient* jobs, const v1::JoinJobResponse& join,
+          uint64_t recoveries)
+      : options_(options),
+        jobs_(jobs),
+        join_(join),
+        config_(options.config),
+        training_(options.config.training()),
+        log_(options.log != nullptr ? *options.log : std::cout),
+        layout_(SparseLayout::FromConfig(options.config)) {
+    result_.attempt = join.attempt();
+    result_.recoveries = recoveries;
+    result_.resumed_from = join.checkpoint();
+  }
+
+  absl::StatusOr<TrainResult> Run();
+
+ private:
+  absl::Status Setup();
+  absl::Status Loop();
+  // One training step on `batch`; `global_examples` is the step's batch size summed
+  // over workers. Takes ownership of the batch (kept alive by in-flight pushes).
+  absl::Status Step(std::unique_ptr<PreparedBatch> batch, double global_examples);
+  absl::Status PushSparse(std::unique_ptr<PreparedBatch> batch);
+  absl::Status DrainPushes(size_t keep);
+  absl::Status Finish();
+  // Loads the dense model, step and counters of the checkpoint the attempt restored.
+  absl::Status Restore(const v1::WorkerState& state);
+  // A checkpoint at the current step barrier (every worker calls it at the same step).
+  absl::Status TakeCheckpoint();
+  // Rank 0: whether a checkpoint is due by time or was requested by an operator.
+  bool CheckpointWanted();
+  void MaybeLog(bool force);
+  absl::Status MaybeEvaluate(bool final);
+  bool rank0() const { return options_.rank == 0; }
+
+  const TrainerOptions& options_;
+  JobClient* const jobs_;
+  const v1::JoinJobResponse& join_;
+  const v1::ModelConfig& config_;
+  const TrainingConfig& training_;
+  std::ostream& log_;
+  SparseLayout layout_;
+
+  std::unique_ptr<PsClient> client_;
+  std::unique_ptr<DenseTower> tower_;
+  std::unique_ptr<DenseOptimizer> optimizer_;
+  std::unique_ptr<Collective> collective_;
+  std::unique_ptr<DeviceCollective> device_collective_;  // CUDA towers only
+  std::unique_ptr<BatchPipeline> pipeline_;
+  std::unique_ptr<SkewHandler> skew_;
+  std::unique_ptr<WorkerMetrics> metrics_;
+
+  std::vector<float> pooled_, d_pooled_, logits_, reduce_;
+  std::vector<PsHandle> prefetch_;       // pulls of the batch at the pipeline's head
+  PreparedBatch* prefetched_ = nullptr;  // that batch
+  std::deque<InFlight> in_flight_;
+  std::vector<OwnedGradients> owned_;
+
+  uint64_t step_ = 0;
+  int epoch_ = 0;
+  absl::Time last_checkpoint_ = absl::Now();
+  absl::Time next_poll_ = absl::Now() + absl::Seconds(1);
+  bool checkpoint_next_ = false;             // agreed by the last step's all-reduce
+  std::optional<uint64_t> checkpoint_step_;  // step of the last checkpoint taken
+  uint64_t examples_ = 0;
+  // The agreement on the next step (workers with a batch, their examples), carried by
+  // the previous step's all-reduce; empty at the start of an epoch.
+  std::optional<std::array<float, 2>> next_agreement_;
+  uint64_t estimated_steps_ = 0;
+  absl::Time start_;
+  // Progress since the last line.
+  double interval_loss_ = 0;
+  double interval_examples_ = 0;
+  std::vector<CurvePoint> curve_;
+  // This worker's seconds in pull, compute, all-reduce and push (incl. BSP barrier).
+  double stage_seconds_[4] = {0, 0, 0, 0};
+  TrainResult result_;
+};
+
+}  // namespace ember::worker::trainer_internal
+
+#endif  // EMBER_WORKER_TRAINING_TRAINER_INTERNAL_H_
