@@ -1,7 +1,7 @@
 // Copyright 2026 The Ember Authors.
 //
 // SlotMigrator, part 1: operations (validation, persistence, the thread, cancel).
-// The protocol of one move is in slot_move.cc.
+// The protocol of one move is in slot_migrator_move.cc.
 
 #include "server/coordinator/slot_migrator.h"
 

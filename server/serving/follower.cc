@@ -1,7 +1,7 @@
 // Copyright 2026 The Ember Authors.
 //
 // Follower: opening, bootstrap, persistence, the control loop and the read side.
-// The per-shard streams are in shard_stream.cc.
+// The per-shard streams are in follower_stream.cc.
 
 #include "server/serving/follower.h"
 

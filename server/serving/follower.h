@@ -165,7 +165,7 @@ class Follower {
   void MaybeAdvanceDense();
   v1::ModelVersion VersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
-  // shard_stream.cc
+  // follower_stream.cc
   void RunShard(uint32_t shard_id);
   // Applies one stream message at the shard's position. ABORTED when a bootstrap
   // replaced the store since `generation`; DATA_LOSS for a gap, an overlap or a

@@ -1,8 +1,7 @@
 // Copyright 2026 The Ember Authors.
 //
 // Unit tests of the pieces under server/ps/ that ps_server_test.cc only reaches
-// through a process: float16 conversion, push dedup and status translation. (They
-// belong in tests/server/ps/ once that folder exists; kept here with their user.)
+// through a process: float16 conversion, push dedup and status translation.
 
 #include <bit>
 #include <cmath>
