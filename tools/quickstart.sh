@@ -62,14 +62,14 @@ for _ in $(seq 50); do
 done
 "$BUILD_DIR/bin/emberctl" serving status
 "$BUILD_DIR/bin/emberctl" serving lookup --table=item --ids=1,2,3
-echo "  (README, \"Serving\": emberctl serving versions|pin|checksum, emberctl export)"
+echo "  (docs/OPERATIONS.md, \"Serving\": emberctl serving versions|pin|checksum, emberctl export)"
 
 echo
 echo "== skew: the hot set the shards reported during training, and the per-shard load"
 "$BUILD_DIR/bin/emberctl" hotkeys --top=3
-echo "  (README, \"Skew: hot keys and cold IDs\": --hot_replicas, cold-ID options)"
+echo "  (docs/OPERATIONS.md, \"Skew: hot keys and cold IDs\": --hot_replicas, cold-ID options)"
 
 echo
 echo "== security: every channel used mutual TLS; admin changes are audited"
 "$BUILD_DIR/bin/emberctl" audit --limit=5
-echo "  (README, \"Security\": a worker's certificate cannot make admin calls; $CLUSTER/audit.jsonl)"
+echo "  (docs/OPERATIONS.md, \"Security\": a worker's certificate cannot make admin calls; $CLUSTER/audit.jsonl)"

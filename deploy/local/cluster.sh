@@ -28,8 +28,8 @@
 # Every process runs under a supervisor loop that restarts it when it dies from a
 # signal (a crash, kill -9), as a Kubernetes StatefulSet would: a PS restarts on its
 # data directory, the coordinator on its port and directory, a worker with its rank;
-# the coordinator then rolls the job back to its newest checkpoint (README,
-# "Checkpoints and recovery"). `down` stops the supervisors first.
+# the coordinator then rolls the job back to its newest checkpoint
+# (docs/OPERATIONS.md, "Checkpoints and recovery"). `down` stops the supervisors first.
 set -euo pipefail
 
 usage() {

@@ -28,7 +28,7 @@ struct CurvePoint {
   std::optional<double> test_logloss;
 };
 
-// The result as a JSON object (keys documented in README.md "The run directory").
+// The result as a JSON object (keys documented in docs/OPERATIONS.md "The run directory").
 std::string ResultJson(const v1::ModelConfig& config, const TrainerOptions& options,
                        const TrainResult& result);
 
