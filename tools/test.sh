@@ -10,7 +10,12 @@ cd "$(dirname "$0")/.."
 tools/install-deps.sh
 BUILD_DIR="${EMBER_BUILD_DIR:-build}"
 JOBS="${EMBER_JOBS:-$(nproc)}"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release
+# ccache, where it is installed, makes a rebuild of unchanged files nearly free.
+LAUNCHER=()
+if command -v ccache >/dev/null 2>&1; then
+  LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${LAUNCHER[@]}"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 cd "$BUILD_DIR"
 ctest --output-on-failure -j "$JOBS" "$@"
