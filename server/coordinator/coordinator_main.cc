@@ -29,6 +29,7 @@
 #include "common/admin_auth.h"
 #include "common/flags.h"
 #include "common/health.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -280,24 +281,24 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     std::cout << "metrics on " << metrics_server->address() << std::endl;
   }
   if (health_port >= 0) std::cout << "health on " << o.host << ":" << health_port << std::endl;
-  std::cerr << "ember-coordinator: serving " << o.state.data_dir << " on " << o.host << ":" << port
-            << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards << " shards, "
-            << (tls.enabled() ? "mutual TLS" : "plaintext") << ", admin "
-            << (!o.admin.enabled()
-                    ? std::string("disabled")
-                    : absl::StrCat(o.admin.token.empty() ? "" : TokenId(o.admin.token),
-                                   o.admin.identities.empty() ? "" : " identities ",
-                                   absl::StrJoin(o.admin.identities, ",")))
-            << ", "
-            << (o.hot_set.keys_per_table == 0
-                    ? std::string("hot keys disabled")
-                    : absl::StrCat("hot keys: <= ", o.hot_set.keys_per_table,
-                                   " per table at share >= ", o.hot_set.min_share, ", replicas ",
-                                   o.hot_set.replicas))
-            << ")" << std::endl;
+  EMBER_LOG(INFO) << "serving " << o.state.data_dir << " on " << o.host << ":" << port << " (epoch "
+                  << map.epoch() << ", expecting " << o.state.expected_shards << " shards, "
+                  << (tls.enabled() ? "mutual TLS" : "plaintext") << ", admin "
+                  << (!o.admin.enabled()
+                          ? std::string("disabled")
+                          : absl::StrCat(o.admin.token.empty() ? "" : TokenId(o.admin.token),
+                                         o.admin.identities.empty() ? "" : " identities ",
+                                         absl::StrJoin(o.admin.identities, ",")))
+                  << ", "
+                  << (o.hot_set.keys_per_table == 0
+                          ? std::string("hot keys disabled")
+                          : absl::StrCat("hot keys: <= ", o.hot_set.keys_per_table,
+                                         " per table at share >= ", o.hot_set.min_share,
+                                         ", replicas ", o.hot_set.replicas))
+                  << ")";
 
   const int signal_number = WaitForStopSignal();
-  std::cerr << "ember-coordinator: signal " << signal_number << ", shutting down" << std::endl;
+  EMBER_LOG(INFO) << "signal " << signal_number << ", shutting down";
   health.Shutdown();
   service.Shutdown();
   migrator.Stop();  // an unfinished migration resumes at the next start

@@ -22,6 +22,7 @@
 #include "common/admin_auth.h"
 #include "common/flags.h"
 #include "common/health.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -194,16 +195,16 @@ absl::Status Run(const ServingMainOptions& o) {
     std::cout << "metrics on " << metrics_server->address() << std::endl;
   }
   if (health_port >= 0) std::cout << "health on " << o.host << ":" << health_port << std::endl;
-  std::cerr << "ember-serving: following " << o.follower.coordinator << " from "
-            << o.follower.data_dir << " on " << o.host << ":" << port << std::endl;
+  EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from " << o.follower.data_dir
+                  << " on " << o.host << ":" << port;
 
   const int signal_number = WaitForStopSignal();
-  std::cerr << "ember-serving: signal " << signal_number << ", shutting down" << std::endl;
+  EMBER_LOG(INFO) << "signal " << signal_number << ", shutting down";
   health.Shutdown();
   ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
   metrics_server.reset();
   EMBER_RETURN_IF_ERROR(follower->Stop());
-  std::cerr << "ember-serving: positions persisted, store closed" << std::endl;
+  EMBER_LOG(INFO) << "positions persisted, store closed";
   return absl::OkStatus();
 }
 

@@ -115,7 +115,7 @@ class BenchDir {
   bool scratch_;
 };
 
-// Writes "ember-bench <suite>: <message>" to stderr.
+// Logs "<suite>: <message>" through EMBER_LOG(INFO) (common/log.h: stderr, with time and level).
 void Log(std::string_view suite, std::string_view message);
 
 }  // namespace ember::bench
