@@ -39,6 +39,7 @@
 #include "common/ps_client_cluster.h"
 #include "common/ps_client_impl.h"
 #include "common/slot.h"
+#include "common/status_macros.h"
 #include "common/tls.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
@@ -165,79 +166,92 @@ class PsHandle::Op {
       bool backoff = false;
       bool refresh = false;
       for (std::unique_ptr<Rpc>& rpc : round->rpcs) {
-        Part& part = rpc->part;
-        const absl::Status s = FromGrpcStatus(rpc->status, &rpc->context);
-        if (part.replica) {
-          // Whatever a holder could not answer goes to the owners, never fails the call.
-          std::vector<size_t> to_owners;
-          if (!s.ok() || !ConsumeReplica(*rpc, &to_owners)) {
-            impl_->replica_fallbacks.fetch_add(1, std::memory_order_relaxed);
-            to_owners = std::move(part.index);
-          }
-          if (!to_owners.empty()) {
-            absl::Status split = Split(impl_->Snapshot(), to_owners, &next);
-            if (!split.ok()) return split;
-          }
-          continue;
-        }
-        if (s.ok()) {
-          absl::Status consumed = Consume(*rpc);
-          if (!consumed.ok()) return Fail(consumed, part.shard);
-          continue;
-        }
-        std::optional<v1::WrongShard> w = GetWrongShard(s);
-        const bool redirect = s.code() == absl::StatusCode::kFailedPrecondition && w.has_value();
-        // A shard behind the client's map (restarted, or not yet told of a change)
-        // catches up by itself: retry it like an unavailable one. Nothing was applied.
-        const bool stale_shard = redirect && w->epoch() < impl_->Map()->epoch();
-        if (s.code() == absl::StatusCode::kUnavailable || stale_shard) {
-          if (part.retries >= impl_->options.max_retries) return Fail(s, part.shard);
-          ++part.retries;
-          backoff = true;
-          refresh = refresh || !stale_shard;
-          next.push_back(std::move(part));  // same shard, same sequence
-          continue;
-        }
-        if (redirect) {
-          if (++redirects_[w->slot()] > impl_->options.max_redirects) {
-            return Fail(absl::FailedPreconditionError(absl::StrCat("too many redirects for slot ",
-                                                                   w->slot(), ": ", s.message())),
-                        part.shard);
-          }
-          if (impl_->coordinator != nullptr && w->epoch() > impl_->Map()->epoch()) {
-            // The map changed: reload all of it. If the coordinator is down or the
-            // reload was skipped, the redirect below still fixes this slot.
-            impl_->Refresh(deadline_, /*rate_limited=*/true, w->epoch()).IgnoreError();
-          }
-          impl_->ApplyRedirect(*w);
-          // Nothing of the rejected request was applied: re-split its keys as new
-          // requests (with new sequences).
-          absl::Status split = Split(impl_->Snapshot(), part.index, &next);
-          if (!split.ok()) return split;
-          continue;
-        }
-        return Fail(s, part.shard);
+        EMBER_RETURN_IF_ERROR(HandleRpc(*rpc, &next, &backoff, &refresh));
       }
       round.reset();  // every callback has run (AwaitRound)
       if (next.empty()) break;
-      if (refresh && impl_->coordinator != nullptr) {
-        // A shard may have moved to a new address; the coordinator knows.
-        impl_->Refresh(deadline_, /*rate_limited=*/true).IgnoreError();
-      }
-      if (backoff) {
-        const absl::Duration left = deadline_ - absl::Now();
-        if (left <= absl::ZeroDuration()) {
-          return absl::DeadlineExceededError("ps client: deadline passed while retrying");
-        }
-        absl::SleepFor(std::min(backoff_, left));
-        backoff_ = std::min(backoff_ * 2, impl_->options.max_backoff);
-      }
+      EMBER_RETURN_IF_ERROR(BeforeRetry(refresh, backoff));
       Send(impl_->Snapshot(), std::move(next));
     }
     return absl::OkStatus();
   }
 
  private:
+  // Wait's handling of one finished RPC: consumes its answer, or puts what is to be
+  // retried (unavailable or stale shard: same part; redirect or replica miss: its keys
+  // re-split) into *next, setting *backoff and *refresh as the retry needs. Returns
+  // the call's error when the RPC fails it.
+  absl::Status HandleRpc(Rpc& rpc, std::vector<Part>* next, bool* backoff, bool* refresh) {
+    Part& part = rpc.part;
+    const absl::Status s = FromGrpcStatus(rpc.status, &rpc.context);
+    if (part.replica) {
+      // Whatever a holder could not answer goes to the owners, never fails the call.
+      std::vector<size_t> to_owners;
+      if (!s.ok() || !ConsumeReplica(rpc, &to_owners)) {
+        impl_->replica_fallbacks.fetch_add(1, std::memory_order_relaxed);
+        to_owners = std::move(part.index);
+      }
+      if (!to_owners.empty()) {
+        absl::Status split = Split(impl_->Snapshot(), to_owners, next);
+        if (!split.ok()) return split;
+      }
+      return absl::OkStatus();
+    }
+    if (s.ok()) {
+      absl::Status consumed = Consume(rpc);
+      if (!consumed.ok()) return Fail(consumed, part.shard);
+      return absl::OkStatus();
+    }
+    std::optional<v1::WrongShard> w = GetWrongShard(s);
+    const bool redirect = s.code() == absl::StatusCode::kFailedPrecondition && w.has_value();
+    // A shard behind the client's map (restarted, or not yet told of a change)
+    // catches up by itself: retry it like an unavailable one. Nothing was applied.
+    const bool stale_shard = redirect && w->epoch() < impl_->Map()->epoch();
+    if (s.code() == absl::StatusCode::kUnavailable || stale_shard) {
+      if (part.retries >= impl_->options.max_retries) return Fail(s, part.shard);
+      ++part.retries;
+      *backoff = true;
+      *refresh = *refresh || !stale_shard;
+      next->push_back(std::move(part));  // same shard, same sequence
+      return absl::OkStatus();
+    }
+    if (redirect) {
+      if (++redirects_[w->slot()] > impl_->options.max_redirects) {
+        return Fail(absl::FailedPreconditionError(
+                        absl::StrCat("too many redirects for slot ", w->slot(), ": ", s.message())),
+                    part.shard);
+      }
+      if (impl_->coordinator != nullptr && w->epoch() > impl_->Map()->epoch()) {
+        // The map changed: reload all of it. If the coordinator is down or the
+        // reload was skipped, the redirect below still fixes this slot.
+        impl_->Refresh(deadline_, /*rate_limited=*/true, w->epoch()).IgnoreError();
+      }
+      impl_->ApplyRedirect(*w);
+      // Nothing of the rejected request was applied: re-split its keys as new
+      // requests (with new sequences).
+      return Split(impl_->Snapshot(), part.index, next);
+    }
+    return Fail(s, part.shard);
+  }
+
+  // Between rounds: refreshes the map (when a shard was unavailable) and sleeps the
+  // backoff. DEADLINE_EXCEEDED when the call's deadline passed.
+  absl::Status BeforeRetry(bool refresh, bool backoff) {
+    if (refresh && impl_->coordinator != nullptr) {
+      // A shard may have moved to a new address; the coordinator knows.
+      impl_->Refresh(deadline_, /*rate_limited=*/true).IgnoreError();
+    }
+    if (backoff) {
+      const absl::Duration left = deadline_ - absl::Now();
+      if (left <= absl::ZeroDuration()) {
+        return absl::DeadlineExceededError("ps client: deadline passed while retrying");
+      }
+      absl::SleepFor(std::min(backoff_, left));
+      backoff_ = std::min(backoff_ * 2, impl_->options.max_backoff);
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Fail(const absl::Status& s, uint32_t shard) {
     return WithShardContext(s, shard, impl_->AddressOf(shard));
   }
@@ -560,10 +574,9 @@ PsHandle PsClient::PullAsync(absl::string_view table, absl::Span<const uint64_t>
   const bool f16 = UseFloat16(*config, call);
   std::shared_ptr<const HotSetView> hot;
   if (impl_->options.read_replicas) hot = impl_->hot_set->Current();
-  return PsHandle(std::make_unique<PsHandle::Op>(PsHandle::Op::Kind::kPull, impl_,
-                                                 *std::move(config), ids, out,
-                                                 absl::Span<const float>(), call.step, f16,
-                                                 std::move(hot)));
+  return PsHandle(
+      std::make_unique<PsHandle::Op>(PsHandle::Op::Kind::kPull, impl_, *std::move(config), ids, out,
+                                     absl::Span<const float>(), call.step, f16, std::move(hot)));
 }
 
 absl::Status PsClient::Pull(absl::string_view table, absl::Span<const uint64_t> ids,

@@ -47,6 +47,21 @@ bool SameSettings(const v1::HotSet& a, const v1::HotSet& b) {
          a.max_staleness_steps() == b.max_staleness_steps();
 }
 
+// The log line of a newly published hot set.
+std::string Describe(const v1::HotSet& next) {
+  std::string log = absl::StrCat("hot set version ", next.version(), ":");
+  if (next.tables_size() == 0) absl::StrAppend(&log, " no hot keys");
+  for (const v1::HotKeyTable& table : next.tables()) {
+    absl::StrAppend(&log, " ", table.table(), "=", table.keys_size(),
+                    table.keys_size() == 1 ? " key" : " keys");
+  }
+  absl::StrAppend(&log, " (", next.holders_size(),
+                  next.holders_size() == 1 ? " holder" : " holders", ", replicas ", next.replicas(),
+                  ", cluster load ", static_cast<int64_t>(std::llround(next.total_rate())),
+                  " keys/s)");
+  return log;
+}
+
 }  // namespace
 
 absl::Status ValidateHotSetOptions(const HotSetOptions& o) {
@@ -167,6 +182,64 @@ v1::HotSet HotSetPublisher::Get(uint64_t known_version) {
   return out;
 }
 
+void HotSetPublisher::AddHolders(const std::vector<const v1::ShardInfo*>& alive, v1::HotSet* next) {
+  for (const v1::ShardInfo* shard : alive) {
+    v1::HotSetHolder* holder = next->add_holders();
+    holder->set_shard_id(shard->shard_id());
+    holder->set_address(shard->address());
+    auto incarnation = incarnations_.find(shard->shard_id());
+    if (incarnation != incarnations_.end()) holder->set_incarnation(incarnation->second);
+  }
+}
+
+double HotSetPublisher::SumRates(
+    const absl::flat_hash_set<uint32_t>& alive_ids,
+    std::map<std::string, absl::flat_hash_map<uint64_t, double>>* rates) {
+  for (auto it = reports_.begin(); it != reports_.end();) {
+    it = alive_ids.contains(it->first) ? std::next(it) : reports_.erase(it);
+  }
+  double total = 0;
+  for (const auto& [shard_id, report] : reports_) {
+    total += Sane(report.total_rate());
+    for (const v1::HotKeyTable& table : report.tables()) {
+      if (table.table().empty()) continue;
+      absl::flat_hash_map<uint64_t, double>& ids = (*rates)[table.table()];
+      for (const v1::HotKey& key : table.keys()) ids[key.id()] += Sane(key.rate());
+    }
+  }
+  return total;
+}
+
+void HotSetPublisher::AddHotKeys(
+    const std::map<std::string, absl::flat_hash_map<uint64_t, double>>& rates, double total,
+    const std::map<std::string, std::vector<uint64_t>>& was, v1::HotSet* next) const {
+  for (const auto& [name, ids] : rates) {
+    if (total <= 0) break;
+    auto hot_before = was.find(name);
+    std::vector<v1::HotKey> keys;
+    for (const auto& [id, rate] : ids) {
+      const bool was_hot =
+          hot_before != was.end() &&
+          std::binary_search(hot_before->second.begin(), hot_before->second.end(), id);
+      const double share = rate / total;
+      if (rate > 0 && share >= (was_hot ? options_.min_share / 2 : options_.min_share)) {
+        v1::HotKey key;
+        key.set_id(id);
+        key.set_rate(rate);
+        keys.push_back(std::move(key));
+      }
+    }
+    if (keys.empty()) continue;
+    std::sort(keys.begin(), keys.end(), [](const v1::HotKey& a, const v1::HotKey& b) {
+      return a.rate() != b.rate() ? a.rate() > b.rate() : a.id() < b.id();
+    });
+    if (keys.size() > options_.keys_per_table) keys.resize(options_.keys_per_table);
+    v1::HotKeyTable* table = next->add_tables();
+    table->set_table(name);
+    for (v1::HotKey& key : keys) *table->add_keys() = std::move(key);
+  }
+}
+
 bool HotSetPublisher::Compute(const std::vector<v1::ShardInfo>& shards) {
   if (options_.keys_per_table == 0) return false;
   v1::HotSet next;
@@ -178,85 +251,33 @@ bool HotSetPublisher::Compute(const std::vector<v1::ShardInfo>& shards) {
   for (const v1::ShardInfo& shard : shards) {
     if (shard.state() == v1::ShardInfo::ALIVE) alive.push_back(&shard);
   }
-  std::sort(alive.begin(), alive.end(),
-            [](const v1::ShardInfo* a, const v1::ShardInfo* b) {
-              return a->shard_id() < b->shard_id();
-            });
+  std::sort(alive.begin(), alive.end(), [](const v1::ShardInfo* a, const v1::ShardInfo* b) {
+    return a->shard_id() < b->shard_id();
+  });
   absl::flat_hash_set<uint32_t> alive_ids;
   for (const v1::ShardInfo* shard : alive) alive_ids.insert(shard->shard_id());
 
   std::string log;
   {
     absl::MutexLock lock(&mu_);
-    for (const v1::ShardInfo* shard : alive) {
-      v1::HotSetHolder* holder = next.add_holders();
-      holder->set_shard_id(shard->shard_id());
-      holder->set_address(shard->address());
-      auto incarnation = incarnations_.find(shard->shard_id());
-      if (incarnation != incarnations_.end()) holder->set_incarnation(incarnation->second);
-    }
-    for (auto it = reports_.begin(); it != reports_.end();) {
-      it = alive_ids.contains(it->first) ? std::next(it) : reports_.erase(it);
-    }
-    double total = 0;
+    AddHolders(alive, &next);
     std::map<std::string, absl::flat_hash_map<uint64_t, double>> rates;  // ascending names
-    for (const auto& [shard_id, report] : reports_) {
-      total += Sane(report.total_rate());
-      for (const v1::HotKeyTable& table : report.tables()) {
-        if (table.table().empty()) continue;
-        absl::flat_hash_map<uint64_t, double>& ids = rates[table.table()];
-        for (const v1::HotKey& key : table.keys()) ids[key.id()] += Sane(key.rate());
-      }
-    }
+    const double total = SumRates(alive_ids, &rates);
     next.set_total_rate(total);
     const std::map<std::string, std::vector<uint64_t>> was = KeySets(current_);
-    for (const auto& [name, ids] : rates) {
-      if (total <= 0) break;
-      auto hot_before = was.find(name);
-      std::vector<v1::HotKey> keys;
-      for (const auto& [id, rate] : ids) {
-        const bool was_hot = hot_before != was.end() &&
-                             std::binary_search(hot_before->second.begin(),
-                                                hot_before->second.end(), id);
-        const double share = rate / total;
-        if (rate > 0 && share >= (was_hot ? options_.min_share / 2 : options_.min_share)) {
-          v1::HotKey key;
-          key.set_id(id);
-          key.set_rate(rate);
-          keys.push_back(std::move(key));
-        }
-      }
-      if (keys.empty()) continue;
-      std::sort(keys.begin(), keys.end(), [](const v1::HotKey& a, const v1::HotKey& b) {
-        return a.rate() != b.rate() ? a.rate() > b.rate() : a.id() < b.id();
-      });
-      if (keys.size() > options_.keys_per_table) keys.resize(options_.keys_per_table);
-      v1::HotKeyTable* table = next.add_tables();
-      table->set_table(name);
-      for (v1::HotKey& key : keys) *table->add_keys() = std::move(key);
-    }
+    AddHotKeys(rates, total, was, &next);
 
-    const bool changed =
-        current_.version() == 0
-            ? next.holders_size() > 0 || next.tables_size() > 0 || floor_ > 0
-            : KeySets(next) != was || !SameHolders(next, current_) ||
-                  !SameSettings(next, current_) || floor_ > current_.version();
+    const bool changed = current_.version() == 0
+                             ? next.holders_size() > 0 || next.tables_size() > 0 || floor_ > 0
+                             : KeySets(next) != was || !SameHolders(next, current_) ||
+                                   !SameSettings(next, current_) || floor_ > current_.version();
     if (!changed) {
       next.set_version(current_.version());
       current_ = std::move(next);
       return false;
     }
     next.set_version(std::max(current_.version(), floor_) + 1);
-    log = absl::StrCat("hot set version ", next.version(), ":");
-    if (next.tables_size() == 0) absl::StrAppend(&log, " no hot keys");
-    for (const v1::HotKeyTable& table : next.tables()) {
-      absl::StrAppend(&log, " ", table.table(), "=", table.keys_size(),
-                      table.keys_size() == 1 ? " key" : " keys");
-    }
-    absl::StrAppend(&log, " (", next.holders_size(),
-                    next.holders_size() == 1 ? " holder" : " holders", ", replicas ",
-                    next.replicas(),
-                    ", cluster load ", static_cast<int64_t>(std::llround(total)), " keys/s)");
+    log = Describe(next);
     current_ = std::move(next);
   }
   EMBER_LOG(INFO) << log;

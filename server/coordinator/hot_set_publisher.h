@@ -43,6 +43,8 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -124,6 +126,19 @@ class HotSetPublisher {
   void Loop();
   // Marks that someone holds `version`: the next Compute publishes above it.
   void SeenVersion(uint64_t version) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Compute's phases. Adds a holder per alive shard (ascending) to *next.
+  void AddHolders(const std::vector<const v1::ShardInfo*>& alive, v1::HotSet* next)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the reports of shards not alive and sums the others' key rates per table
+  // into *rates; returns their total rate.
+  double SumRates(const absl::flat_hash_set<uint32_t>& alive_ids,
+                  std::map<std::string, absl::flat_hash_map<uint64_t, double>>* rates)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds to *next, per table, the keys whose share of `total` reaches min_share (half
+  // of it for keys hot in `was`), hottest first, at most keys_per_table.
+  void AddHotKeys(const std::map<std::string, absl::flat_hash_map<uint64_t, double>>& rates,
+                  double total, const std::map<std::string, std::vector<uint64_t>>& was,
+                  v1::HotSet* next) const;
 
   const HotSetOptions options_;
   ShardsCallback shards_;
@@ -133,7 +148,7 @@ class HotSetPublisher {
   mutable absl::Mutex mu_;
   std::map<uint32_t, v1::HotKeyReport> reports_ ABSL_GUARDED_BY(mu_);
   std::map<uint32_t, uint64_t> incarnations_ ABSL_GUARDED_BY(mu_);  // last known
-  v1::HotSet current_ ABSL_GUARDED_BY(mu_);  // version 0: none published
+  v1::HotSet current_ ABSL_GUARDED_BY(mu_);                         // version 0: none published
   // The highest version a shard or client said it has, if above current_.version().
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 0;
 };

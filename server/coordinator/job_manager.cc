@@ -31,8 +31,8 @@ std::string JobKey(const std::string& job) { return absl::StrCat("job/", job); }
 bool ValidJobName(const std::string& name) {
   if (name.empty() || name.size() > 128) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
   });
 }
 
@@ -77,7 +77,8 @@ absl::Status JobManager::Start() {
       std::optional<std::string> bytes = state_->KvGet(JobKey(std::string(name)));
       Job job;
       if (!bytes.has_value() || !job.record.ParseFromString(*bytes)) {
-        return absl::DataLossError(absl::StrCat("job record of '", name, "' is missing or corrupt"));
+        return absl::DataLossError(
+            absl::StrCat("job record of '", name, "' is missing or corrupt"));
       }
       if (!job.record.restored_from().empty()) {
         // The state the running attempt's workers resume from (a joining worker needs it).
@@ -88,9 +89,9 @@ absl::Status JobManager::Start() {
         if (ws.ok()) {
           job.restored_state = *std::move(ws);
         } else if (job.record.phase() == v1::GetJobResponse::RUNNING) {
-          FailLocked(job, absl::StrCat("checkpoint ", job.record.restored_from(),
-                                       " unreadable after a coordinator restart: ",
-                                       ws.status().message()));
+          FailLocked(job, absl::StrCat(
+                              "checkpoint ", job.record.restored_from(),
+                              " unreadable after a coordinator restart: ", ws.status().message()));
         }
       }
       jobs_.emplace(std::string(name), std::move(job));
@@ -125,7 +126,7 @@ absl::StatusOr<uint64_t> JobManager::NextAttemptLocked() {
 
 void JobManager::FailLocked(Job& job, const std::string& reason) {
   EMBER_LOG(WARNING) << "job " << job.record.job() << " attempt " << job.record.attempt()
-                     << " ended: " << reason;
+            << " ended: " << reason;
   job.record.set_failure(reason);
   if (options_.checkpoint_dir.empty()) {
     job.record.set_phase(v1::GetJobResponse::FAILED);
@@ -167,9 +168,9 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   job.record.set_config_digest(request.config_digest());
   EMBER_RETURN_IF_ERROR(PersistLocked(job));
   EMBER_LOG(INFO) << "job " << request.job() << " generation " << request.generation()
-                  << ": new run of " << request.world_size() << " worker(s)"
-                  << (resume.empty() ? std::string(" from the shards' rows")
-                                     : absl::StrCat(" from checkpoint ", resume));
+            << ": new run of " << request.world_size() << " worker(s)"
+            << (resume.empty() ? std::string(" from the shards' rows")
+                               : absl::StrCat(" from checkpoint ", resume));
   jobs_[request.job()] = std::move(job);
   return absl::OkStatus();
 }
@@ -181,9 +182,8 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
         absl::StrCat("job name '", request.job(), "' is not [A-Za-z0-9._-]{1,128}"));
   }
   if (request.world_size() == 0 || request.rank() >= request.world_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", request.rank(),
-                                                   " is not in [0, world_size ",
-                                                   request.world_size(), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rank ", request.rank(), " is not in [0, world_size ", request.world_size(), ")"));
   }
   const uint32_t rank = request.rank();
   absl::MutexLock lock(&mu_);
@@ -199,10 +199,9 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
                      " was superseded by generation ", job.record.generation()));
   }
   if (request.world_size() != job.record.world_size()) {
-    return absl::InvalidArgumentError(absl::StrCat("job '", request.job(), "' runs ",
-                                                   job.record.world_size(),
-                                                   " workers; this one says ",
-                                                   request.world_size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("job '", request.job(), "' runs ", job.record.world_size(),
+                     " workers; this one says ", request.world_size()));
   }
   if (request.config_digest() != 0 && job.record.config_digest() != 0 &&
       request.config_digest() != job.record.config_digest()) {
@@ -216,8 +215,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
       FailLocked(job, absl::StrCat("worker ", rank, " restarted (", who, ")"));
     }
   }
-  const absl::Duration wait =
-      absl::Milliseconds(std::min<uint32_t>(request.wait_ms(), 60000));
+  const absl::Duration wait = absl::Milliseconds(std::min<uint32_t>(request.wait_ms(), 60000));
   auto settled = [this, &job]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return stopping_ || job.record.phase() != v1::GetJobResponse::RECOVERING;
   };
@@ -240,8 +238,8 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   }
   if (Contains(job.record.joined(), rank)) {
     return absl::AlreadyExistsError(absl::StrCat("another worker ", rank, " joined attempt ",
-                                                 job.record.attempt(), " of job '",
-                                                 request.job(), "'"));
+                                                 job.record.attempt(), " of job '", request.job(),
+                                                 "'"));
   }
   job.record.add_joined(rank);
   EMBER_RETURN_IF_ERROR(PersistLocked(job));
@@ -256,7 +254,8 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
 absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(request.job());
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", request.job(), "'"));
+  if (it == jobs_.end())
+    return absl::NotFoundError(absl::StrCat("unknown job '", request.job(), "'"));
   Job& job = it->second;
   if (job.record.generation() != request.generation() ||
       job.record.attempt() != request.attempt() ||
@@ -265,8 +264,8 @@ absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
                                            request.job(), "' is not running"));
   }
   job.record.set_phase(v1::GetJobResponse::FINISHED);
-  EMBER_LOG(INFO) << "job " << request.job() << " finished (attempt " << request.attempt() << ", "
-                  << job.record.recoveries() << " recoveries)";
+  EMBER_LOG(INFO) << "job " << request.job() << " finished (attempt "
+            << request.attempt() << ", " << job.record.recoveries() << " recoveries)";
   return PersistLocked(job);
 }
 
@@ -285,7 +284,8 @@ v1::GetJobResponse JobManager::DescribeLocked(const std::string& name) const {
   r.set_phase(job.record.phase());
   r.set_world_size(job.record.world_size());
   r.set_checkpoint_requested(job.checkpoint_requested);
-  if (job.record.checkpoints_size() > 0) r.set_latest_checkpoint(job.record.checkpoints().rbegin()[0]);
+  if (job.record.checkpoints_size() > 0)
+    r.set_latest_checkpoint(job.record.checkpoints().rbegin()[0]);
   r.set_recoveries(job.record.recoveries());
   r.set_failure(job.record.failure());
   return r;
@@ -409,7 +409,7 @@ void JobManager::Recover(const std::string& name) {
   if (!status.ok()) {
     if (absl::IsDataLoss(status) || absl::IsNotFound(status)) {
       EMBER_LOG(WARNING) << "job " << name << ": checkpoint " << candidate
-                         << " refused, falling back to the previous one: " << status.message();
+                << " refused, falling back to the previous one: " << status.message();
       job.bad_checkpoints.insert(candidate);
     }
     return;  // other errors: retried at the next tick
@@ -422,8 +422,8 @@ void JobManager::Recover(const std::string& name) {
   job.restored_state = std::move(worker_state);
   PersistLocked(job).IgnoreError();
   EMBER_LOG(INFO) << "job " << name << " attempt " << attempt << " ready"
-                  << (candidate.empty() ? std::string(" (shards keep their rows)")
-                                        : absl::StrCat(" from checkpoint ", candidate));
+            << (candidate.empty() ? std::string(" (shards keep their rows)")
+                                  : absl::StrCat(" from checkpoint ", candidate));
 }
 
 absl::Status JobManager::RestoreShards(const std::string& job, const std::string& checkpoint,
@@ -479,7 +479,8 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
   {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(name_of_job);
-    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", name_of_job, "'"));
+    if (it == jobs_.end())
+      return absl::NotFoundError(absl::StrCat("unknown job '", name_of_job, "'"));
     Job& job = it->second;
     if (job.record.generation() != request.generation() ||
         job.record.attempt() != request.attempt() ||
@@ -510,7 +511,7 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
   }
   if (!manifest.ok()) {
     EMBER_LOG(ERROR) << "job " << name_of_job << ": checkpoint " << name
-                     << " failed: " << manifest.status().message();
+              << " failed: " << manifest.status().message();
     return manifest.status();
   }
   manifest->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
@@ -530,14 +531,14 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
       catalog_.Retain(name_of_job, options_.keep_checkpoints, "");
   if (!deleted.ok()) {
     EMBER_LOG(WARNING) << "job " << name_of_job
-                       << ": retention failed: " << deleted.status().message();
+              << ": retention failed: " << deleted.status().message();
   }
   uint64_t bytes = 0;
   for (const v1::ShardSnapshot& s : manifest->shards()) bytes += s.bytes();
   EMBER_LOG(INFO) << "job " << name_of_job << ": checkpoint " << name << " at step "
-                  << manifest->step()
-                  << (manifest->incremental() ? " (delta of " + parent + ")" : " (full)") << ", "
-                  << bytes << " bytes, " << manifest->seconds() << " s";
+            << manifest->step()
+            << (manifest->incremental() ? " (delta of " + parent + ")" : " (full)") << ", " << bytes
+            << " bytes, " << manifest->seconds() << " s";
   v1::CheckpointResponse response;
   *response.mutable_manifest() = *std::move(manifest);
   return response;
@@ -555,17 +556,7 @@ absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
     return prepared;
   }
   const std::string dir = catalog_.Dir(job, name);
-  std::map<uint32_t, uint64_t> base_versions;
-  if (!parent.empty()) {
-    absl::StatusOr<std::vector<v1::CheckpointManifest>> chain = catalog_.Chain(job, parent);
-    const SlotMap now = state_->slot_map();
-    if (chain.ok() && static_cast<uint32_t>(chain->size()) < options_.full_every &&
-        chain->back().epoch() == now.epoch()) {
-      for (const v1::ShardSnapshot& s : chain->back().shards()) {
-        base_versions[s.shard_id()] = s.version();
-      }
-    }
-  }
+  const std::map<uint32_t, uint64_t> base_versions = DeltaBases(job, parent);
   EMBER_ASSIGN_OR_RETURN(std::vector<v1::ShardInfo> owners, SlotOwners(*state_));
   const SlotMap map = state_->slot_map();
   std::vector<v1::ShardSnapshot> snapshots(owners.size());
@@ -580,16 +571,7 @@ absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
       r.set_base_name(parent);
       r.set_base_version(base->second);
     }
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.shard_timeout));
-    v1::CheckpointShardResponse response;
-    absl::Status s = FromGrpcStatus(
-        stubs_(owners[i].address())->CheckpointShard(&context, r, &response), &context);
-    if (!s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("shard ", owners[i].shard_id(), " (",
-                                                 owners[i].address(), "): ", s.message()));
-    }
-    snapshots[i] = response.snapshot();
+    EMBER_ASSIGN_OR_RETURN(snapshots[i], SnapshotShard(owners[i], r));
     return absl::OkStatus();
   };
   const bool want_delta = !base_versions.empty();
@@ -603,7 +585,8 @@ absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
   for (const v1::ShardSnapshot& s : snapshots) all_delta &= s.kind() == v1::ShardSnapshot::DELTA;
   if (want_delta && !all_delta) {
     for (size_t i = 0; i < owners.size(); ++i) {
-      if (snapshots[i].kind() == v1::ShardSnapshot::DELTA) EMBER_RETURN_IF_ERROR(snapshot(i, false));
+      if (snapshots[i].kind() == v1::ShardSnapshot::DELTA)
+        EMBER_RETURN_IF_ERROR(snapshot(i, false));
     }
   }
   std::sort(snapshots.begin(), snapshots.end(),
@@ -629,6 +612,35 @@ absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
                          catalog_.WriteWorkerState(job, name, request.state()));
   EMBER_RETURN_IF_ERROR(catalog_.WriteManifest(manifest));
   return manifest;
+}
+
+std::map<uint32_t, uint64_t> JobManager::DeltaBases(const std::string& job,
+                                                    const std::string& parent) {
+  std::map<uint32_t, uint64_t> base_versions;
+  if (parent.empty()) return base_versions;
+  absl::StatusOr<std::vector<v1::CheckpointManifest>> chain = catalog_.Chain(job, parent);
+  const SlotMap now = state_->slot_map();
+  if (chain.ok() && static_cast<uint32_t>(chain->size()) < options_.full_every &&
+      chain->back().epoch() == now.epoch()) {
+    for (const v1::ShardSnapshot& s : chain->back().shards()) {
+      base_versions[s.shard_id()] = s.version();
+    }
+  }
+  return base_versions;
+}
+
+absl::StatusOr<v1::ShardSnapshot> JobManager::SnapshotShard(
+    const v1::ShardInfo& owner, const v1::CheckpointShardRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.shard_timeout));
+  v1::CheckpointShardResponse response;
+  absl::Status s = FromGrpcStatus(
+      stubs_(owner.address())->CheckpointShard(&context, request, &response), &context);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("shard ", owner.shard_id(), " (", owner.address(),
+                                               "): ", s.message()));
+  }
+  return response.snapshot();
 }
 
 }  // namespace ember

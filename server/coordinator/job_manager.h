@@ -116,7 +116,7 @@ class JobManager {
   struct Job {
     v1::JobRecord record;
     std::map<uint32_t, uint64_t> incarnations;  // shard -> incarnation restored
-    std::set<std::string> bad_checkpoints;       // refused by a shard's restore
+    std::set<std::string> bad_checkpoints;      // refused by a shard's restore
     bool checkpoint_requested = false;
     bool checkpointing = false;
     v1::WorkerState restored_state;  // of record.restored_from
@@ -135,6 +135,13 @@ class JobManager {
   absl::StatusOr<v1::CheckpointManifest> WriteCheckpoint(const v1::CheckpointRequest& request,
                                                          const std::string& name,
                                                          const std::string& parent);
+  // WriteCheckpoint's phases. DeltaBases: each shard's version in `parent` when a
+  // delta may build on it (the chain is shorter than full_every and of the current
+  // epoch); empty for a full checkpoint.
+  std::map<uint32_t, uint64_t> DeltaBases(const std::string& job, const std::string& parent);
+  // One shard's CheckpointShard call (shard_timeout); errors name the shard.
+  absl::StatusOr<v1::ShardSnapshot> SnapshotShard(const v1::ShardInfo& owner,
+                                                  const v1::CheckpointShardRequest& request);
 
   void Loop();
   // Detects failures of running attempts (dead shards).

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 
 namespace ember {
 namespace {
@@ -186,11 +187,9 @@ bool Contains(const std::vector<uint32_t>& sorted, uint32_t x) {
   return std::binary_search(sorted.begin(), sorted.end(), x);
 }
 
-}  // namespace
-
-absl::StatusOr<v1::PlanRebalanceResponse> PlanRebalance(const RebalanceInput& input) {
-  const SlotMap& map = input.map;
-  if (map.epoch() == 0) return absl::InvalidArgumentError("slot map epoch is 0 (no map yet)");
+// The checks of PlanRebalance on the input's own fields (its contract's errors).
+absl::Status CheckInput(const RebalanceInput& input) {
+  if (input.map.epoch() == 0) return absl::InvalidArgumentError("slot map epoch is 0 (no map yet)");
   if (!(input.tolerance >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat("tolerance ", input.tolerance, " is negative"));
   }
@@ -201,17 +200,14 @@ absl::StatusOr<v1::PlanRebalanceResponse> PlanRebalance(const RebalanceInput& in
     return absl::InvalidArgumentError(absl::StrCat("slot_weight has ", input.slot_weight.size(),
                                                    " entries; expected ", kNumSlots));
   }
-  const std::vector<uint32_t> drain = SortedUnique(input.drain);
-  std::vector<uint32_t> target_ids;
-  for (uint32_t s : SortedUnique(input.shards)) {
-    if (!Contains(drain, s)) target_ids.push_back(s);
-  }
-  if (target_ids.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no shard to receive slots: shards [", absl::StrJoin(input.shards, ","),
-                     "] minus drain [", absl::StrJoin(drain, ","), "] is empty"));
-  }
-  const std::vector<uint32_t>& owners = map.owners();
+  return absl::OkStatus();
+}
+
+// INVALID_ARGUMENT naming the first slot range whose owner is neither a target nor
+// draining (or that has no owner).
+absl::Status CheckOwners(const std::vector<uint32_t>& owners,
+                         const std::vector<uint32_t>& target_ids,
+                         const std::vector<uint32_t>& drain) {
   for (uint32_t s = 0; s < kNumSlots; ++s) {
     const uint32_t o = owners[s];
     if (Contains(target_ids, o) || Contains(drain, o)) continue;
@@ -225,13 +221,88 @@ absl::StatusOr<v1::PlanRebalanceResponse> PlanRebalance(const RebalanceInput& in
                      ", which is neither alive (in shards) nor draining: its rows cannot be "
                      "copied"));
   }
+  return absl::OkStatus();
+}
+
+// The sum of the slot weights; INVALID_ARGUMENT if it overflows.
+absl::StatusOr<uint64_t> TotalWeight(const std::vector<uint64_t>& slot_weight) {
   uint64_t total = 0;
-  for (uint64_t w : input.slot_weight) {
+  for (uint64_t w : slot_weight) {
     if (w > std::numeric_limits<uint64_t>::max() - total) {
       return absl::InvalidArgumentError("the slot weights' sum overflows uint64");
     }
     total += w;
   }
+  return total;
+}
+
+// Adds the planner's moves to `out`, at most max_slots_per_move slots each, and
+// records each moved slot's new owner (an index into `ids`) in *after_owner.
+void AddMoves(const Planner& planner, const std::vector<uint32_t>& ids, const RebalanceInput& input,
+              std::vector<size_t>* after_owner, v1::PlanRebalanceResponse* out) {
+  for (const auto& [pair, moved_slots] : planner.pairs()) {
+    std::vector<uint32_t> slots = moved_slots;
+    std::sort(slots.begin(), slots.end());
+    for (size_t begin = 0; begin < slots.size(); begin += input.max_slots_per_move) {
+      const size_t end = std::min(slots.size(), begin + input.max_slots_per_move);
+      v1::SlotMove* move = out->mutable_spec()->add_moves();
+      move->set_source(ids[pair.first]);
+      move->set_target(ids[pair.second]);
+      uint64_t moved_weight = 0;
+      for (size_t i = begin; i < end; ++i) {
+        moved_weight += input.slot_weight[slots[i]];
+        (*after_owner)[slots[i]] = pair.second;
+      }
+      move->set_weight(moved_weight);
+      for (v1::SlotRange& r :
+           ToRanges(std::vector<uint32_t>(slots.begin() + begin, slots.begin() + end))) {
+        *move->add_ranges() = std::move(r);
+      }
+    }
+  }
+}
+
+// Adds each shard's slots and weight before and after the moves to `out`.
+void AddShardWeights(const std::vector<uint32_t>& ids, const std::vector<size_t>& owner,
+                     const std::vector<size_t>& after_owner,
+                     const std::vector<uint64_t>& slot_weight, v1::PlanRebalanceResponse* out) {
+  std::vector<v1::ShardWeight> before(ids.size()), after(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    before[i].set_shard_id(ids[i]);
+    after[i].set_shard_id(ids[i]);
+  }
+  for (uint32_t s = 0; s < kNumSlots; ++s) {
+    v1::ShardWeight& b = before[owner[s]];
+    b.set_slots(b.slots() + 1);
+    b.set_weight(b.weight() + slot_weight[s]);
+    v1::ShardWeight& a = after[after_owner[s]];
+    a.set_slots(a.slots() + 1);
+    a.set_weight(a.weight() + slot_weight[s]);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    *out->add_before() = std::move(before[i]);
+    *out->add_after() = std::move(after[i]);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<v1::PlanRebalanceResponse> PlanRebalance(const RebalanceInput& input) {
+  const SlotMap& map = input.map;
+  EMBER_RETURN_IF_ERROR(CheckInput(input));
+  const std::vector<uint32_t> drain = SortedUnique(input.drain);
+  std::vector<uint32_t> target_ids;
+  for (uint32_t s : SortedUnique(input.shards)) {
+    if (!Contains(drain, s)) target_ids.push_back(s);
+  }
+  if (target_ids.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no shard to receive slots: shards [", absl::StrJoin(input.shards, ","),
+                     "] minus drain [", absl::StrJoin(drain, ","), "] is empty"));
+  }
+  const std::vector<uint32_t>& owners = map.owners();
+  EMBER_RETURN_IF_ERROR(CheckOwners(owners, target_ids, drain));
+  EMBER_ASSIGN_OR_RETURN(const uint64_t total, TotalWeight(input.slot_weight));
 
   // Every shard in shards ∪ drain (owners are a subset now), ascending.
   std::vector<uint32_t> ids = target_ids;
@@ -255,43 +326,8 @@ absl::StatusOr<v1::PlanRebalanceResponse> PlanRebalance(const RebalanceInput& in
   v1::PlanRebalanceResponse out;
   out.set_epoch(map.epoch());
   std::vector<size_t> after_owner = owner;
-  for (const auto& [pair, moved_slots] : planner.pairs()) {
-    std::vector<uint32_t> slots = moved_slots;
-    std::sort(slots.begin(), slots.end());
-    for (size_t begin = 0; begin < slots.size(); begin += input.max_slots_per_move) {
-      const size_t end = std::min(slots.size(), begin + input.max_slots_per_move);
-      v1::SlotMove* move = out.mutable_spec()->add_moves();
-      move->set_source(ids[pair.first]);
-      move->set_target(ids[pair.second]);
-      uint64_t moved_weight = 0;
-      for (size_t i = begin; i < end; ++i) {
-        moved_weight += input.slot_weight[slots[i]];
-        after_owner[slots[i]] = pair.second;
-      }
-      move->set_weight(moved_weight);
-      for (v1::SlotRange& r :
-           ToRanges(std::vector<uint32_t>(slots.begin() + begin, slots.begin() + end))) {
-        *move->add_ranges() = std::move(r);
-      }
-    }
-  }
-  std::vector<v1::ShardWeight> before(ids.size()), after(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    before[i].set_shard_id(ids[i]);
-    after[i].set_shard_id(ids[i]);
-  }
-  for (uint32_t s = 0; s < kNumSlots; ++s) {
-    v1::ShardWeight& b = before[owner[s]];
-    b.set_slots(b.slots() + 1);
-    b.set_weight(b.weight() + input.slot_weight[s]);
-    v1::ShardWeight& a = after[after_owner[s]];
-    a.set_slots(a.slots() + 1);
-    a.set_weight(a.weight() + input.slot_weight[s]);
-  }
-  for (size_t i = 0; i < ids.size(); ++i) {
-    *out.add_before() = std::move(before[i]);
-    *out.add_after() = std::move(after[i]);
-  }
+  AddMoves(planner, ids, input, &after_owner, &out);
+  AddShardWeights(ids, owner, after_owner, input.slot_weight, &out);
   return out;
 }
 

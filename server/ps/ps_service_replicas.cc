@@ -13,17 +13,128 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/float16.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
-#include "server/store/initializer.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/request_codec.h"
+#include "server/store/initializer.h"
 #include "server/store/row_layout.h"
 
 namespace ember {
+
+namespace {
+
+// Which held copies a replica pull may answer from: a hot key whose slot's owner is
+// another shard, copied from that owner, to this shard as one of its holders, from
+// the owner's incarnation (when known) and a current attempt, and in periodic mode no
+// older than the staleness bounds. Runs under a replica stripe's read lock: cheap.
+class ReplicaAcceptor {
+ public:
+  ReplicaAcceptor(const HotSetView& view, const SlotMap& map, const std::string& table,
+                  uint64_t seed, uint32_t shard_id, uint64_t attempt, int64_t request_step,
+                  absl::Span<const uint64_t> ids)
+      : view_(view),
+        map_(map),
+        hot_(view.HotKeys(table)),
+        seed_(seed),
+        shard_id_(shard_id),
+        attempt_(attempt),
+        request_step_(request_step),
+        ids_(ids),
+        periodic_(view.proto().refresh_interval_ms() > 0),
+        max_age_(absl::Milliseconds(view.proto().max_staleness_ms() > 0
+                                        ? view.proto().max_staleness_ms()
+                                        : 4 * int64_t{view.proto().refresh_interval_ms()})),
+        max_steps_(view.proto().max_staleness_steps()),
+        now_(absl::Now()) {}
+
+  bool operator()(size_t i, const ReplicaMeta& meta) const {
+    const uint64_t id = ids_[i];
+    if (hot_ == nullptr || !hot_->contains(id)) return false;
+    const uint32_t owner = map_.OwnerOf(SlotOf(seed_, id));
+    if (owner == shard_id_ || meta.source.owner_shard != owner) return false;
+    const OwnerInfo& info = Info(owner);
+    if (!info.holder) return false;
+    if (info.incarnation != 0 && info.incarnation != meta.source.owner_incarnation) return false;
+    if (meta.source.owner_attempt < attempt_) return false;
+    if (periodic_) {
+      if (now_ - meta.copied > max_age_) return false;
+      if (max_steps_ > 0 && request_step_ > 0 && request_step_ - meta.source.step > max_steps_) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+ private:
+  // Per owner (few): whether this shard holds its keys, and its incarnation if known.
+  struct OwnerInfo {
+    bool holder = false;
+    uint64_t incarnation = 0;
+  };
+
+  const OwnerInfo& Info(uint32_t owner) const {
+    auto [it, inserted] = owners_.try_emplace(owner);
+    if (inserted) {
+      const std::vector<uint32_t> holders = view_.ReplicaHoldersOf(owner);
+      it->second.holder = std::find(holders.begin(), holders.end(), shard_id_) != holders.end();
+      for (const v1::HotSetHolder& h : view_.proto().holders()) {
+        if (h.shard_id() == owner) it->second.incarnation = h.incarnation();
+      }
+    }
+    return it->second;
+  }
+
+  const HotSetView& view_;
+  const SlotMap& map_;
+  const absl::flat_hash_set<uint64_t>* const hot_;
+  const uint64_t seed_;
+  const uint32_t shard_id_;
+  const uint64_t attempt_;
+  const int64_t request_step_;
+  const absl::Span<const uint64_t> ids_;
+  const bool periodic_;
+  const absl::Duration max_age_;
+  const int64_t max_steps_;
+  const absl::Time now_;
+  mutable absl::flat_hash_map<uint32_t, OwnerInfo> owners_;  // a cache, filled by Info
+};
+
+// Writes the accepted copies of `ids` (dim floats each; zeros where missing) to *out
+// in the request's encoding, straight into *out for aligned float32. Returns the
+// number answered; the missing positions go to *missing (ascending).
+size_t ReadReplicas(const ReplicaStore& replicas, const v1::PullRequest& request,
+                    absl::Span<const uint64_t> ids, uint32_t dim, size_t element_bytes,
+                    absl::FunctionRef<bool(size_t i, const ReplicaMeta& meta)> accept,
+                    std::string* out, std::vector<uint32_t>* missing) {
+  const size_t elements = ids.size() * dim;
+  if (request.encoding() == v1::VALUE_ENCODING_FLOAT32) {
+    out->resize(elements * sizeof(float));
+  }
+  if (request.encoding() == v1::VALUE_ENCODING_FLOAT32 &&
+      reinterpret_cast<uintptr_t>(out->data()) % alignof(float) == 0) {
+    return replicas.Get(request.table(), ids, accept,
+                        absl::MakeSpan(reinterpret_cast<float*>(out->data()), elements), missing);
+  }
+  std::vector<float> values(elements);
+  const size_t answered =
+      replicas.Get(request.table(), ids, accept, absl::MakeSpan(values), missing);
+  out->clear();
+  out->reserve(values.size() * element_bytes);
+  if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
+    AppendFloat16Bytes(values, out);
+  } else {
+    AppendFloat32Bytes(values, out);
+  }
+  return answered;
+}
+
+}  // namespace
 
 void PsServiceImpl::RebuildReplicaOwner() {
   owner_->Stop();
@@ -142,73 +253,11 @@ absl::Status PsServiceImpl::DoReplicaPull(const v1::PullRequest& request,
                          DecodeIds(request.ids(), max_batch_keys_));
   const std::shared_ptr<const HotSetView> view = owner_->view();
   const std::shared_ptr<const SlotMap> map = slot_map();
-  const absl::flat_hash_set<uint64_t>* hot = view->HotKeys(request.table());
-  const v1::HotSet& hot_set = view->proto();
-  const bool periodic = hot_set.refresh_interval_ms() > 0;
-  const absl::Duration max_age = absl::Milliseconds(
-      hot_set.max_staleness_ms() > 0 ? hot_set.max_staleness_ms()
-                                     : 4 * int64_t{hot_set.refresh_interval_ms()});
-  const int64_t max_steps = hot_set.max_staleness_steps();
-  const uint64_t attempt = this->attempt();
-  const absl::Time now = absl::Now();
-  // Per owner (few): whether this shard holds its keys, and its incarnation if known.
-  struct OwnerInfo {
-    bool holder = false;
-    uint64_t incarnation = 0;
-  };
-  absl::flat_hash_map<uint32_t, OwnerInfo> owners;
-  auto owner_info = [&](uint32_t owner) -> const OwnerInfo& {
-    auto [it, inserted] = owners.try_emplace(owner);
-    if (inserted) {
-      const std::vector<uint32_t> holders = view->ReplicaHoldersOf(owner);
-      it->second.holder = std::find(holders.begin(), holders.end(), shard_id_) != holders.end();
-      for (const v1::HotSetHolder& h : hot_set.holders()) {
-        if (h.shard_id() == owner) it->second.incarnation = h.incarnation();
-      }
-    }
-    return it->second;
-  };
-  auto accept = [&](size_t i, const ReplicaMeta& meta) {
-    const uint64_t id = ids[i];
-    if (hot == nullptr || !hot->contains(id)) return false;
-    const uint32_t owner = map->OwnerOf(SlotOf(config.seed(), id));
-    if (owner == shard_id_ || meta.source.owner_shard != owner) return false;
-    const OwnerInfo& info = owner_info(owner);
-    if (!info.holder) return false;
-    if (info.incarnation != 0 && info.incarnation != meta.source.owner_incarnation) return false;
-    if (meta.source.owner_attempt < attempt) return false;
-    if (periodic) {
-      if (now - meta.copied > max_age) return false;
-      if (max_steps > 0 && request.step() > 0 && request.step() - meta.source.step > max_steps) {
-        return false;
-      }
-    }
-    return true;
-  };
-
-  const size_t elements = ids.size() * config.dim();
+  ReplicaAcceptor accept(*view, *map, request.table(), config.seed(), shard_id_, this->attempt(),
+                         request.step(), ids);
   std::vector<uint32_t> missing;
-  size_t answered = 0;
-  std::string* out = response->mutable_values();
-  if (request.encoding() == v1::VALUE_ENCODING_FLOAT32) {
-    out->resize(elements * sizeof(float));
-  }
-  if (request.encoding() == v1::VALUE_ENCODING_FLOAT32 &&
-      reinterpret_cast<uintptr_t>(out->data()) % alignof(float) == 0) {
-    answered =
-        replicas_.Get(request.table(), ids, accept,
-                      absl::MakeSpan(reinterpret_cast<float*>(out->data()), elements), &missing);
-  } else {
-    std::vector<float> values(elements);
-    answered = replicas_.Get(request.table(), ids, accept, absl::MakeSpan(values), &missing);
-    out->clear();
-    out->reserve(values.size() * element_bytes);
-    if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
-      AppendFloat16Bytes(values, out);
-    } else {
-      AppendFloat32Bytes(values, out);
-    }
-  }
+  const size_t answered = ReadReplicas(replicas_, request, ids, config.dim(), element_bytes, accept,
+                                       response->mutable_values(), &missing);
   for (uint32_t position : missing) response->add_replica_missing(position);
   replica_pulled_keys_.fetch_add(answered, std::memory_order_relaxed);
   if (metrics_ != nullptr) metrics_->CountReplicaPull(answered, missing.size());

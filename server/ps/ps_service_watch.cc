@@ -18,9 +18,9 @@
 #include "common/grpc_status.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
-#include "server/shared/slot_owners.h"
 #include "server/ps/ps_service.h"
 #include "server/shared/row_block.h"
+#include "server/shared/slot_owners.h"
 
 namespace ember {
 namespace {
@@ -53,11 +53,10 @@ absl::StatusOr<PsServiceImpl::StreamStart> PsServiceImpl::ResolveStreamPosition(
     const v1::WatchUpdatesRequest& request) const {
   const uint64_t after = request.after_version();
   const uint64_t watermark = store_->version();
-  const bool on_stream =
-      request.any_stream() || request.stream_id() == stream_id_ ||
-      (request.stream_id() == 0 && after == 0 && stream_origin_empty_) ||
-      (stream_parent_id_ != 0 && request.stream_id() == stream_parent_id_ &&
-       after == stream_parent_version_);
+  const bool on_stream = request.any_stream() || request.stream_id() == stream_id_ ||
+                         (request.stream_id() == 0 && after == 0 && stream_origin_empty_) ||
+                         (stream_parent_id_ != 0 && request.stream_id() == stream_parent_id_ &&
+                          after == stream_parent_version_);
   if (!on_stream) return StreamGone(shard_id_, request.stream_id(), after);
   if (after > watermark) {
     return absl::InvalidArgumentError(absl::StrCat("WatchUpdates: after_version ", after,
@@ -215,16 +214,12 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
     return out;
   }
 
-  absl::StatusOr<Read> ReadNext(uint64_t pos, bool wait) {
-    absl::ReaderMutexLock lock(&service_->store_mu_);
-    if (service_->stream_id_ != stream_) return StreamGone(service_->shard_id_, stream_, pos);
-    EmbeddingStore& store = *service_->store_;
-    if (wait) store.WaitForVersionAbove(pos, kPollSlice);
-    if (resync_.active) return ResyncPage(store, pos);
-    EMBER_ASSIGN_OR_RETURN(ChangeBatch changes, store.ReadChanges(pos, max_rows_));
-    // A slots-gained marker: the entries before it go first, then the resync.
-    for (size_t i = 0; i < changes.changes.size(); ++i) {
-      const Change& change = changes.changes[i];
+  // A slots-gained marker among `changes`: at their head it starts the resync
+  // (resync_) and returns true; further back, the entries before it go first (the
+  // rest is cut off) and it returns false.
+  bool TakeSlotsGained(ChangeBatch* changes) {
+    for (size_t i = 0; i < changes->changes.size(); ++i) {
+      const Change& change = changes->changes[i];
       if (change.table != kSlotsGainedMarker) continue;
       if (i == 0) {
         resync_ = Resync{};
@@ -233,14 +228,55 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
         resync_.last = static_cast<uint32_t>(change.id & 0xffffffffu);
         resync_.marker = change.version;
         resync_.commit_micros = change.commit_micros;
-        for (const std::string& table : changes.table_names) {
+        for (const std::string& table : changes->table_names) {
           if (tables_.empty() || tables_.contains(table)) resync_.tables.push_back(table);
         }
-        return ResyncPage(store, pos);
+        return true;
       }
-      changes.changes.resize(i);
+      changes->changes.resize(i);
       break;
     }
+    return false;
+  }
+
+  // Adds to (*ids)[table] (each id once, in change order) the ids of the watched
+  // tables' changes whose slot this shard owns in `map`. Returns true ("hold") at the
+  // first such change of a fenced slot. Errors: the store's.
+  absl::StatusOr<bool> OwnedIds(EmbeddingStore& store, const ChangeBatch& changes,
+                                const SlotMap& map, const SlotSet& fenced,
+                                std::vector<std::vector<uint64_t>>* ids) {
+    const size_t num_tables = changes.table_names.size();
+    std::vector<int> watched(num_tables, -1);  // -1 unknown, 0 no, 1 yes
+    std::vector<uint64_t> seeds(num_tables, 0);
+    absl::flat_hash_set<std::pair<uint32_t, uint64_t>> seen;
+    for (const Change& change : changes.changes) {
+      if (change.table >= num_tables) continue;
+      int& w = watched[change.table];
+      if (w < 0) {
+        const std::string& name = changes.table_names[change.table];
+        w = tables_.empty() || tables_.contains(name) ? 1 : 0;
+        if (w == 1) {
+          EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store.GetTableConfig(name));
+          seeds[change.table] = config.seed();
+        }
+      }
+      if (w == 0) continue;
+      const uint32_t slot = SlotOf(seeds[change.table], change.id);
+      if (map.OwnerOf(slot) != service_->shard_id_) continue;  // the new owner sends it
+      if (fenced[slot]) return true;
+      if (seen.insert({change.table, change.id}).second) (*ids)[change.table].push_back(change.id);
+    }
+    return false;
+  }
+
+  absl::StatusOr<Read> ReadNext(uint64_t pos, bool wait) {
+    absl::ReaderMutexLock lock(&service_->store_mu_);
+    if (service_->stream_id_ != stream_) return StreamGone(service_->shard_id_, stream_, pos);
+    EmbeddingStore& store = *service_->store_;
+    if (wait) store.WaitForVersionAbove(pos, kPollSlice);
+    if (resync_.active) return ResyncPage(store, pos);
+    EMBER_ASSIGN_OR_RETURN(ChangeBatch changes, store.ReadChanges(pos, max_rows_));
+    if (TakeSlotsGained(&changes)) return ResyncPage(store, pos);
     Read out;
     v1::UpdateBatch& batch = out.batch;
     batch.set_shard_id(service_->shard_id_);
@@ -266,29 +302,8 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
     batch.set_epoch(map->epoch());
     const size_t num_tables = changes.table_names.size();
     std::vector<std::vector<uint64_t>> ids(num_tables);
-    std::vector<int> watched(num_tables, -1);  // -1 unknown, 0 no, 1 yes
-    std::vector<uint64_t> seeds(num_tables, 0);
-    absl::flat_hash_set<std::pair<uint32_t, uint64_t>> seen;
-    for (const Change& change : changes.changes) {
-      if (change.table >= num_tables) continue;
-      int& w = watched[change.table];
-      if (w < 0) {
-        const std::string& name = changes.table_names[change.table];
-        w = tables_.empty() || tables_.contains(name) ? 1 : 0;
-        if (w == 1) {
-          EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store.GetTableConfig(name));
-          seeds[change.table] = config.seed();
-        }
-      }
-      if (w == 0) continue;
-      const uint32_t slot = SlotOf(seeds[change.table], change.id);
-      if (map->OwnerOf(slot) != service_->shard_id_) continue;  // the new owner sends it
-      if (fenced[slot]) {
-        out.hold = true;
-        return out;
-      }
-      if (seen.insert({change.table, change.id}).second) ids[change.table].push_back(change.id);
-    }
+    EMBER_ASSIGN_OR_RETURN(out.hold, OwnedIds(store, changes, *map, fenced, &ids));
+    if (out.hold) return out;
     for (size_t t = 0; t < num_tables; ++t) {
       if (ids[t].empty()) continue;
       EMBER_ASSIGN_OR_RETURN(const std::vector<EncodedRow> rows,
@@ -302,15 +317,14 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
 
   absl::Status Start() {
     if (service_->active_watches_.load() > kMaxWatches) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("shard ", service_->shard_id_, " serves ", kMaxWatches,
-                       " update streams already"));
+      return absl::ResourceExhaustedError(absl::StrCat("shard ", service_->shard_id_, " serves ",
+                                                       kMaxWatches, " update streams already"));
     }
-    max_rows_ = request_.max_rows() == 0 ? kDefaultMaxRows
-                                         : std::min(request_.max_rows(), kMaxMaxRows);
-    progress_ = absl::Milliseconds(request_.progress_interval_ms() == 0
-                                       ? kDefaultProgressMs
-                                       : request_.progress_interval_ms());
+    max_rows_ =
+        request_.max_rows() == 0 ? kDefaultMaxRows : std::min(request_.max_rows(), kMaxMaxRows);
+    progress_ =
+        absl::Milliseconds(request_.progress_interval_ms() == 0 ? kDefaultProgressMs
+                                                                : request_.progress_interval_ms());
     absl::ReaderMutexLock lock(&service_->store_mu_);
     for (const std::string& table : request_.tables()) {
       EMBER_RETURN_IF_ERROR(service_->store_->GetTableConfig(table).status());

@@ -167,27 +167,7 @@ void ReplicaOwner::AfterPush(const std::string& table, absl::Span<const uint64_t
   // it: otherwise the holder serves the value from before the push.
   std::vector<uint64_t> former_ids;
   Holders former_holders;
-  {
-    absl::MutexLock lock(&mu_);
-    auto recorded = periodic ? records_.end() : records_.find(table);
-    const bool any_recorded = recorded != records_.end() && !recorded->second.empty();
-    // The common case, nothing hot and no copies left, does no per-id work.
-    absl::flat_hash_set<uint64_t> seen_ids;
-    for (uint64_t id : (hot == nullptr && !any_recorded) ? absl::Span<const uint64_t>() : ids) {
-      if (!seen_ids.insert(id).second) continue;
-      if (hot != nullptr && hot->contains(id)) {
-        hot_ids.push_back(id);
-        continue;
-      }
-      if (!any_recorded) continue;
-      auto r = recorded->second.find(id);
-      if (r == recorded->second.end() || r->second.empty()) continue;
-      former_ids.push_back(id);
-      for (uint32_t h : r->second) {
-        if (!Contains(former_holders, h)) former_holders.push_back(h);
-      }
-    }
-  }
+  SplitPushed(table, ids, hot, /*with_former=*/!periodic, &hot_ids, &former_ids, &former_holders);
   if (hot_ids.empty() && former_ids.empty()) return done(absl::OkStatus());
 
   if (periodic) {
@@ -200,6 +180,38 @@ void ReplicaOwner::AfterPush(const std::string& table, absl::Span<const uint64_t
   }
 
   // Synchronous: read the rows after the push, send, answer when all acknowledged.
+  CopyPushed(table, *view, std::move(hot_ids), std::move(former_ids), std::move(former_holders),
+             deadline, std::move(done));
+}
+
+void ReplicaOwner::SplitPushed(const std::string& table, absl::Span<const uint64_t> ids,
+                               const absl::flat_hash_set<uint64_t>* hot, bool with_former,
+                               std::vector<uint64_t>* hot_ids, std::vector<uint64_t>* former_ids,
+                               Holders* former_holders) {
+  absl::MutexLock lock(&mu_);
+  auto recorded = with_former ? records_.find(table) : records_.end();
+  const bool any_recorded = recorded != records_.end() && !recorded->second.empty();
+  // The common case, nothing hot and no copies left, does no per-id work.
+  absl::flat_hash_set<uint64_t> seen_ids;
+  for (uint64_t id : (hot == nullptr && !any_recorded) ? absl::Span<const uint64_t>() : ids) {
+    if (!seen_ids.insert(id).second) continue;
+    if (hot != nullptr && hot->contains(id)) {
+      hot_ids->push_back(id);
+      continue;
+    }
+    if (!any_recorded) continue;
+    auto r = recorded->second.find(id);
+    if (r == recorded->second.end() || r->second.empty()) continue;
+    former_ids->push_back(id);
+    for (uint32_t h : r->second) {
+      if (!Contains(*former_holders, h)) former_holders->push_back(h);
+    }
+  }
+}
+
+void ReplicaOwner::CopyPushed(const std::string& table, const HotSetView& view,
+                              std::vector<uint64_t> hot_ids, std::vector<uint64_t> former_ids,
+                              Holders former_holders, absl::Time deadline, Done done) {
   {
     absl::MutexLock lock(&mu_);
     if (stopped_) {
@@ -214,9 +226,10 @@ void ReplicaOwner::AfterPush(const std::string& table, absl::Span<const uint64_t
     absl::MutexLock lock(&mu_);
     --sending_;
   };
-  std::shared_ptr<v1::PutReplicasRequest> request = NewRequest(table, *view);
-  std::shared_ptr<v1::PutReplicasRequest> former = NewRequest(table, *view);
-  for (auto [req, list] : {std::pair{request.get(), &hot_ids}, std::pair{former.get(), &former_ids}}) {
+  std::shared_ptr<v1::PutReplicasRequest> request = NewRequest(table, view);
+  std::shared_ptr<v1::PutReplicasRequest> former = NewRequest(table, view);
+  for (auto [req, list] :
+       {std::pair{request.get(), &hot_ids}, std::pair{former.get(), &former_ids}}) {
     if (list->empty()) continue;
     if (absl::Status read = host_->ReadOwnedRows(table, list, req); !read.ok()) {
       finish_sending();
@@ -225,7 +238,7 @@ void ReplicaOwner::AfterPush(const std::string& table, absl::Span<const uint64_t
           read.message())));
     }
   }
-  const Holders required = hot_ids.empty() ? Holders() : HoldersOf(*view, shard_id_);
+  const Holders required = hot_ids.empty() ? Holders() : HoldersOf(view, shard_id_);
   const Holders extra = hot_ids.empty() ? Holders() : RecordAndExtra(table, hot_ids, required);
   if (former_ids.empty()) former_holders.clear();
   if (required.empty() && extra.empty() && former_holders.empty()) {
@@ -240,7 +253,7 @@ void ReplicaOwner::AfterPush(const std::string& table, absl::Span<const uint64_t
   auto shared_done = std::make_shared<Done>(std::move(done));
   auto send = [&](uint32_t holder, bool is_required,
                   const std::shared_ptr<v1::PutReplicasRequest>& what) {
-    std::string address = view->AddressOf(holder);
+    std::string address = view.AddressOf(holder);
     if (address.empty()) address = AddressOf(holder);
     sender_->Send(holder, address, what, deadline,
                   [fan_in, shared_done, is_required](absl::Status status) {
@@ -324,113 +337,108 @@ void ReplicaOwner::Loop() {
   }
 }
 
-bool ReplicaOwner::Round() {
-  std::shared_ptr<const HotSetView> view, previous;
-  bool refill = false, reconcile = false, refresh = false, retry = false;
-  IdSets fills, dirty;
-  absl::flat_hash_map<uint32_t, IdSets> drops;
+// One call of a round's drops: the ids of one table to drop at one holder, and its
+// result.
+struct ReplicaOwner::DropCall {
+  uint32_t holder;
+  std::string table;
+  std::vector<uint64_t> ids;
+  absl::Status status;
+};
+
+ReplicaOwner::RoundWork ReplicaOwner::TakeRoundWork() {
+  RoundWork work;
+  absl::MutexLock lock(&mu_);
+  work.view = view_;
+  work.previous = processed_view_;
+  processed_view_ = view_;
+  work.refill = refill_all_;
+  work.reconcile = reconcile_ || work.previous != work.view;
+  refill_all_ = reconcile_ = false;
+  const absl::Time now = absl::Now();
+  const uint32_t interval = work.view->proto().refresh_interval_ms();
+  if (!dirty_.empty() && now >= next_refresh_) {
+    work.dirty.swap(dirty_);
+    work.refresh = true;
+    next_refresh_ = now + absl::Milliseconds(std::max<uint32_t>(interval, 1));
+  }
+  if (now >= next_retry_) {
+    work.fills.swap(fills_);
+    work.drops.swap(drops_);
+    work.retry = true;
+  }
+  return work;
+}
+
+void ReplicaOwner::CollectFills(const HotSetView& view, const HotSetView& previous, bool refill,
+                                IdSets* fills) {
+  // A holder that is new, moved or restarted holds none of the keys yet.
+  const bool all =
+      refill || HolderProcesses(previous, shard_id_) != HolderProcesses(view, shard_id_);
+  for (const v1::HotKeyTable& table : view.proto().tables()) {
+    const absl::flat_hash_set<uint64_t>* keys = view.HotKeys(table.table());
+    if (keys == nullptr) continue;
+    std::vector<uint64_t> ids;
+    for (uint64_t id : *keys) {
+      if (all || !previous.IsHot(table.table(), id)) ids.push_back(id);
+    }
+    host_->KeepOwned(table.table(), &ids);
+    (*fills)[table.table()].insert(ids.begin(), ids.end());
+  }
+}
+
+void ReplicaOwner::CollectDrops(const HotSetView& view, bool replicated, const Holders& holders,
+                                absl::flat_hash_map<uint32_t, IdSets>* drops) {
+  absl::flat_hash_map<std::string, std::vector<std::pair<uint64_t, Holders>>> recorded;
   {
     absl::MutexLock lock(&mu_);
-    view = view_;
-    previous = processed_view_;
-    processed_view_ = view_;
-    refill = refill_all_;
-    reconcile = reconcile_ || previous != view;
-    refill_all_ = reconcile_ = false;
-    const absl::Time now = absl::Now();
-    const uint32_t interval = view->proto().refresh_interval_ms();
-    if (!dirty_.empty() && now >= next_refresh_) {
-      dirty.swap(dirty_);
-      refresh = true;
-      next_refresh_ = now + absl::Milliseconds(std::max<uint32_t>(interval, 1));
-    }
-    if (now >= next_retry_) {
-      fills.swap(fills_);
-      drops.swap(drops_);
-      retry = true;
+    for (const auto& [table, records] : records_) {
+      auto& list = recorded[table];
+      for (const auto& [id, hs] : records) list.emplace_back(id, hs);
     }
   }
-  const Holders holders = HoldersOf(*view, shard_id_);
-  const bool replicated = view->replicated() && !holders.empty();
-
-  // Fills: keys newly hot (or all, when the holders changed or rows changed).
-  if (replicated && (refill || previous != view)) {
-    // A holder that is new, moved or restarted holds none of the keys yet.
-    const bool all =
-        refill || HolderProcesses(*previous, shard_id_) != HolderProcesses(*view, shard_id_);
-    for (const v1::HotKeyTable& table : view->proto().tables()) {
-      const absl::flat_hash_set<uint64_t>* keys = view->HotKeys(table.table());
-      if (keys == nullptr) continue;
-      std::vector<uint64_t> ids;
-      for (uint64_t id : *keys) {
-        if (all || !previous->IsHot(table.table(), id)) ids.push_back(id);
-      }
-      host_->KeepOwned(table.table(), &ids);
-      fills[table.table()].insert(ids.begin(), ids.end());
+  for (const auto& [table, list] : recorded) {
+    std::vector<uint64_t> wanted;
+    for (const auto& [id, hs] : list) {
+      if (replicated && view.IsHot(table, id)) wanted.push_back(id);
     }
-  }
-  if (!replicated) fills.clear();
-
-  // Drops: recorded copies no holder should keep (not hot, not owned, not a holder).
-  if (reconcile) {
-    absl::flat_hash_map<std::string, std::vector<std::pair<uint64_t, Holders>>> recorded;
-    {
-      absl::MutexLock lock(&mu_);
-      for (const auto& [table, records] : records_) {
-        auto& list = recorded[table];
-        for (const auto& [id, hs] : records) list.emplace_back(id, hs);
-      }
-    }
-    for (const auto& [table, list] : recorded) {
-      std::vector<uint64_t> wanted;
-      for (const auto& [id, hs] : list) {
-        if (replicated && view->IsHot(table, id)) wanted.push_back(id);
-      }
-      host_->KeepOwned(table, &wanted);
-      const absl::flat_hash_set<uint64_t> keep(wanted.begin(), wanted.end());
-      for (const auto& [id, hs] : list) {
-        for (uint32_t h : hs) {
-          if (!keep.contains(id) || !Contains(holders, h)) drops[h][table].insert(id);
-        }
+    host_->KeepOwned(table, &wanted);
+    const absl::flat_hash_set<uint64_t> keep(wanted.begin(), wanted.end());
+    for (const auto& [id, hs] : list) {
+      for (uint32_t h : hs) {
+        if (!keep.contains(id) || !Contains(holders, h)) (*drops)[h][table].insert(id);
       }
     }
   }
+}
 
+bool ReplicaOwner::CopySets(const IdSets& sets, const HotSetView& view, const Holders& holders,
+                            IdSets* retry_into) {
   bool ok = true;
   const size_t chunk = std::max<size_t>(options_.max_rows_per_copy, 1);
-  auto copy_sets = [&](IdSets& sets, IdSets* retry_into) {
-    for (auto& [table, set] : sets) {
-      std::vector<uint64_t> ids(set.begin(), set.end());
-      absl::flat_hash_set<uint64_t> failed;
-      for (size_t first = 0; first < ids.size(); first += chunk) {
-        std::vector<uint64_t> part(
-            ids.begin() + static_cast<std::ptrdiff_t>(first),
-            ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), first + chunk)));
-        ok = CopyAndWait(table, std::move(part), *view, holders, /*add_recorded=*/true, &failed) &&
-             ok;
-      }
-      if (!failed.empty()) {
-        absl::MutexLock lock(&mu_);
-        (*retry_into)[table].insert(failed.begin(), failed.end());
-      }
+  for (const auto& [table, set] : sets) {
+    std::vector<uint64_t> ids(set.begin(), set.end());
+    absl::flat_hash_set<uint64_t> failed;
+    for (size_t first = 0; first < ids.size(); first += chunk) {
+      std::vector<uint64_t> part(
+          ids.begin() + static_cast<std::ptrdiff_t>(first),
+          ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), first + chunk)));
+      ok = CopyAndWait(table, std::move(part), view, holders, /*add_recorded=*/true, &failed) && ok;
     }
-  };
-  if (replicated) {
-    copy_sets(fills, &fills_);
-    if (refresh) copy_sets(dirty, &dirty_);
+    if (!failed.empty()) {
+      absl::MutexLock lock(&mu_);
+      (*retry_into)[table].insert(failed.begin(), failed.end());
+    }
   }
+  return ok;
+}
 
-  // Drops, per holder and table, all in flight at once (a holder that is down costs
-  // one round deadline, not one per request).
-  struct DropCall {
-    uint32_t holder;
-    std::string table;
-    std::vector<uint64_t> ids;
-    absl::Status status;
-  };
+bool ReplicaOwner::SendDrops(const absl::flat_hash_map<uint32_t, IdSets>& drops,
+                             const HotSetView& view) {
+  const size_t chunk = std::max<size_t>(options_.max_rows_per_copy, 1);
   std::vector<std::shared_ptr<DropCall>> calls;
-  for (auto& [holder, tables] : drops) {
-    for (auto& [table, set] : tables) {
+  for (const auto& [holder, tables] : drops) {
+    for (const auto& [table, set] : tables) {
       std::vector<uint64_t> ids(set.begin(), set.end());
       for (size_t first = 0; first < ids.size(); first += chunk) {
         const size_t last = std::min(ids.size(), first + chunk);
@@ -443,73 +451,100 @@ bool ReplicaOwner::Round() {
       }
     }
   }
-  if (!calls.empty()) {
-    auto fan_in = std::make_shared<FanIn>();
-    {
-      absl::MutexLock lock(&fan_in->mu);
-      fan_in->remaining = calls.size();
-    }
-    const absl::Time deadline = absl::Now() + options_.round_timeout;
-    for (const std::shared_ptr<DropCall>& call : calls) {
-      std::shared_ptr<v1::PutReplicasRequest> request = NewRequest(call->table, *view);
-      request->set_drop(true);
-      request->set_ids(std::string(reinterpret_cast<const char*>(call->ids.data()),
-                                   call->ids.size() * sizeof(uint64_t)));
-      sender_->Send(call->holder, AddressOf(call->holder), request, deadline,
-                    [fan_in, call](absl::Status status) {
-                      absl::MutexLock lock(&fan_in->mu);
-                      call->status = std::move(status);
-                      --fan_in->remaining;
-                    });
-    }
-    {
-      absl::MutexLock lock(&fan_in->mu);
-      FanIn* f = fan_in.get();
-      auto all_done = [f]() ABSL_SHARED_LOCKS_REQUIRED(f->mu) { return f->remaining == 0; };
-      fan_in->mu.Await(absl::Condition(&all_done));
-    }
-    absl::MutexLock lock(&mu_);
-    const Holders now_holders = HoldersOf(*view_, shard_id_);
-    const absl::Time now = absl::Now();
-    for (const std::shared_ptr<DropCall>& call : calls) {
-      if (call->status.ok()) drop_failing_since_.erase(call->holder);
-    }
-    for (const std::shared_ptr<DropCall>& call : calls) {
-      if (!call->status.ok()) {
-        const absl::Time since = drop_failing_since_.try_emplace(call->holder, now).first->second;
-        // A shard that left the holders (dead, most likely) and has not answered for
-        // drop_give_up serves no client with the current hot set: stop trying.
-        if (view_->AddressOf(call->holder).empty() && now - since >= options_.drop_give_up) {
-          EMBER_LOG(WARNING) << "shard " << shard_id_ << ": gave up dropping " << call->ids.size()
-                             << " replica copies of table " << call->table
-                             << " on former holder shard " << call->holder << ": "
-                             << call->status.message();
-          // Fall through: forget the holder for these keys as if acknowledged.
-        } else {
-          ok = false;
-          drops_[call->holder][call->table].insert(call->ids.begin(), call->ids.end());
-          continue;
-        }
-      }
-      // Acknowledged: forget the holder, unless the key went back to it meanwhile.
-      auto records = records_.find(call->table);
-      if (records == records_.end()) continue;
-      for (uint64_t id : call->ids) {
-        auto record = records->second.find(id);
-        if (record == records->second.end()) continue;
-        if (view_->IsHot(call->table, id) && Contains(now_holders, call->holder)) continue;
-        Holders& hs = record->second;
-        hs.erase(std::remove(hs.begin(), hs.end(), call->holder), hs.end());
-        if (hs.empty()) records->second.erase(record);
-      }
-      if (records->second.empty()) records_.erase(records);
-    }
+  if (calls.empty()) return true;
+  auto fan_in = std::make_shared<FanIn>();
+  {
+    absl::MutexLock lock(&fan_in->mu);
+    fan_in->remaining = calls.size();
   }
+  const absl::Time deadline = absl::Now() + options_.round_timeout;
+  for (const std::shared_ptr<DropCall>& call : calls) {
+    std::shared_ptr<v1::PutReplicasRequest> request = NewRequest(call->table, view);
+    request->set_drop(true);
+    request->set_ids(std::string(reinterpret_cast<const char*>(call->ids.data()),
+                                 call->ids.size() * sizeof(uint64_t)));
+    sender_->Send(call->holder, AddressOf(call->holder), request, deadline,
+                  [fan_in, call](absl::Status status) {
+                    absl::MutexLock lock(&fan_in->mu);
+                    call->status = std::move(status);
+                    --fan_in->remaining;
+                  });
+  }
+  {
+    absl::MutexLock lock(&fan_in->mu);
+    FanIn* f = fan_in.get();
+    auto all_done = [f]() ABSL_SHARED_LOCKS_REQUIRED(f->mu) { return f->remaining == 0; };
+    fan_in->mu.Await(absl::Condition(&all_done));
+  }
+  absl::MutexLock lock(&mu_);
+  return SettleDrops(calls);
+}
+
+bool ReplicaOwner::SettleDrops(absl::Span<const std::shared_ptr<DropCall>> calls) {
+  bool ok = true;
+  const Holders now_holders = HoldersOf(*view_, shard_id_);
+  const absl::Time now = absl::Now();
+  for (const std::shared_ptr<DropCall>& call : calls) {
+    if (call->status.ok()) drop_failing_since_.erase(call->holder);
+  }
+  for (const std::shared_ptr<DropCall>& call : calls) {
+    if (!call->status.ok()) {
+      const absl::Time since = drop_failing_since_.try_emplace(call->holder, now).first->second;
+      // A shard that left the holders (dead, most likely) and has not answered for
+      // drop_give_up serves no client with the current hot set: stop trying.
+      if (view_->AddressOf(call->holder).empty() && now - since >= options_.drop_give_up) {
+        EMBER_LOG(WARNING) << "shard " << shard_id_ << ": gave up dropping " << call->ids.size()
+                  << " replica copies of table " << call->table << " on former holder shard "
+                  << call->holder << ": " << call->status.message();
+        // Fall through: forget the holder for these keys as if acknowledged.
+      } else {
+        ok = false;
+        drops_[call->holder][call->table].insert(call->ids.begin(), call->ids.end());
+        continue;
+      }
+    }
+    // Acknowledged: forget the holder, unless the key went back to it meanwhile.
+    auto records = records_.find(call->table);
+    if (records == records_.end()) continue;
+    for (uint64_t id : call->ids) {
+      auto record = records->second.find(id);
+      if (record == records->second.end()) continue;
+      if (view_->IsHot(call->table, id) && Contains(now_holders, call->holder)) continue;
+      Holders& hs = record->second;
+      hs.erase(std::remove(hs.begin(), hs.end(), call->holder), hs.end());
+      if (hs.empty()) records->second.erase(record);
+    }
+    if (records->second.empty()) records_.erase(records);
+  }
+  return ok;
+}
+
+bool ReplicaOwner::Round() {
+  RoundWork work = TakeRoundWork();
+  const HotSetView& view = *work.view;
+  const Holders holders = HoldersOf(view, shard_id_);
+  const bool replicated = view.replicated() && !holders.empty();
+
+  // Fills: keys newly hot (or all, when the holders changed or rows changed).
+  if (replicated && (work.refill || work.previous != work.view)) {
+    CollectFills(view, *work.previous, work.refill, &work.fills);
+  }
+  if (!replicated) work.fills.clear();
+
+  // Drops: recorded copies no holder should keep (not hot, not owned, not a holder).
+  if (work.reconcile) CollectDrops(view, replicated, holders, &work.drops);
+
+  bool ok = true;
+  if (replicated) {
+    ok = CopySets(work.fills, view, holders, &fills_) && ok;
+    if (work.refresh) ok = CopySets(work.dirty, view, holders, &dirty_) && ok;
+  }
+  ok = SendDrops(work.drops, view) && ok;
 
   absl::MutexLock lock(&mu_);
   if (ok) {
     retry_backoff_ = options_.initial_retry;
-  } else if (retry || !fills_.empty() || !drops_.empty()) {
+  } else if (work.retry || !fills_.empty() || !drops_.empty()) {
     next_retry_ = absl::Now() + retry_backoff_;
     retry_backoff_ = std::min(retry_backoff_ * 2, options_.max_retry);
   }

@@ -133,9 +133,60 @@ class ReplicaOwner {
   using IdSets = absl::flat_hash_map<std::string, absl::flat_hash_set<uint64_t>>;
 
   void EnsureThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // AfterPush's first phase: the distinct ids of the push that are in `hot` go to
+  // *hot_ids; with `with_former` (synchronous mode), the others that still have a
+  // recorded copy go to *former_ids and their holders to *former_holders.
+  void SplitPushed(const std::string& table, absl::Span<const uint64_t> ids,
+                   const absl::flat_hash_set<uint64_t>* hot, bool with_former,
+                   std::vector<uint64_t>* hot_ids, std::vector<uint64_t>* former_ids,
+                   Holders* former_holders) ABSL_LOCKS_EXCLUDED(mu_);
+  // AfterPush in synchronous mode: reads the rows of `hot_ids` and `former_ids` after
+  // the push, sends them to the holders (required, extra and former) and calls `done`
+  // once when all acknowledged (AfterPush's contract).
+  void CopyPushed(const std::string& table, const HotSetView& view, std::vector<uint64_t> hot_ids,
+                  std::vector<uint64_t> former_ids, Holders former_holders, absl::Time deadline,
+                  Done done) ABSL_LOCKS_EXCLUDED(mu_);
   void Loop();
   // One round of background work; returns whether everything it tried succeeded.
+  // Its phases are the helpers below: take the work, collect fills and drops, copy,
+  // drop.
   bool Round();
+  // What one round works on, taken from the shared state by TakeRoundWork.
+  struct RoundWork {
+    std::shared_ptr<const HotSetView> view;      // the hot set now
+    std::shared_ptr<const HotSetView> previous;  // the one the last round went to
+    bool refill = false;                         // re-copy every hot key (RefillAll, MapChanged)
+    bool reconcile = false;                      // recompute the drops (new view, MapChanged)
+    bool refresh = false;  // periodic mode: the pass is due (dirty holds its keys)
+    bool retry = false;    // fills and drops hold the retries that were due
+    IdSets fills, dirty;
+    absl::flat_hash_map<uint32_t, IdSets> drops;
+  };
+  struct DropCall;
+  // Takes the round's work: advances processed_view_, clears the flags and moves out
+  // the periodic keys and the retries that are due.
+  RoundWork TakeRoundWork() ABSL_LOCKS_EXCLUDED(mu_);
+  // Fills: adds to *fills the owned hot keys of `view` that were not hot in `previous`
+  // (every owned hot key when `refill` or the holders' processes changed).
+  void CollectFills(const HotSetView& view, const HotSetView& previous, bool refill, IdSets* fills)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Drops: adds to *drops (holder -> table -> ids) every recorded copy that is not of
+  // an owned key hot in `view` at one of `holders`.
+  void CollectDrops(const HotSetView& view, bool replicated, const Holders& holders,
+                    absl::flat_hash_map<uint32_t, IdSets>* drops) ABSL_LOCKS_EXCLUDED(mu_);
+  // Copies `sets` to `holders` in chunks of max_rows_per_copy and waits; the ids that
+  // failed go back to *retry_into (fills_ or dirty_, under mu_). Returns false if
+  // anything failed.
+  bool CopySets(const IdSets& sets, const HotSetView& view, const Holders& holders,
+                IdSets* retry_into) ABSL_LOCKS_EXCLUDED(mu_);
+  // Sends every drop at once (chunks of max_rows_per_copy), waits for all, then
+  // SettleDrops. Returns false if a drop is to be retried.
+  bool SendDrops(const absl::flat_hash_map<uint32_t, IdSets>& drops, const HotSetView& view)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets the holder of each acknowledged (or given-up) drop in records_; a failed
+  // drop goes back to drops_. Returns false if one did.
+  bool SettleDrops(absl::Span<const std::shared_ptr<DropCall>> calls)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sends the rows of `ids` (owned ones) to `targets` and waits; the ids that failed
   // for a holder in `required` go to *failed. Returns false if anything failed.
   bool CopyAndWait(const std::string& table, std::vector<uint64_t> ids, const HotSetView& view,

@@ -58,8 +58,8 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/security/credentials.h"
 #include "server/checkpoint/checkpoint_catalog.h"
-#include "server/store/embedding_store.h"
 #include "server/shared/shard_storage.h"
+#include "server/store/embedding_store.h"
 
 namespace ember {
 
@@ -166,19 +166,49 @@ class Follower {
   v1::ModelVersion VersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // follower_stream.cc
+  // The shard's thread: follows its update stream, call after call, until Stop.
   void RunShard(uint32_t shard_id);
+  // RunShard's phases. NextRequest: the request from the shard's position, the
+  // generation and the shard's address; false once stopping.
+  bool NextRequest(uint32_t shard_id, v1::WatchUpdatesRequest* request, uint64_t* generation,
+                   std::string* address) ABSL_LOCKS_EXCLUDED(mu_);
+  // Applies the call's messages until one fails (then cancels the call) or the stream
+  // ends; resets *backoff once a message arrived. Returns the failed Apply's status.
+  absl::Status ApplyStream(uint32_t shard_id, uint64_t generation,
+                           grpc::ClientReader<v1::UpdateBatch>& reader,
+                           grpc::ClientContext& context, absl::Duration* backoff)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // What RunShard does after a call ended.
+  enum class AfterCall { kStop, kRetryNow, kBackoff };
+  // Records how the call ended (last_error, reconnects), asks for a bootstrap on
+  // OUT_OF_RANGE (waiting for it a while), else waits `backoff`.
+  AfterCall EndCall(uint32_t shard_id, uint64_t generation, const absl::Status& applied,
+                    const grpc::Status& finished, absl::Duration backoff) ABSL_LOCKS_EXCLUDED(mu_);
   // Applies one stream message at the shard's position. ABORTED when a bootstrap
   // replaced the store since `generation`; DATA_LOSS for a gap, an overlap or a
   // message of another stream than the call's first (*call_stream; 0 at its start).
   absl::Status Apply(uint32_t shard_id, uint64_t generation, const v1::UpdateBatch& batch,
                      uint64_t* call_stream);
+  // Apply's phases. CheckPosition: DATA_LOSS unless `batch` starts exactly at the
+  // shard's position, in the call's stream (which it sets when 0).
+  absl::Status CheckPosition(uint32_t shard_id, const ShardState& shard,
+                             const v1::UpdateBatch& batch, uint64_t* call_stream)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A message of a resync: starts it unless the same range is under way (raising the
+  // slots' epochs). DATA_LOSS for a bad slot range.
+  absl::Status BeginResync(uint32_t shard_id, ShardState& shard, const v1::UpdateBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Advances the shard's position and counters past the applied `batch`.
+  void RecordApplied(ShardState& shard, const v1::UpdateBatch& batch, uint64_t rows,
+                     uint64_t tombstones, int64_t step) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // True once `batch` may be applied under the staleness bound (waits otherwise).
   bool WaitForStaleness(ShardState& shard, uint64_t generation, int64_t batch_step);
   absl::Status EnsureTable(const std::string& table) ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
   // Ends a resync with a sweep: removes the follower's rows of the range that the
   // resync did not name (slots a newer owner resynced since are left alone).
   // Returns the number of rows removed.
-  absl::StatusOr<uint64_t> SweepResync(const ShardState& shard) ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+  absl::StatusOr<uint64_t> SweepResync(const ShardState& shard)
+      ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
 
   const FollowerOptions options_;
   std::unique_ptr<ShardStorage> storage_;

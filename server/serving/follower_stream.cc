@@ -15,9 +15,9 @@
 #include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "server/serving/follower.h"
 #include "server/shared/row_block.h"
 #include "server/store/row_layout.h"
-#include "server/serving/follower.h"
 
 namespace ember {
 namespace {
@@ -114,36 +114,8 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
   {
     absl::MutexLock lock(&mu_);
     if (generation_ != generation) return absl::AbortedError("re-bootstrapped");
-    // Exactly at the position: the stream the position names (or the one a shard
-    // accepted it for: a fresh or restored shard names its new stream) and no gap.
-    if (batch.to_version() < batch.from_version()) {
-      return absl::DataLossError(absl::StrCat("shard ", shard_id, " sent versions (",
-                                              batch.from_version(), ", ", batch.to_version(),
-                                              "]: the range runs backwards"));
-    }
-    if (batch.from_version() != shard->version) {
-      return absl::DataLossError(absl::StrCat("shard ", shard_id, " sent versions (",
-                                              batch.from_version(), ", ", batch.to_version(),
-                                              "] at position ", shard->version));
-    }
-    if (*call_stream != 0 && batch.stream_id() != *call_stream) {
-      return absl::DataLossError(absl::StrCat("shard ", shard_id, " switched streams mid-call"));
-    }
-    *call_stream = batch.stream_id();
-    if (resync && (!shard->resync_active || shard->resync_first != batch.resync().first() ||
-                   shard->resync_last != batch.resync().last())) {
-      if (batch.resync().last() >= kNumSlots || batch.resync().first() > batch.resync().last()) {
-        return absl::DataLossError(absl::StrCat("shard ", shard_id, " resyncs a bad slot range"));
-      }
-      shard->resync_active = true;
-      shard->resync_first = batch.resync().first();
-      shard->resync_last = batch.resync().last();
-      shard->resync_epoch = batch.epoch();
-      shard->resync_seen.clear();
-      for (uint32_t slot = shard->resync_first; slot <= shard->resync_last; ++slot) {
-        slot_epoch_[slot] = std::max(slot_epoch_[slot], batch.epoch());
-      }
-    }
+    EMBER_RETURN_IF_ERROR(CheckPosition(shard_id, *shard, batch, call_stream));
+    if (resync) EMBER_RETURN_IF_ERROR(BeginResync(shard_id, *shard, batch));
     // Rows read by a shard at an older epoch than a resync of their slot: stale.
     for (size_t b = 0; b < blocks.size(); ++b) {
       std::vector<EncodedRow>& rows = blocks[b].rows;
@@ -173,22 +145,68 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
     shard->resyncs += 1;
   }
   absl::MutexLock lock(&mu_);
-  shard->stream_id = batch.stream_id();
-  shard->version = batch.to_version();
-  shard->watermark = batch.watermark();
-  shard->received = true;
-  shard->batches += 1;
-  shard->rows += rows;
-  shard->tombstones += tombstones;
+  RecordApplied(*shard, batch, rows, tombstones, step);
+  return absl::OkStatus();
+}
+
+absl::Status Follower::CheckPosition(uint32_t shard_id, const ShardState& shard,
+                                     const v1::UpdateBatch& batch, uint64_t* call_stream) {
+  // Exactly at the position: the stream the position names (or the one a shard
+  // accepted it for: a fresh or restored shard names its new stream) and no gap.
+  if (batch.to_version() < batch.from_version()) {
+    return absl::DataLossError(absl::StrCat("shard ", shard_id, " sent versions (",
+                                            batch.from_version(), ", ", batch.to_version(),
+                                            "]: the range runs backwards"));
+  }
+  if (batch.from_version() != shard.version) {
+    return absl::DataLossError(absl::StrCat("shard ", shard_id, " sent versions (",
+                                            batch.from_version(), ", ", batch.to_version(),
+                                            "] at position ", shard.version));
+  }
+  if (*call_stream != 0 && batch.stream_id() != *call_stream) {
+    return absl::DataLossError(absl::StrCat("shard ", shard_id, " switched streams mid-call"));
+  }
+  *call_stream = batch.stream_id();
+  return absl::OkStatus();
+}
+
+absl::Status Follower::BeginResync(uint32_t shard_id, ShardState& shard,
+                                   const v1::UpdateBatch& batch) {
+  if (shard.resync_active && shard.resync_first == batch.resync().first() &&
+      shard.resync_last == batch.resync().last()) {
+    return absl::OkStatus();  // the resync under way
+  }
+  if (batch.resync().last() >= kNumSlots || batch.resync().first() > batch.resync().last()) {
+    return absl::DataLossError(absl::StrCat("shard ", shard_id, " resyncs a bad slot range"));
+  }
+  shard.resync_active = true;
+  shard.resync_first = batch.resync().first();
+  shard.resync_last = batch.resync().last();
+  shard.resync_epoch = batch.epoch();
+  shard.resync_seen.clear();
+  for (uint32_t slot = shard.resync_first; slot <= shard.resync_last; ++slot) {
+    slot_epoch_[slot] = std::max(slot_epoch_[slot], batch.epoch());
+  }
+  return absl::OkStatus();
+}
+
+void Follower::RecordApplied(ShardState& shard, const v1::UpdateBatch& batch, uint64_t rows,
+                             uint64_t tombstones, int64_t step) {
+  shard.stream_id = batch.stream_id();
+  shard.version = batch.to_version();
+  shard.watermark = batch.watermark();
+  shard.received = true;
+  shard.batches += 1;
+  shard.rows += rows;
+  shard.tombstones += tombstones;
   if (batch.to_version() >= batch.watermark() || batch.to_commit_unix_micros() == 0) {
-    shard->lag_seconds = 0;
+    shard.lag_seconds = 0;
   } else {
-    shard->lag_seconds =
-        std::max(0.0, absl::ToDoubleSeconds(absl::Now() - absl::FromUnixMicros(
-                                                              batch.to_commit_unix_micros())));
+    shard.lag_seconds = std::max(
+        0.0,
+        absl::ToDoubleSeconds(absl::Now() - absl::FromUnixMicros(batch.to_commit_unix_micros())));
   }
   sparse_step_ = std::max(sparse_step_, step);
-  return absl::OkStatus();
 }
 
 absl::StatusOr<uint64_t> Follower::SweepResync(const ShardState& shard) {
@@ -219,6 +237,72 @@ absl::StatusOr<uint64_t> Follower::SweepResync(const ShardState& shard) {
   return removed;
 }
 
+bool Follower::NextRequest(uint32_t shard_id, v1::WatchUpdatesRequest* request,
+                           uint64_t* generation, std::string* address) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return false;
+  ShardState& shard = *shards_.at(shard_id);
+  *generation = generation_;
+  *address = shard.address;
+  request->set_stream_id(shard.stream_id);
+  request->set_after_version(shard.version);
+  shard.resync_active = false;  // a resync cut off restarts from its beginning
+  shard.resync_seen.clear();
+  return true;
+}
+
+absl::Status Follower::ApplyStream(uint32_t shard_id, uint64_t generation,
+                                   grpc::ClientReader<v1::UpdateBatch>& reader,
+                                   grpc::ClientContext& context, absl::Duration* backoff) {
+  v1::UpdateBatch batch;
+  absl::Status applied;
+  bool first = true;
+  uint64_t call_stream = 0;
+  while (reader.Read(&batch)) {
+    if (first) {
+      absl::MutexLock lock(&mu_);
+      shards_.at(shard_id)->connected = true;
+      first = false;
+      *backoff = kMinBackoff;
+    }
+    applied = Apply(shard_id, generation, batch, &call_stream);
+    if (!applied.ok()) {
+      context.TryCancel();
+      break;
+    }
+  }
+  return applied;
+}
+
+Follower::AfterCall Follower::EndCall(uint32_t shard_id, uint64_t generation,
+                                      const absl::Status& applied, const grpc::Status& finished,
+                                      absl::Duration backoff) {
+  absl::MutexLock lock(&mu_);
+  ShardState& shard = *shards_.at(shard_id);
+  shard.active = nullptr;
+  shard.connected = false;
+  if (stopping_) return AfterCall::kStop;
+  if (!applied.ok() && !absl::IsAborted(applied)) {
+    shard.last_error = applied.ToString();
+  } else if (!finished.ok() && finished.error_code() != grpc::StatusCode::CANCELLED) {
+    shard.last_error = absl::StrCat(finished.error_code(), ": ", finished.error_message());
+  }
+  const bool out_of_range = finished.error_code() == grpc::StatusCode::OUT_OF_RANGE;
+  if (generation_ != generation) return AfterCall::kRetryNow;  // re-bootstrapped
+  shard.reconnects += 1;
+  if (out_of_range) {
+    EMBER_LOG(WARNING) << "shard " << shard_id << ": " << finished.error_message();
+    bootstrap_requested_ = true;
+    auto rebootstrapped = [this, generation]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+      return stopping_ || generation_ != generation;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&rebootstrapped), kBootstrapWait);
+    return AfterCall::kRetryNow;
+  }
+  mu_.AwaitWithTimeout(absl::Condition(&stopping_), backoff);
+  return AfterCall::kBackoff;
+}
+
 void Follower::RunShard(uint32_t shard_id) {
   std::string stub_address;
   std::unique_ptr<v1::PsService::Stub> stub;
@@ -227,17 +311,7 @@ void Follower::RunShard(uint32_t shard_id) {
     v1::WatchUpdatesRequest request;
     uint64_t generation = 0;
     std::string address;
-    {
-      absl::MutexLock lock(&mu_);
-      if (stopping_) return;
-      ShardState& shard = *shards_.at(shard_id);
-      generation = generation_;
-      address = shard.address;
-      request.set_stream_id(shard.stream_id);
-      request.set_after_version(shard.version);
-      shard.resync_active = false;  // a resync cut off restarts from its beginning
-      shard.resync_seen.clear();
-    }
+    if (!NextRequest(shard_id, &request, &generation, &address)) return;
     if (address.empty()) {
       absl::MutexLock lock(&mu_);
       mu_.AwaitWithTimeout(absl::Condition(&stopping_), backoff);
@@ -261,51 +335,17 @@ void Follower::RunShard(uint32_t shard_id) {
     }
     std::unique_ptr<grpc::ClientReader<v1::UpdateBatch>> reader =
         stub->WatchUpdates(&context, request);
-    v1::UpdateBatch batch;
-    absl::Status applied;
-    bool first = true;
-    uint64_t call_stream = 0;
-    while (reader->Read(&batch)) {
-      if (first) {
-        absl::MutexLock lock(&mu_);
-        shards_.at(shard_id)->connected = true;
-        first = false;
-        backoff = kMinBackoff;
-      }
-      applied = Apply(shard_id, generation, batch, &call_stream);
-      if (!applied.ok()) {
-        context.TryCancel();
-        break;
-      }
-    }
+    const absl::Status applied = ApplyStream(shard_id, generation, *reader, context, &backoff);
     const grpc::Status finished = reader->Finish();
-    bool out_of_range = false;
-    {
-      absl::MutexLock lock(&mu_);
-      ShardState& shard = *shards_.at(shard_id);
-      shard.active = nullptr;
-      shard.connected = false;
-      if (stopping_) return;
-      if (!applied.ok() && !absl::IsAborted(applied)) {
-        shard.last_error = applied.ToString();
-      } else if (!finished.ok() && finished.error_code() != grpc::StatusCode::CANCELLED) {
-        shard.last_error = absl::StrCat(finished.error_code(), ": ", finished.error_message());
-      }
-      out_of_range = finished.error_code() == grpc::StatusCode::OUT_OF_RANGE;
-      if (generation_ != generation) continue;  // re-bootstrapped: reconnect at once
-      shard.reconnects += 1;
-      if (out_of_range) {
-        EMBER_LOG(WARNING) << "shard " << shard_id << ": " << finished.error_message();
-        bootstrap_requested_ = true;
-        auto rebootstrapped = [this, generation]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-          return stopping_ || generation_ != generation;
-        };
-        mu_.AwaitWithTimeout(absl::Condition(&rebootstrapped), kBootstrapWait);
+    switch (EndCall(shard_id, generation, applied, finished, backoff)) {
+      case AfterCall::kStop:
+        return;
+      case AfterCall::kRetryNow:
         continue;
-      }
-      mu_.AwaitWithTimeout(absl::Condition(&stopping_), backoff);
+      case AfterCall::kBackoff:
+        backoff = std::min(backoff * 2, kMaxBackoff);
+        break;
     }
-    backoff = std::min(backoff * 2, kMaxBackoff);
   }
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/hash.h"
+#include "common/status_macros.h"
 
 namespace ember {
 namespace {
@@ -53,21 +54,10 @@ uint32_t OptimizerStateFloats(const v1::OptimizerConfig& optimizer, uint32_t dim
   }
 }
 
-absl::StatusOr<v1::TableConfig> NormalizeTableConfig(const v1::TableConfig& in) {
-  v1::TableConfig c = in;
-  if (!ValidName(c.name())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("table name '", c.name(),
-                     "' must be 1-64 characters of [a-zA-Z0-9_.-], not starting "
-                     "with '__'"));
-  }
-  if (c.dim() < 1 || c.dim() > kMaxDim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("table '", c.name(), "': dim must be in [1, ", kMaxDim, "]; got ", c.dim()));
-  }
-  if (c.seed() == 0) c.set_seed(DefaultTableSeed(c.name()));
+namespace {
 
-  auto* init = c.mutable_initializer();
+// Defaults the initializer's kind and scale (by `dim`) and checks them.
+absl::Status NormalizeInitializer(uint32_t dim, v1::InitializerConfig* init) {
   if (init->kind() == v1::InitializerConfig::KIND_UNSPECIFIED) {
     init->set_kind(v1::InitializerConfig::UNIFORM);
   }
@@ -77,13 +67,16 @@ absl::StatusOr<v1::TableConfig> NormalizeTableConfig(const v1::TableConfig& in) 
   if (auto s = CheckNonNegative(init->scale(), "initializer.scale"); !s.ok()) return s;
   if (init->scale() == 0) {
     if (init->kind() == v1::InitializerConfig::UNIFORM) {
-      init->set_scale(1.0f / std::sqrt(static_cast<float>(c.dim())));
+      init->set_scale(1.0f / std::sqrt(static_cast<float>(dim)));
     } else if (init->kind() == v1::InitializerConfig::NORMAL) {
       init->set_scale(0.01f);
     }
   }
+  return absl::OkStatus();
+}
 
-  auto* opt = c.mutable_optimizer();
+// Defaults the optimizer's kind and hyperparameters and checks them.
+absl::Status NormalizeOptimizer(v1::OptimizerConfig* opt) {
   if (opt->kind() == v1::OptimizerConfig::KIND_UNSPECIFIED) opt->set_kind(v1::OptimizerConfig::SGD);
   if (!v1::OptimizerConfig::Kind_IsValid(opt->kind())) {
     return absl::InvalidArgumentError("optimizer.kind is not a known kind");
@@ -123,8 +116,11 @@ absl::StatusOr<v1::TableConfig> NormalizeTableConfig(const v1::TableConfig& in) 
   if (opt->freq_min_scale() > opt->freq_max_scale()) {
     return absl::InvalidArgumentError("optimizer.freq_min_scale must be <= freq_max_scale");
   }
+  return absl::OkStatus();
+}
 
-  auto* adm = c.mutable_admission();
+// Defaults the admission sketch's size and checks it.
+absl::Status NormalizeAdmission(v1::AdmissionConfig* adm) {
   if (adm->sketch_width() == 0) adm->set_sketch_width(1u << 20);
   if (adm->sketch_depth() == 0) adm->set_sketch_depth(4);
   if (adm->sketch_width() > (1u << 28) || adm->sketch_width() < 64 ||
@@ -132,14 +128,39 @@ absl::StatusOr<v1::TableConfig> NormalizeTableConfig(const v1::TableConfig& in) 
     return absl::InvalidArgumentError(
         "admission.sketch_width must be a power of two in [64, 2^28] and sketch_depth <= 16");
   }
+  return absl::OkStatus();
+}
 
-  auto* ev = c.mutable_eviction();
+// Defaults the eviction policy's count decay and checks the policy.
+absl::Status NormalizeEviction(v1::EvictionConfig* ev) {
   if (auto s = CheckNonNegative(ev->min_count(), "eviction.min_count"); !s.ok()) return s;
   if (ev->count_decay() == 0) ev->set_count_decay(1.0f);
   if (!(ev->count_decay() > 0 && ev->count_decay() <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("eviction.count_decay must be in (0, 1]; got ", ev->count_decay()));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::TableConfig> NormalizeTableConfig(const v1::TableConfig& in) {
+  v1::TableConfig c = in;
+  if (!ValidName(c.name())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table name '", c.name(),
+                     "' must be 1-64 characters of [a-zA-Z0-9_.-], not starting "
+                     "with '__'"));
+  }
+  if (c.dim() < 1 || c.dim() > kMaxDim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table '", c.name(), "': dim must be in [1, ", kMaxDim, "]; got ", c.dim()));
+  }
+  if (c.seed() == 0) c.set_seed(DefaultTableSeed(c.name()));
+  EMBER_RETURN_IF_ERROR(NormalizeInitializer(c.dim(), c.mutable_initializer()));
+  EMBER_RETURN_IF_ERROR(NormalizeOptimizer(c.mutable_optimizer()));
+  EMBER_RETURN_IF_ERROR(NormalizeAdmission(c.mutable_admission()));
+  EMBER_RETURN_IF_ERROR(NormalizeEviction(c.mutable_eviction()));
   if (!v1::TableConfig::WireType_IsValid(c.wire_type())) {
     return absl::InvalidArgumentError("wire_type is not a known type");
   }

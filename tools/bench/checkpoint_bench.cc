@@ -81,6 +81,22 @@ absl::StatusOr<ImportReport> TimedImport(const std::vector<SnapshotChainLink>& c
   return report;
 }
 
+// Pushes a gradient to every kChangeStride-th of the `rows` rows (1% of them), in
+// batches of kBatch, at a step after the population's.
+absl::Status ChangeRows(EmbeddingStore& store, int64_t rows, const std::vector<float>& grads) {
+  std::vector<uint64_t> ids;
+  const int64_t step = rows / static_cast<int64_t>(kBatch) + 10;
+  for (int64_t row = 0; row < rows; row += kChangeStride) {
+    ids.push_back(IdOfRank(static_cast<uint64_t>(row)));
+    if (ids.size() == kBatch || row + kChangeStride >= rows) {
+      EMBER_RETURN_IF_ERROR(
+          store.Push(kTable, ids, absl::MakeConstSpan(grads).subspan(0, ids.size() * kDim), step));
+      ids.clear();
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Figures> RunCheckpointSuite(const BenchOptions& options) {
   Figures figures;
   figures.AddString("suite", kSuite);
@@ -125,17 +141,8 @@ absl::StatusOr<Figures> RunCheckpointSuite(const BenchOptions& options) {
   figures.AddInt("full_snapshot_records", static_cast<int64_t>(full.records()));
 
   // 2. 1% of the rows change; delta snapshot.
-  std::vector<uint64_t> ids;
   start = std::chrono::steady_clock::now();
-  const int64_t step = options.rows_large / static_cast<int64_t>(kBatch) + 10;
-  for (int64_t row = 0; row < options.rows_large; row += kChangeStride) {
-    ids.push_back(IdOfRank(static_cast<uint64_t>(row)));
-    if (ids.size() == kBatch || row + kChangeStride >= options.rows_large) {
-      EMBER_RETURN_IF_ERROR(
-          store->Push(kTable, ids, absl::MakeConstSpan(grads).subspan(0, ids.size() * kDim), step));
-      ids.clear();
-    }
-  }
+  EMBER_RETURN_IF_ERROR(ChangeRows(*store, options.rows_large, grads));
   figures.AddNumber("change_push_seconds", SecondsSince(start));
   EMBER_ASSIGN_OR_RETURN(
       const v1::ShardSnapshot delta,

@@ -67,6 +67,39 @@ double HitRate(const StoreStats& before, const StoreStats& after) {
   return hits + misses > 0 ? hits / (hits + misses) : 0.0;
 }
 
+// Populates the store (or reuses the database of an earlier run), waits for RocksDB
+// to settle and reads the database files into the page cache.
+absl::Status PrepareDatabase(const BenchOptions& options, const BenchDir& dir, bool reuse,
+                             const std::string& marker, const std::string& db_path,
+                             const std::vector<float>& grads, EmbeddingStore& store,
+                             RocksDbBackend& backend, Figures& figures) {
+  double populate_s = 0;
+  if (reuse) {
+    Log("storage", "reusing the database in " + dir.path());
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    EMBER_RETURN_IF_ERROR(
+        Populate(store, kTable, options.rows_large, kBatch, kDim, grads, "populate large"));
+    EMBER_RETURN_IF_ERROR(store.Flush());
+    populate_s = SecondsSince(start);
+    if (!dir.scratch()) EMBER_RETURN_IF_ERROR(dir.WriteMarker(marker));
+    Log("storage", absl::StrFormat("populated and flushed in %.1f s", populate_s));
+  }
+  Log("storage", "waiting for RocksDB flushes and compactions to finish");
+  if (!WaitForQuiescence(backend.db(), 600)) {
+    Log("storage", "RocksDB still compacting after 600 s; measuring anyway");
+  }
+  // Block-cache misses of both sides are then served from memory, as on a fresh run
+  // (the files were just written), not from whatever the OS kept of a reused database.
+  const auto read_start = std::chrono::steady_clock::now();
+  EMBER_ASSIGN_OR_RETURN(const int64_t db_bytes, ReadFilesUnder(db_path));
+  Log("storage", absl::StrFormat("read %d database bytes into the page cache in %.1f s", db_bytes,
+                                 SecondsSince(read_start)));
+  figures.AddBool("populate_large_reused", reuse);
+  figures.AddNumber("populate_large_seconds", populate_s);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunTiered(const BenchOptions& options, const BenchDir& dir, bool reuse,
@@ -93,30 +126,8 @@ absl::Status RunTiered(const BenchOptions& options, const BenchDir& dir, bool re
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store->GetTableConfig(kTable));
   EMBER_ASSIGN_OR_RETURN(const BackendTable table, backend->OpenTable(kTable));
 
-  double populate_s = 0;
-  if (reuse) {
-    Log("storage", "reusing the database in " + dir.path());
-  } else {
-    const auto start = std::chrono::steady_clock::now();
-    EMBER_RETURN_IF_ERROR(
-        Populate(*store, kTable, options.rows_large, kBatch, kDim, grads, "populate large"));
-    EMBER_RETURN_IF_ERROR(store->Flush());
-    populate_s = SecondsSince(start);
-    if (!dir.scratch()) EMBER_RETURN_IF_ERROR(dir.WriteMarker(marker));
-    Log("storage", absl::StrFormat("populated and flushed in %.1f s", populate_s));
-  }
-  Log("storage", "waiting for RocksDB flushes and compactions to finish");
-  if (!WaitForQuiescence(backend->db(), 600)) {
-    Log("storage", "RocksDB still compacting after 600 s; measuring anyway");
-  }
-  // Block-cache misses of both sides are then served from memory, as on a fresh run
-  // (the files were just written), not from whatever the OS kept of a reused database.
-  const auto read_start = std::chrono::steady_clock::now();
-  EMBER_ASSIGN_OR_RETURN(const int64_t db_bytes, ReadFilesUnder(db_path));
-  Log("storage", absl::StrFormat("read %d database bytes into the page cache in %.1f s", db_bytes,
-                                 SecondsSince(read_start)));
-  figures.AddBool("populate_large_reused", reuse);
-  figures.AddNumber("populate_large_seconds", populate_s);
+  EMBER_RETURN_IF_ERROR(
+      PrepareDatabase(options, dir, reuse, marker, db_path, grads, *store, *backend, figures));
   figures.AddInt("tiered_disk_bytes", backend->DiskBytes());
 
   std::vector<float> out(kBatch * kDim);

@@ -280,6 +280,122 @@ double ExactAuc(const std::vector<float>& scores, const std::vector<uint8_t>& la
   return (positive_rank_sum - p * (p + 1) / 2) / (p * static_cast<double>(negatives));
 }
 
+namespace {
+
+// The test examples as written: their true probabilities and labels, and how many
+// came from cold users.
+struct TestData {
+  std::vector<float> probs;
+  std::vector<uint8_t> labels;
+  uint64_t cold_examples = 0;
+};
+
+// Writes the test data: one stream, after training (it needs the training counts).
+absl::StatusOr<TestData> WriteTest(const DatagenOptions& options, const World& world,
+                                   uint64_t cold_users, const TrainCounts& train,
+                                   const fs::path& out, std::ostream& log) {
+  const fs::path test_path = out / "test" / PartName(0, options.gzip);
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> test_file,
+                         OutputFile::Open(test_path.string(), options.gzip));
+  std::string line = absl::StrCat(kHeader, kTestHeaderExtra, "\n");
+  EMBER_RETURN_IF_ERROR(test_file->Append(line));
+  Rng rng = Rng::ForStream(options.seed, kTestStream, 0);
+  TestData data;
+  std::vector<float>& probs = data.probs;
+  std::vector<uint8_t>& labels = data.labels;
+  probs.resize(options.test_examples);
+  labels.resize(options.test_examples);
+  Example example;
+  for (uint64_t i = 0; i < options.test_examples; ++i) {
+    const bool cold = cold_users > 0 && rng.Bernoulli(options.cold_user_fraction);
+    uint64_t user;
+    if (cold) {
+      user = world.SampleColdUser(rng);
+    } else {
+      do user = world.SampleTrainUser(rng);
+      while (!train.user_seen[user - 1]);
+    }
+    world.SampleExample(user, rng, &example);
+    line.clear();
+    AppendExample(example, &line);
+    // The probability as written (shortest round-trip float) is what the oracle uses.
+    probs[i] = static_cast<float>(example.prob);
+    labels[i] = static_cast<uint8_t>(example.label);
+    line.push_back('\t');
+    AppendNumber(&line, probs[i]);
+    line.push_back('\t');
+    AppendNumber(&line, train.item_count[example.item_id - 1]);
+    line += cold ? "\t1\n" : "\t0\n";
+    EMBER_RETURN_IF_ERROR(test_file->Append(line));
+    data.cold_examples += cold;
+  }
+  EMBER_RETURN_IF_ERROR(test_file->Close());
+  log << "wrote " << test_path.string() << ": " << options.test_examples << " examples"
+      << std::endl;
+  return data;
+}
+
+// The summary of the generated data (seconds not set).
+DatagenSummary Summarize(const DatagenOptions& options, const TrainCounts& train,
+                         const TestData& test) {
+  const std::vector<float>& probs = test.probs;
+  const std::vector<uint8_t>& labels = test.labels;
+  DatagenSummary summary;
+  summary.train_examples = train.examples;
+  summary.test_examples = options.test_examples;
+  summary.train_ctr = static_cast<double>(train.positives) / train.examples;
+  const uint64_t test_positives = std::accumulate(labels.begin(), labels.end(), uint64_t{0});
+  summary.test_ctr = options.test_examples > 0
+                         ? static_cast<double>(test_positives) / options.test_examples
+                         : std::numeric_limits<double>::quiet_NaN();
+  summary.oracle_auc = ExactAuc(probs, labels);
+  double logloss = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    const double p = std::clamp<double>(probs[i], 1e-15, 1 - 1e-15);
+    logloss -= labels[i] ? std::log(p) : std::log1p(-p);
+  }
+  summary.oracle_logloss =
+      probs.empty() ? std::numeric_limits<double>::quiet_NaN() : logloss / probs.size();
+  summary.cold_user_fraction = options.test_examples > 0
+                                   ? static_cast<double>(test.cold_examples) / options.test_examples
+                                   : std::numeric_limits<double>::quiet_NaN();
+  std::vector<uint64_t> item_counts = train.item_count;
+  const size_t top = std::max<size_t>(1, item_counts.size() / 100);
+  std::partial_sort(item_counts.begin(), item_counts.begin() + top, item_counts.end(),
+                    std::greater<>());
+  summary.top1pct_item_share = static_cast<double>(std::accumulate(
+                                   item_counts.begin(), item_counts.begin() + top, uint64_t{0})) /
+                               train.examples;
+  return summary;
+}
+
+// Writes oracle.json (the oracle's test metrics) and datagen.json (the options).
+absl::Status WriteReports(const DatagenOptions& options, const DatagenSummary& summary,
+                          const World& world, uint64_t cold_users, const fs::path& out) {
+  EMBER_RETURN_IF_ERROR(WriteText(
+      out / "oracle.json",
+      absl::StrCat(
+          "{\"test_auc\": ", JsonNumber(summary.oracle_auc, "%.6f"),
+          ", \"test_logloss\": ", JsonNumber(summary.oracle_logloss, "%.6f"),
+          ", \"test_examples\": ", summary.test_examples, ", \"train_examples\": ",
+          summary.train_examples, ", \"base_ctr\": ", JsonNumber(summary.train_ctr, "%.6f"),
+          ", \"cold_user_fraction\": ", JsonNumber(summary.cold_user_fraction, "%.6f"), "}\n")));
+  EMBER_RETURN_IF_ERROR(WriteText(
+      out / "datagen.json",
+      absl::StrCat(
+          "{\"out\": ", JsonString(options.out), ", \"train_examples\": ", options.train_examples,
+          ", \"test_examples\": ", options.test_examples,
+          ", \"train_files\": ", options.train_files, ", \"users\": ", options.users,
+          ", \"items\": ", options.items, ", \"categories\": ", options.categories,
+          ", \"shops\": ", options.shops, ", \"zipf\": ", JsonNumber(options.zipf),
+          ", \"cold_user_fraction\": ", JsonNumber(options.cold_user_fraction),
+          ", \"seed\": ", options.seed, ", \"gzip\": ", options.gzip ? "true" : "false",
+          ", \"cold_users\": ", cold_users, ", \"true_bias\": ", JsonNumber(world.bias()), "}\n")));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<DatagenSummary> Generate(const DatagenOptions& options, std::ostream& log) {
   EMBER_RETURN_IF_ERROR(Validate(options));
   const absl::Time start = absl::Now();
@@ -307,90 +423,10 @@ absl::StatusOr<DatagenSummary> Generate(const DatagenOptions& options, std::ostr
   TrainWriter train_writer(world, options, out / "train", log);
   EMBER_ASSIGN_OR_RETURN(const TrainCounts train, train_writer.Run(threads));
 
-  // Test data: one stream, after training (it needs the training counts).
-  const fs::path test_path = out / "test" / PartName(0, options.gzip);
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> test_file,
-                         OutputFile::Open(test_path.string(), options.gzip));
-  std::string line = absl::StrCat(kHeader, kTestHeaderExtra, "\n");
-  EMBER_RETURN_IF_ERROR(test_file->Append(line));
-  Rng rng = Rng::ForStream(options.seed, kTestStream, 0);
-  std::vector<float> probs(options.test_examples);
-  std::vector<uint8_t> labels(options.test_examples);
-  uint64_t cold_examples = 0;
-  Example example;
-  for (uint64_t i = 0; i < options.test_examples; ++i) {
-    const bool cold = world_options.cold_users > 0 && rng.Bernoulli(options.cold_user_fraction);
-    uint64_t user;
-    if (cold) {
-      user = world.SampleColdUser(rng);
-    } else {
-      do user = world.SampleTrainUser(rng);
-      while (!train.user_seen[user - 1]);
-    }
-    world.SampleExample(user, rng, &example);
-    line.clear();
-    AppendExample(example, &line);
-    // The probability as written (shortest round-trip float) is what the oracle uses.
-    probs[i] = static_cast<float>(example.prob);
-    labels[i] = static_cast<uint8_t>(example.label);
-    line.push_back('\t');
-    AppendNumber(&line, probs[i]);
-    line.push_back('\t');
-    AppendNumber(&line, train.item_count[example.item_id - 1]);
-    line += cold ? "\t1\n" : "\t0\n";
-    EMBER_RETURN_IF_ERROR(test_file->Append(line));
-    cold_examples += cold;
-  }
-  EMBER_RETURN_IF_ERROR(test_file->Close());
-  log << "wrote " << test_path.string() << ": " << options.test_examples << " examples"
-      << std::endl;
-
-  DatagenSummary summary;
-  summary.train_examples = train.examples;
-  summary.test_examples = options.test_examples;
-  summary.train_ctr = static_cast<double>(train.positives) / train.examples;
-  const uint64_t test_positives = std::accumulate(labels.begin(), labels.end(), uint64_t{0});
-  summary.test_ctr = options.test_examples > 0
-                         ? static_cast<double>(test_positives) / options.test_examples
-                         : std::numeric_limits<double>::quiet_NaN();
-  summary.oracle_auc = ExactAuc(probs, labels);
-  double logloss = 0;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    const double p = std::clamp<double>(probs[i], 1e-15, 1 - 1e-15);
-    logloss -= labels[i] ? std::log(p) : std::log1p(-p);
-  }
-  summary.oracle_logloss =
-      probs.empty() ? std::numeric_limits<double>::quiet_NaN() : logloss / probs.size();
-  summary.cold_user_fraction = options.test_examples > 0
-                                   ? static_cast<double>(cold_examples) / options.test_examples
-                                   : std::numeric_limits<double>::quiet_NaN();
-  std::vector<uint64_t> item_counts = train.item_count;
-  const size_t top = std::max<size_t>(1, item_counts.size() / 100);
-  std::partial_sort(item_counts.begin(), item_counts.begin() + top, item_counts.end(),
-                    std::greater<>());
-  summary.top1pct_item_share = static_cast<double>(std::accumulate(
-                                   item_counts.begin(), item_counts.begin() + top, uint64_t{0})) /
-                               train.examples;
-
-  EMBER_RETURN_IF_ERROR(WriteText(
-      out / "oracle.json",
-      absl::StrCat(
-          "{\"test_auc\": ", JsonNumber(summary.oracle_auc, "%.6f"),
-          ", \"test_logloss\": ", JsonNumber(summary.oracle_logloss, "%.6f"),
-          ", \"test_examples\": ", summary.test_examples, ", \"train_examples\": ",
-          summary.train_examples, ", \"base_ctr\": ", JsonNumber(summary.train_ctr, "%.6f"),
-          ", \"cold_user_fraction\": ", JsonNumber(summary.cold_user_fraction, "%.6f"), "}\n")));
-  EMBER_RETURN_IF_ERROR(WriteText(
-      out / "datagen.json",
-      absl::StrCat("{\"out\": ", JsonString(options.out), ", \"train_examples\": ",
-                   options.train_examples, ", \"test_examples\": ", options.test_examples,
-                   ", \"train_files\": ", options.train_files, ", \"users\": ", options.users,
-                   ", \"items\": ", options.items, ", \"categories\": ", options.categories,
-                   ", \"shops\": ", options.shops, ", \"zipf\": ", JsonNumber(options.zipf),
-                   ", \"cold_user_fraction\": ", JsonNumber(options.cold_user_fraction),
-                   ", \"seed\": ", options.seed, ", \"gzip\": ", options.gzip ? "true" : "false",
-                   ", \"cold_users\": ", world_options.cold_users,
-                   ", \"true_bias\": ", JsonNumber(world.bias()), "}\n")));
+  EMBER_ASSIGN_OR_RETURN(const TestData test,
+                         WriteTest(options, world, world_options.cold_users, train, out, log));
+  DatagenSummary summary = Summarize(options, train, test);
+  EMBER_RETURN_IF_ERROR(WriteReports(options, summary, world, world_options.cold_users, out));
   summary.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return summary;
 }

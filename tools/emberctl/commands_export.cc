@@ -454,13 +454,9 @@ void PrintSummary(Session& s, const std::string& dir, const ExportManifest& m, u
   *s.out << t.Render();
 }
 
-absl::Status RunExport(Session& s, const ExportOptions& o) {
-  const absl::Time start = absl::Now();
-  if (fs::exists(fs::path(o.out) / kDoneFile) && !o.overwrite) {
-    return absl::AlreadyExistsError(
-        absl::StrCat(o.out, " holds a finished export (", kDoneFile,
-                     "): choose another --out, or pass --overwrite to replace it"));
-  }
+// The export named by --since (none without it). INVALID_ARGUMENT when it is --out
+// itself or exports another table; its manifest's errors.
+absl::StatusOr<std::optional<ExportManifest>> ReadSince(const ExportOptions& o) {
   std::optional<ExportManifest> since;
   if (!o.since_dir.empty()) {
     if (SamePath(o.since_dir, o.out)) {
@@ -472,10 +468,13 @@ absl::Status RunExport(Session& s, const ExportOptions& o) {
           absl::StrCat(o.since_dir, " exports table '", since->table, "', not '", o.table, "'"));
     }
   }
-  EMBER_ASSIGN_OR_RETURN(const Plan plan, MakePlan(s, o, since.has_value() ? &*since : nullptr));
-  EMBER_ASSIGN_OR_RETURN(const v1::GetClusterMapResponse map, s.client->GetClusterMap());
-  if (map.epoch() == 0) return absl::FailedPreconditionError("slots are not assigned yet");
-  EMBER_ASSIGN_OR_RETURN(const SlotMap owners, DecodeSlotOwners(map.slot_owners(), map.epoch()));
+  return since;
+}
+
+// The slots of each owner in `owners`. FAILED_PRECONDITION when an owner is not among
+// the map's registered shards.
+absl::StatusOr<std::map<uint32_t, std::vector<uint32_t>>> SlotsByOwner(
+    const v1::GetClusterMapResponse& map, const SlotMap& owners) {
   std::map<uint32_t, std::vector<uint32_t>> slots;
   for (uint32_t slot = 0; slot < kNumSlots; ++slot) slots[owners.OwnerOf(slot)].push_back(slot);
   for (uint32_t owner : owners.Shards()) {
@@ -485,6 +484,46 @@ absl::Status RunExport(Session& s, const ExportOptions& o) {
           absl::StrCat("shard ", owner, " owns slots but is not registered"));
     }
   }
+  return slots;
+}
+
+// Writes the marker that says the export in `dir` is finished (kDoneFile).
+absl::Status WriteDone(const std::string& dir, const ExportManifest& m, uint64_t records,
+                       uint64_t tombstones) {
+  JsonWriter done;
+  done.BeginObject()
+      .Key("format")
+      .String(kExportMagic)
+      .Key("table")
+      .String(m.table)
+      .Key("kind")
+      .String(KindName(m.kind))
+      .Key("shards")
+      .Uint(m.shards.size())
+      .Key("records")
+      .Uint(records)
+      .Key("tombstones")
+      .Uint(tombstones)
+      .Key("finished_at")
+      .String(UtcMicros(absl::ToUnixMicros(absl::Now())))
+      .EndObject();
+  EMBER_RETURN_IF_ERROR(WriteDoneMarker(dir, done.str() + "\n"));
+  return absl::OkStatus();
+}
+
+absl::Status RunExport(Session& s, const ExportOptions& o) {
+  const absl::Time start = absl::Now();
+  if (fs::exists(fs::path(o.out) / kDoneFile) && !o.overwrite) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(o.out, " holds a finished export (", kDoneFile,
+                     "): choose another --out, or pass --overwrite to replace it"));
+  }
+  EMBER_ASSIGN_OR_RETURN(const std::optional<ExportManifest> since, ReadSince(o));
+  EMBER_ASSIGN_OR_RETURN(const Plan plan, MakePlan(s, o, since.has_value() ? &*since : nullptr));
+  EMBER_ASSIGN_OR_RETURN(const v1::GetClusterMapResponse map, s.client->GetClusterMap());
+  if (map.epoch() == 0) return absl::FailedPreconditionError("slots are not assigned yet");
+  EMBER_ASSIGN_OR_RETURN(const SlotMap owners, DecodeSlotOwners(map.slot_owners(), map.epoch()));
+  EMBER_ASSIGN_OR_RETURN(const auto slots, SlotsByOwner(map, owners));
   EMBER_RETURN_IF_ERROR(PrepareDir(o.out));
 
   ExportManifest m;
@@ -544,24 +583,7 @@ absl::Status RunExport(Session& s, const ExportOptions& o) {
   }
   EMBER_RETURN_IF_ERROR(
       WriteFileSynced((fs::path(o.out) / kPositionsFile).string(), ManifestJson(m)));
-  JsonWriter done;
-  done.BeginObject()
-      .Key("format")
-      .String(kExportMagic)
-      .Key("table")
-      .String(m.table)
-      .Key("kind")
-      .String(KindName(m.kind))
-      .Key("shards")
-      .Uint(m.shards.size())
-      .Key("records")
-      .Uint(records)
-      .Key("tombstones")
-      .Uint(tombstones)
-      .Key("finished_at")
-      .String(UtcMicros(absl::ToUnixMicros(absl::Now())))
-      .EndObject();
-  EMBER_RETURN_IF_ERROR(WriteDoneMarker(o.out, done.str() + "\n"));
+  EMBER_RETURN_IF_ERROR(WriteDone(o.out, m, records, tombstones));
   PrintSummary(s, o.out, m, records, tombstones, absl::Now() - start);
   return absl::OkStatus();
 }

@@ -13,8 +13,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -41,6 +41,26 @@ constexpr absl::Duration kKillWait = absl::Seconds(30);
 int64_t RemainingMs(absl::Time deadline) {
   // Clamped to what poll() takes; an infinite deadline waits in 24-day steps.
   return std::clamp<int64_t>(absl::ToInt64Milliseconds(deadline - absl::Now()), 0, INT32_MAX);
+}
+
+// The drain thread: copies the child's stdout (`fd`) to stderr until EOF; once Reap
+// signals `stop` (the child is gone), copies what is left without blocking and ends,
+// even if something else still holds the pipe open.
+void DrainToStderr(int fd, int stop) {
+  bool stopping = false;
+  char chunk[4096];
+  while (true) {
+    pollfd p[2] = {{fd, POLLIN, 0}, {stop, POLLIN, 0}};
+    const int ready = poll(p, stopping ? 1 : 2, stopping ? 0 : -1);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return;  // error, or stopping and nothing left
+    if (!stopping && (p[1].revents & (POLLIN | POLLHUP)) != 0) stopping = true;
+    if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    const ssize_t n = read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    (void)!write(STDERR_FILENO, chunk, n);
+  }
 }
 
 }  // namespace
@@ -85,7 +105,13 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binar
   close(fds[1]);
   std::unique_ptr<Process> process(new Process(pid, fds[0], wake[0], wake[1]));
 
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Status ready = process->AwaitReady(binary, ready_prefix, absl::Now() + timeout);
+  if (!ready.ok()) return ready;
+  return process;
+}
+
+absl::Status Process::AwaitReady(const std::string& binary, const std::string& ready_prefix,
+                                 absl::Time deadline) {
   std::string buffer;
   while (true) {
     size_t newline;
@@ -93,32 +119,14 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binar
       std::string line = buffer.substr(0, newline);
       buffer.erase(0, newline + 1);
       if (line.rfind(ready_prefix, 0) == 0) {
-        process->ready_text_ = line.substr(ready_prefix.size());
-        const int fd = process->stdout_fd_;
-        const int stop = process->wake_read_fd_;
-        process->drain_ = std::thread([fd, stop] {
-          // Copies the child's stdout until EOF; once Reap signals `stop` (the child is
-          // gone), copies what is left without blocking and ends, even if something
-          // else still holds the pipe open.
-          bool stopping = false;
-          char chunk[4096];
-          while (true) {
-            pollfd p[2] = {{fd, POLLIN, 0}, {stop, POLLIN, 0}};
-            const int ready = poll(p, stopping ? 1 : 2, stopping ? 0 : -1);
-            if (ready < 0 && errno == EINTR) continue;
-            if (ready <= 0) return;  // error, or stopping and nothing left
-            if (!stopping && (p[1].revents & (POLLIN | POLLHUP)) != 0) stopping = true;
-            if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-            const ssize_t n = read(fd, chunk, sizeof(chunk));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return;
-            (void)!write(STDERR_FILENO, chunk, n);
-          }
-        });
-        return process;
+        ready_text_ = line.substr(ready_prefix.size());
+        const int fd = stdout_fd_;
+        const int stop = wake_read_fd_;
+        drain_ = std::thread([fd, stop] { DrainToStderr(fd, stop); });
+        return absl::OkStatus();
       }
     }
-    pollfd p{process->stdout_fd_, POLLIN, 0};
+    pollfd p{stdout_fd_, POLLIN, 0};
     const int ready = poll(&p, 1, static_cast<int>(RemainingMs(deadline)));
     if (ready < 0 && errno == EINTR) continue;
     if (ready < 0) return ErrnoError("poll");
@@ -127,7 +135,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const std::string& binar
           absl::StrCat(binary, " printed no '", ready_prefix, "' line in time"));
     }
     char chunk[4096];
-    const ssize_t n = read(process->stdout_fd_, chunk, sizeof(chunk));
+    const ssize_t n = read(stdout_fd_, chunk, sizeof(chunk));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       return absl::UnavailableError(

@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
@@ -77,6 +78,11 @@ class Process {
         wake_read_fd_(wake_read_fd),
         wake_write_fd_(wake_write_fd) {}
 
+  // Start's last phase: reads the child's stdout until a line starts with
+  // `ready_prefix` (its rest is ready_text_), then starts the drain thread.
+  // DEADLINE_EXCEEDED past `deadline`; UNAVAILABLE if stdout closes first.
+  absl::Status AwaitReady(const std::string& binary, const std::string& ready_prefix,
+                          absl::Time deadline);
   // Waits until the child exits or `timeout` passes. Returns its wait status, or -1
   // on timeout.
   int WaitFor(absl::Duration timeout);

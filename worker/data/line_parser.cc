@@ -74,65 +74,58 @@ void SplitTabs(absl::string_view line, std::vector<absl::string_view>* fields) {
   }
 }
 
-absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
-                                              const ReaderOptions& options,
-                                              const std::vector<absl::string_view>& file_columns,
-                                              absl::string_view path) {
-  std::map<absl::string_view, int> index;
-  std::map<absl::string_view, int> count;
-  for (int i = 0; i < static_cast<int>(file_columns.size()); ++i) {
-    index.emplace(file_columns[i], i);
-    ++count[file_columns[i]];
+absl::StatusOr<int> LineParser::HeaderIndex::FieldOf(const std::string& name) const {
+  auto it = index.find(name);
+  if (it == index.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": the header has no column '", name, "' (from data.columns)"));
   }
-  auto field_of = [&](const std::string& name) -> absl::StatusOr<int> {
-    auto it = index.find(name);
-    if (it == index.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": the header has no column '", name, "' (from data.columns)"));
-    }
-    if (count[name] > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": column '", name, "' appears ",
-                                                     count[name], " times in the header"));
-    }
-    return it->second;
-  };
+  const int times = count.at(it->first);
+  if (times > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": column '", name, "' appears ", times, " times in the header"));
+  }
+  return it->second;
+}
 
-  LineParser p;
-  p.num_fields_ = file_columns.size();
-  p.rank_ = options.rank;
-  p.world_size_ = options.world_size;
-  std::map<std::string, IdColumn> sparse;  // every sparse column, by name
+absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const ReaderOptions& options,
+                                    const HeaderIndex& header,
+                                    std::map<std::string, IdColumn>* sparse) {
   for (const ColumnConfig& c : config.data().columns()) {
     if (c.kind() == ColumnConfig::IGNORE || c.kind() == ColumnConfig::KIND_UNSPECIFIED) continue;
     if (c.kind() == ColumnConfig::EVAL && !options.with_eval_columns) continue;
-    absl::StatusOr<int> field = field_of(c.name());
+    absl::StatusOr<int> field = header.FieldOf(c.name());
     if (!field.ok()) return field.status();
     switch (c.kind()) {
       case ColumnConfig::LABEL:
-        p.label_field_ = *field;
-        p.label_name_ = c.name();
+        label_field_ = *field;
+        label_name_ = c.name();
         break;
       case ColumnConfig::WEIGHT:
-        p.weight_field_ = *field;
-        p.weight_name_ = c.name();
+        weight_field_ = *field;
+        weight_name_ = c.name();
         break;
       case ColumnConfig::DENSE:
       case ColumnConfig::EVAL:
-        (c.kind() == ColumnConfig::DENSE ? p.dense_ : p.eval_)
+        (c.kind() == ColumnConfig::DENSE ? dense_ : eval_)
             .push_back({*field, c.name(), c.transform() == ColumnConfig::LOG1P, c.missing_value()});
         break;
       case ColumnConfig::CATEGORICAL:
       case ColumnConfig::MULTI_HOT:
-        sparse[c.name()] = {*field, c.name(), c.id_encoding(), c.kind() == ColumnConfig::MULTI_HOT,
-                            c.separator().empty() ? "|" : c.separator()};
+        (*sparse)[c.name()] = {*field, c.name(), c.id_encoding(),
+                               c.kind() == ColumnConfig::MULTI_HOT,
+                               c.separator().empty() ? "|" : c.separator()};
         break;
       default:
         break;
     }
   }
-  if (p.label_field_ < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": the config has no LABEL column"));
-  }
+  return absl::OkStatus();
+}
+
+absl::Status LineParser::MapFeatures(const v1::ModelConfig& config,
+                                     const std::map<std::string, IdColumn>& sparse,
+                                     absl::string_view path) {
   std::map<std::string, int> id_column_index;
   for (const v1::FeatureConfig& f : config.features()) {
     auto it = sparse.find(f.column());
@@ -140,10 +133,34 @@ absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": feature '", f.name(), "' reads column '", f.column(), "', not a sparse column"));
     }
-    auto [pos, added] = id_column_index.emplace(f.column(), p.id_columns_.size());
-    if (added) p.id_columns_.push_back(it->second);
-    p.feature_column_.push_back(pos->second);
+    auto [pos, added] = id_column_index.emplace(f.column(), id_columns_.size());
+    if (added) id_columns_.push_back(it->second);
+    feature_column_.push_back(pos->second);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
+                                              const ReaderOptions& options,
+                                              const std::vector<absl::string_view>& file_columns,
+                                              absl::string_view path) {
+  HeaderIndex header;
+  header.path = path;
+  for (int i = 0; i < static_cast<int>(file_columns.size()); ++i) {
+    header.index.emplace(file_columns[i], i);
+    ++header.count[file_columns[i]];
+  }
+
+  LineParser p;
+  p.num_fields_ = file_columns.size();
+  p.rank_ = options.rank;
+  p.world_size_ = options.world_size;
+  std::map<std::string, IdColumn> sparse;  // every sparse column, by name
+  if (absl::Status s = p.MapColumns(config, options, header, &sparse); !s.ok()) return s;
+  if (p.label_field_ < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the config has no LABEL column"));
+  }
+  if (absl::Status s = p.MapFeatures(config, sparse, path); !s.ok()) return s;
   const std::string& partition_by = config.data().partition_by();
   if (!partition_by.empty() && partition_by != "file") {
     auto it = sparse.find(partition_by);

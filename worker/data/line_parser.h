@@ -31,9 +31,11 @@
 #define EMBER_WORKER_DATA_LINE_PARSER_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ember/v1/model.pb.h"
@@ -90,7 +92,23 @@ class LineParser {
     std::string separator;
   };
 
+  // The header's columns: name -> field, and how often each name appears.
+  struct HeaderIndex {
+    absl::string_view path;  // for errors
+    std::map<absl::string_view, int> index;
+    std::map<absl::string_view, int> count;
+    // The field of column `name`; INVALID_ARGUMENT if it is missing or repeated.
+    absl::StatusOr<int> FieldOf(const std::string& name) const;
+  };
+
   LineParser() = default;
+  // Create's phases. MapColumns: the field of each used column of data.columns
+  // (label, weight, dense and eval here; the sparse ones into *sparse, by name).
+  absl::Status MapColumns(const v1::ModelConfig& config, const ReaderOptions& options,
+                          const HeaderIndex& header, std::map<std::string, IdColumn>* sparse);
+  // The sparse column each feature reads (id_columns_, feature_column_).
+  absl::Status MapFeatures(const v1::ModelConfig& config,
+                           const std::map<std::string, IdColumn>& sparse, absl::string_view path);
   bool ParseIds(const IdColumn& c, absl::string_view value, std::string* error);
 
   size_t num_fields_ = 0;

@@ -24,8 +24,33 @@ absl::StatusOr<PoolingPlan> PoolingPlan::Build(int batch, std::vector<PoolingFea
   }
   PoolingPlan plan;
   plan.batch_ = batch;
-  plan.table_dim_.assign(table_rows.size(), 0);
   size_t total_ids = 0;
+  if (absl::Status s = plan.CheckFeatures(features, table_rows, offsets, ids, &total_ids);
+      !s.ok()) {
+    return s;
+  }
+  plan.table_offset_.assign(table_rows.size() + 1, 0);
+  for (size_t t = 0; t < table_rows.size(); ++t) {
+    plan.table_offset_[t + 1] =
+        plan.table_offset_[t] + size_t{table_rows[t]} * static_cast<size_t>(plan.table_dim_[t]);
+  }
+
+  plan.BuildForward(offsets, ids, total_ids);
+  plan.BuildBackward(features, table_rows, offsets, ids);
+  plan.features_ = std::move(features);
+  plan.table_rows_ = std::move(table_rows);
+  return plan;
+}
+
+absl::Status PoolingPlan::CheckFeatures(const std::vector<PoolingFeature>& features,
+                                        const std::vector<uint32_t>& table_rows,
+                                        const std::vector<std::vector<uint32_t>>& offsets,
+                                        const std::vector<std::vector<uint32_t>>& ids,
+                                        size_t* total) {
+  const int batch = batch_;
+  table_dim_.assign(table_rows.size(), 0);
+  size_t total_ids = 0;
+  const size_t num_features = features.size();
   for (size_t f = 0; f < num_features; ++f) {
     const PoolingFeature& feature = features[f];
     const std::string name = absl::StrCat("pooling: feature ", f, ": ");
@@ -37,13 +62,13 @@ absl::StatusOr<PoolingPlan> PoolingPlan::Build(int batch, std::vector<PoolingFea
       return absl::InvalidArgumentError(
           absl::StrCat(name, "dim ", feature.dim, ", pooled offset ", feature.pooled_offset));
     }
-    int& table_dim = plan.table_dim_[feature.table];
+    int& table_dim = table_dim_[feature.table];
     if (table_dim != 0 && table_dim != feature.dim) {
       return absl::InvalidArgumentError(absl::StrCat(name, "dim ", feature.dim, " but table ",
                                                      feature.table, " has dim ", table_dim));
     }
     table_dim = feature.dim;
-    plan.pooled_width_ = std::max(plan.pooled_width_, feature.pooled_offset + feature.dim);
+    pooled_width_ = std::max(pooled_width_, feature.pooled_offset + feature.dim);
     const std::vector<uint32_t>& off = offsets[f];
     if (off.size() != static_cast<size_t>(batch) + 1 || off.front() != 0 ||
         off.back() != ids[f].size()) {
@@ -66,37 +91,45 @@ absl::StatusOr<PoolingPlan> PoolingPlan::Build(int batch, std::vector<PoolingFea
   if (total_ids >= std::numeric_limits<uint32_t>::max()) {
     return absl::InvalidArgumentError("pooling: more than 2^32 - 1 ids");
   }
+  *total = total_ids;
+  return absl::OkStatus();
+}
 
-  plan.table_offset_.assign(table_rows.size() + 1, 0);
-  for (size_t t = 0; t < table_rows.size(); ++t) {
-    plan.table_offset_[t + 1] =
-        plan.table_offset_[t] + size_t{table_rows[t]} * static_cast<size_t>(plan.table_dim_[t]);
-  }
-
+void PoolingPlan::BuildForward(const std::vector<std::vector<uint32_t>>& offsets,
+                               const std::vector<std::vector<uint32_t>>& ids, size_t total_ids) {
+  const size_t num_features = offsets.size();
+  const int batch = batch_;
   // Forward CSR over bags, features outermost.
-  plan.bag_begin_.reserve(num_features * batch + 1);
-  plan.ids_.reserve(total_ids);
-  plan.bag_begin_.push_back(0);
+  bag_begin_.reserve(num_features * batch + 1);
+  ids_.reserve(total_ids);
+  bag_begin_.push_back(0);
   for (size_t f = 0; f < num_features; ++f) {
     for (int b = 0; b < batch; ++b) {
-      for (uint32_t k = offsets[f][b]; k < offsets[f][b + 1]; ++k) plan.ids_.push_back(ids[f][k]);
-      plan.bag_begin_.push_back(static_cast<uint32_t>(plan.ids_.size()));
+      for (uint32_t k = offsets[f][b]; k < offsets[f][b + 1]; ++k) ids_.push_back(ids[f][k]);
+      bag_begin_.push_back(static_cast<uint32_t>(ids_.size()));
     }
   }
+}
 
+void PoolingPlan::BuildBackward(const std::vector<PoolingFeature>& features,
+                                const std::vector<uint32_t>& table_rows,
+                                const std::vector<std::vector<uint32_t>>& offsets,
+                                const std::vector<std::vector<uint32_t>>& ids) {
+  const size_t num_features = features.size();
+  const int batch = batch_;
   // Backward CSR per table by counting sort, which keeps the (f, b, k) order.
-  plan.row_begin_.resize(table_rows.size());
-  plan.row_bags_.resize(table_rows.size());
-  for (size_t t = 0; t < table_rows.size(); ++t) plan.row_begin_[t].assign(table_rows[t] + 1, 0);
+  row_begin_.resize(table_rows.size());
+  row_bags_.resize(table_rows.size());
+  for (size_t t = 0; t < table_rows.size(); ++t) row_begin_[t].assign(table_rows[t] + 1, 0);
   for (size_t f = 0; f < num_features; ++f) {
-    std::vector<uint32_t>& begin = plan.row_begin_[features[f].table];
+    std::vector<uint32_t>& begin = row_begin_[features[f].table];
     for (uint32_t id : ids[f]) ++begin[id + 1];
   }
   std::vector<std::vector<uint32_t>> cursor(table_rows.size());
   for (size_t t = 0; t < table_rows.size(); ++t) {
-    std::vector<uint32_t>& begin = plan.row_begin_[t];
+    std::vector<uint32_t>& begin = row_begin_[t];
     for (size_t r = 1; r < begin.size(); ++r) begin[r] += begin[r - 1];
-    plan.row_bags_[t].resize(begin.back());
+    row_bags_[t].resize(begin.back());
     cursor[t].assign(begin.begin(), begin.end() - 1);
   }
   for (size_t f = 0; f < num_features; ++f) {
@@ -104,13 +137,10 @@ absl::StatusOr<PoolingPlan> PoolingPlan::Build(int batch, std::vector<PoolingFea
     for (int b = 0; b < batch; ++b) {
       const uint32_t bag = static_cast<uint32_t>(f * batch + b);
       for (uint32_t k = offsets[f][b]; k < offsets[f][b + 1]; ++k) {
-        plan.row_bags_[t][cursor[t][ids[f][k]]++] = bag;
+        row_bags_[t][cursor[t][ids[f][k]]++] = bag;
       }
     }
   }
-  plan.features_ = std::move(features);
-  plan.table_rows_ = std::move(table_rows);
-  return plan;
 }
 
 void PoolingPlan::Forward(absl::Span<const float> rows, absl::Span<float> pooled) const {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
@@ -72,6 +73,22 @@ class PoolingPlan {
 
  private:
   PoolingPlan() = default;
+
+  // Build's phases. CheckFeatures: Build's checks of each feature and its CSR; sets
+  // table_dim_ and pooled_width_ and the total id count (batch_ set).
+  absl::Status CheckFeatures(const std::vector<PoolingFeature>& features,
+                             const std::vector<uint32_t>& table_rows,
+                             const std::vector<std::vector<uint32_t>>& offsets,
+                             const std::vector<std::vector<uint32_t>>& ids, size_t* total);
+  // The forward CSR over bags (bag_begin_, ids_), features outermost.
+  void BuildForward(const std::vector<std::vector<uint32_t>>& offsets,
+                    const std::vector<std::vector<uint32_t>>& ids, size_t total_ids);
+  // The backward CSR per table (row_begin_, row_bags_) by counting sort, which keeps
+  // the (feature, bag, id) order.
+  void BuildBackward(const std::vector<PoolingFeature>& features,
+                     const std::vector<uint32_t>& table_rows,
+                     const std::vector<std::vector<uint32_t>>& offsets,
+                     const std::vector<std::vector<uint32_t>>& ids);
 
   int batch_ = 0;
   int pooled_width_ = 0;

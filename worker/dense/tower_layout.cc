@@ -52,6 +52,50 @@ double TowerLayout::ForwardMacsPerExample() const {
   return macs;
 }
 
+namespace {
+
+// Appends a layer of in x out weights and out biases to `layers`, its parameters
+// after the tower's so far.
+void AddLayer(TowerLayout* t, std::vector<Layer>* layers, int in, int out, bool relu) {
+  Layer layer{in, out, t->num_parameters, t->num_parameters + static_cast<size_t>(in) * out, relu};
+  t->num_parameters = layer.b + out;
+  layers->push_back(layer);
+}
+
+// The interaction's output width (t->interaction_width) from the bottom output and
+// the features. INVALID_ARGUMENT when DOT's vectors differ in dim or are fewer than
+// two, or CONCAT has no input.
+absl::Status SetInteractionWidth(TowerLayout* t) {
+  const int num_features = static_cast<int>(t->feature_dims.size());
+  if (t->interaction == v1::DenseTowerConfig::DOT) {
+    const bool has_bottom = t->num_dense > 0;
+    const int dim = has_bottom ? t->bottom_width : (num_features > 0 ? t->feature_dims[0] : 0);
+    for (int i = 0; i < num_features; ++i) {
+      if (t->feature_dims[i] != dim) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("dense tower: DOT interaction needs every feature dim equal to ",
+                         has_bottom ? "the bottom output size " : "the first feature's dim ", dim,
+                         "; feature ", i, " has dim ", t->feature_dims[i]));
+      }
+    }
+    if (num_features + (has_bottom ? 1 : 0) < 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dense tower: DOT interaction needs at least two vectors (bottom output and "
+                       "features); have ",
+                       num_features, " features and ", has_bottom ? "a" : "no", " bottom output"));
+    }
+    t->interaction_width = DotOutputWidth(has_bottom, num_features, dim);
+  } else {
+    t->interaction_width = t->bottom_width + t->pooled_width;
+    if (t->interaction_width == 0) {
+      return absl::InvalidArgumentError("dense tower: no inputs (no dense and no features)");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config, int num_dense,
                                              std::vector<int> feature_dims) {
   TowerLayout t;
@@ -86,53 +130,23 @@ absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config,
     if (absl::Status s = CheckWidth(config.top_mlp(i), "top_mlp", i); !s.ok()) return s;
   }
 
-  auto add_layer = [&t](std::vector<Layer>& layers, int in, int out, bool relu) {
-    Layer layer{in, out, t.num_parameters, t.num_parameters + static_cast<size_t>(in) * out, relu};
-    t.num_parameters = layer.b + out;
-    layers.push_back(layer);
-  };
-
   // Bottom MLP: only with dense features (without them bottom_mlp is ignored).
   if (num_dense > 0) {
     t.bottom_width = num_dense;
     for (uint32_t width : config.bottom_mlp()) {
-      add_layer(t.bottom, t.bottom_width, static_cast<int>(width), /*relu=*/true);
+      AddLayer(&t, &t.bottom, t.bottom_width, static_cast<int>(width), /*relu=*/true);
       t.bottom_width = static_cast<int>(width);
     }
   }
 
-  const int num_features = static_cast<int>(t.feature_dims.size());
-  if (t.interaction == v1::DenseTowerConfig::DOT) {
-    const bool has_bottom = num_dense > 0;
-    const int dim = has_bottom ? t.bottom_width : (num_features > 0 ? t.feature_dims[0] : 0);
-    for (int i = 0; i < num_features; ++i) {
-      if (t.feature_dims[i] != dim) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("dense tower: DOT interaction needs every feature dim equal to ",
-                         has_bottom ? "the bottom output size " : "the first feature's dim ", dim,
-                         "; feature ", i, " has dim ", t.feature_dims[i]));
-      }
-    }
-    if (num_features + (has_bottom ? 1 : 0) < 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("dense tower: DOT interaction needs at least two vectors (bottom output and "
-                       "features); have ",
-                       num_features, " features and ", has_bottom ? "a" : "no", " bottom output"));
-    }
-    t.interaction_width = DotOutputWidth(has_bottom, num_features, dim);
-  } else {
-    t.interaction_width = t.bottom_width + t.pooled_width;
-    if (t.interaction_width == 0) {
-      return absl::InvalidArgumentError("dense tower: no inputs (no dense and no features)");
-    }
-  }
+  if (absl::Status s = SetInteractionWidth(&t); !s.ok()) return s;
 
   int width = t.interaction_width;
   for (uint32_t out : config.top_mlp()) {
-    add_layer(t.top, width, static_cast<int>(out), /*relu=*/true);
+    AddLayer(&t, &t.top, width, static_cast<int>(out), /*relu=*/true);
     width = static_cast<int>(out);
   }
-  add_layer(t.top, width, 1, /*relu=*/false);
+  AddLayer(&t, &t.top, width, 1, /*relu=*/false);
   return t;
 }
 

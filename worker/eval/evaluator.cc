@@ -31,6 +31,72 @@ std::optional<double> Defined(double v) {
   return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
 }
 
+// The accumulators of one evaluation: the model by item bucket (hot, warm, cold), the
+// model on cold users, and the oracle (true probabilities), each used when its eval
+// column is set (index >= 0).
+struct EvalSums {
+  int item_count = -1;
+  int cold_user = -1;
+  int true_prob = -1;
+  EvalAccumulator model{/*num_buckets=*/3};  // buckets: hot, warm, cold items
+  EvalAccumulator cold_users{/*num_buckets=*/1};
+  EvalAccumulator oracle;
+  std::vector<int> buckets, user_buckets;  // scratch
+};
+
+// Adds one batch's scores to the accumulators.
+absl::Status Accumulate(const v1::EvalConfig& ec, const ExampleBatch& batch,
+                        const std::vector<float>& scores, EvalSums* sums) {
+  const int b = batch.size;
+  sums->buckets.assign(b, -1);
+  if (sums->item_count >= 0) {
+    for (int i = 0; i < b; ++i) {
+      const double count = batch.eval[sums->item_count][i];
+      sums->buckets[i] = count >= ec.hot_min_count() ? 0 : count >= ec.warm_min_count() ? 1 : 2;
+    }
+  }
+  EMBER_RETURN_IF_ERROR(sums->model.Add(scores, batch.labels, sums->buckets));
+  if (sums->cold_user >= 0) {
+    sums->user_buckets.assign(b, -1);
+    for (int i = 0; i < b; ++i) {
+      sums->user_buckets[i] = batch.eval[sums->cold_user][i] >= 0.5f ? 0 : -1;
+    }
+    EMBER_RETURN_IF_ERROR(sums->cold_users.Add(scores, batch.labels, sums->user_buckets));
+  }
+  if (sums->true_prob >= 0) {
+    EMBER_RETURN_IF_ERROR(sums->oracle.Add(batch.eval[sums->true_prob], batch.labels));
+  }
+  return absl::OkStatus();
+}
+
+// The result of the accumulated evaluation (seconds not set).
+TestSetResult Summarize(const EvalSums& sums) {
+  TestSetResult result;
+  const EvalResult m = sums.model.Finalize();
+  result.examples = static_cast<uint64_t>(m.count);
+  result.auc = m.auc;
+  result.logloss = m.logloss;
+  if (sums.item_count >= 0) {
+    result.auc_hot = m.buckets[0].defined ? std::optional<double>(m.buckets[0].auc) : std::nullopt;
+    result.auc_warm = m.buckets[1].defined ? std::optional<double>(m.buckets[1].auc) : std::nullopt;
+    result.auc_cold = m.buckets[2].defined ? std::optional<double>(m.buckets[2].auc) : std::nullopt;
+    result.examples_hot = m.buckets[0].count;
+    result.examples_warm = m.buckets[1].count;
+    result.examples_cold = m.buckets[2].count;
+  }
+  if (sums.cold_user >= 0) {
+    const EvalResult c = sums.cold_users.Finalize();
+    if (c.buckets[0].defined) result.auc_cold_users = c.buckets[0].auc;
+    result.examples_cold_users = c.buckets[0].count;
+  }
+  if (sums.true_prob >= 0) {
+    const EvalResult o = sums.oracle.Finalize();
+    result.oracle_auc = Defined(o.auc);
+    result.oracle_logloss = Defined(o.logloss);
+  }
+  return result;
+}
+
 }  // namespace
 
 absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const SparseLayout& layout,
@@ -41,18 +107,15 @@ absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const Spar
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
                          DatasetReader::Open(config, config.data().test_path(), options));
   const v1::EvalConfig& ec = config.eval();
-  const int item_count = EvalIndex(config, ec.item_count_column());
-  const int cold_user = EvalIndex(config, ec.cold_user_column());
-  const int true_prob = EvalIndex(config, ec.true_prob_column());
+  EvalSums sums;
+  sums.item_count = EvalIndex(config, ec.item_count_column());
+  sums.cold_user = EvalIndex(config, ec.cold_user_column());
+  sums.true_prob = EvalIndex(config, ec.true_prob_column());
   const uint64_t cap = config.training().eval_max_examples();
 
-  EvalAccumulator model(/*num_buckets=*/3);  // buckets: hot, warm, cold items
-  EvalAccumulator cold_users(/*num_buckets=*/1);
-  EvalAccumulator oracle;
   ExampleBatch batch;
   SparseBatch sparse(layout);
   std::vector<float> pooled, logits, scores;
-  std::vector<int> buckets, user_buckets;
   const int batch_size = static_cast<int>(config.training().batch_size());
   uint64_t seen = 0;
   while (cap == 0 || seen < cap) {
@@ -73,49 +136,12 @@ absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const Spar
     sparse.Pool(absl::MakeSpan(pooled));
     tower.Forward(b, batch.dense, pooled, absl::MakeSpan(logits));
     for (int i = 0; i < b; ++i) scores[i] = 1.0f / (1.0f + std::exp(-logits[i]));
-
-    buckets.assign(b, -1);
-    if (item_count >= 0) {
-      for (int i = 0; i < b; ++i) {
-        const double count = batch.eval[item_count][i];
-        buckets[i] = count >= ec.hot_min_count() ? 0 : count >= ec.warm_min_count() ? 1 : 2;
-      }
-    }
-    EMBER_RETURN_IF_ERROR(model.Add(scores, batch.labels, buckets));
-    if (cold_user >= 0) {
-      user_buckets.assign(b, -1);
-      for (int i = 0; i < b; ++i) user_buckets[i] = batch.eval[cold_user][i] >= 0.5f ? 0 : -1;
-      EMBER_RETURN_IF_ERROR(cold_users.Add(scores, batch.labels, user_buckets));
-    }
-    if (true_prob >= 0) EMBER_RETURN_IF_ERROR(oracle.Add(batch.eval[true_prob], batch.labels));
+    EMBER_RETURN_IF_ERROR(Accumulate(ec, batch, scores, &sums));
   }
   if (seen == 0) {
     return absl::NotFoundError(absl::StrCat("no test examples in ", config.data().test_path()));
   }
-
-  TestSetResult result;
-  const EvalResult m = model.Finalize();
-  result.examples = static_cast<uint64_t>(m.count);
-  result.auc = m.auc;
-  result.logloss = m.logloss;
-  if (item_count >= 0) {
-    result.auc_hot = m.buckets[0].defined ? std::optional<double>(m.buckets[0].auc) : std::nullopt;
-    result.auc_warm = m.buckets[1].defined ? std::optional<double>(m.buckets[1].auc) : std::nullopt;
-    result.auc_cold = m.buckets[2].defined ? std::optional<double>(m.buckets[2].auc) : std::nullopt;
-    result.examples_hot = m.buckets[0].count;
-    result.examples_warm = m.buckets[1].count;
-    result.examples_cold = m.buckets[2].count;
-  }
-  if (cold_user >= 0) {
-    const EvalResult c = cold_users.Finalize();
-    if (c.buckets[0].defined) result.auc_cold_users = c.buckets[0].auc;
-    result.examples_cold_users = c.buckets[0].count;
-  }
-  if (true_prob >= 0) {
-    const EvalResult o = oracle.Finalize();
-    result.oracle_auc = Defined(o.auc);
-    result.oracle_logloss = Defined(o.logloss);
-  }
+  TestSetResult result = Summarize(sums);
   result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return result;
 }

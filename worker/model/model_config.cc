@@ -272,20 +272,12 @@ absl::Status CheckColumns(const ModelConfig& config, const Checker& check) {
   return absl::OkStatus();
 }
 
-absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
-  const DataConfig& data = config.data();
-  std::map<std::string, const ColumnConfig*> columns;
-  for (const ColumnConfig& c : data.columns()) columns[c.name()] = &c;
+// The data columns by name.
+using Columns = std::map<std::string, const ColumnConfig*>;
 
-  if (data.partition_by() != "file") {
-    auto it = columns.find(data.partition_by());
-    if (it == columns.end() || it->second->kind() != ColumnConfig::CATEGORICAL) {
-      return check.Error("data.partition_by", "'", data.partition_by(),
-                         "' is neither \"file\" nor a CATEGORICAL column");
-    }
-  }
-
-  std::map<std::string, uint32_t> table_dims;
+// tables: names and dims; their dims by name go to *table_dims.
+absl::Status CheckTables(const ModelConfig& config, const Checker& check,
+                         std::map<std::string, uint32_t>* table_dims) {
   for (int i = 0; i < config.tables_size(); ++i) {
     const v1::TableConfig& t = config.tables(i);
     const std::string field = absl::StrCat("tables[", i, "] (", t.name(), ")");
@@ -295,12 +287,15 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
     if (t.dim() < 1 || t.dim() > kMaxTableDim) {
       return check.Error(field, "dim ", t.dim(), " is out of range 1..", kMaxTableDim);
     }
-    if (!table_dims.emplace(t.name(), t.dim()).second) {
+    if (!table_dims->emplace(t.name(), t.dim()).second) {
       return check.Error(field, "table name '", t.name(), "' appears twice");
     }
   }
+  return absl::OkStatus();
+}
 
-  const DenseTowerConfig& dense = config.dense();
+// dense: layer sizes and the interaction (DOT needs a bottom MLP).
+absl::Status CheckDenseTower(const DenseTowerConfig& dense, const Checker& check) {
   for (int i = 0; i < dense.bottom_mlp_size(); ++i) {
     if (dense.bottom_mlp(i) < 1 || dense.bottom_mlp(i) > kMaxLayerSize) {
       return check.Error(absl::StrCat("dense.bottom_mlp[", i, "]"), "size ", dense.bottom_mlp(i),
@@ -316,11 +311,19 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
   if (!DenseTowerConfig::Interaction_IsValid(dense.interaction())) {
     return check.Error("dense.interaction", "unknown interaction ", dense.interaction());
   }
-  const bool dot = dense.interaction() == DenseTowerConfig::DOT;
-  if (dot && dense.bottom_mlp().empty()) {
+  if (dense.interaction() == DenseTowerConfig::DOT && dense.bottom_mlp().empty()) {
     return check.Error("dense.bottom_mlp", "DOT interaction needs a bottom MLP");
   }
+  return absl::OkStatus();
+}
 
+// features: unique names, each on a CATEGORICAL or MULTI_HOT column and a known
+// table (of the last bottom_mlp size under DOT interaction).
+absl::Status CheckFeatures(const ModelConfig& config, const Columns& columns,
+                           const std::map<std::string, uint32_t>& table_dims,
+                           const Checker& check) {
+  const DenseTowerConfig& dense = config.dense();
+  const bool dot = dense.interaction() == DenseTowerConfig::DOT;
   std::set<std::string> feature_names;
   for (int i = 0; i < config.features_size(); ++i) {
     const FeatureConfig& f = config.features(i);
@@ -352,8 +355,11 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
                          dense.bottom_mlp(dense.bottom_mlp_size() - 1));
     }
   }
+  return absl::OkStatus();
+}
 
-  const DenseOptimizerConfig& opt = config.dense_optimizer();
+// dense_optimizer: a known kind and sane hyperparameters.
+absl::Status CheckDenseOptimizer(const DenseOptimizerConfig& opt, const Checker& check) {
   if (!DenseOptimizerConfig::Kind_IsValid(opt.kind())) {
     return check.Error("dense_optimizer.kind", "unknown kind ", opt.kind());
   }
@@ -372,8 +378,11 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
   if (!(opt.initial_accumulator() >= 0) || !std::isfinite(opt.initial_accumulator())) {
     return check.Error("dense_optimizer.initial_accumulator", "must be >= 0 and finite");
   }
+  return absl::OkStatus();
+}
 
-  const TrainingConfig& training = config.training();
+// training: batch size and consistency (SSP needs a staleness).
+absl::Status CheckTraining(const TrainingConfig& training, const Checker& check) {
   if (training.batch_size() == 0) return check.Error("training.batch_size", "must be > 0");
   if (!TrainingConfig::Consistency_IsValid(training.consistency())) {
     return check.Error("training.consistency", "unknown consistency ", training.consistency());
@@ -381,8 +390,11 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
   if (training.consistency() == TrainingConfig::SSP && training.staleness() < 1) {
     return check.Error("training.staleness", "SSP needs staleness >= 1");
   }
+  return absl::OkStatus();
+}
 
-  const v1::EvalConfig& eval = config.eval();
+// eval: the columns it names are EVAL columns; warm_min_count <= hot_min_count.
+absl::Status CheckEval(const v1::EvalConfig& eval, const Columns& columns, const Checker& check) {
   const std::pair<const char*, const std::string*> eval_columns[] = {
       {"eval.item_count_column", &eval.item_count_column()},
       {"eval.cold_user_column", &eval.cold_user_column()},
@@ -400,6 +412,27 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
                        eval.hot_min_count());
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
+  const DataConfig& data = config.data();
+  Columns columns;
+  for (const ColumnConfig& c : data.columns()) columns[c.name()] = &c;
+
+  if (data.partition_by() != "file") {
+    auto it = columns.find(data.partition_by());
+    if (it == columns.end() || it->second->kind() != ColumnConfig::CATEGORICAL) {
+      return check.Error("data.partition_by", "'", data.partition_by(),
+                         "' is neither \"file\" nor a CATEGORICAL column");
+    }
+  }
+  std::map<std::string, uint32_t> table_dims;
+  EMBER_RETURN_IF_ERROR(CheckTables(config, check, &table_dims));
+  EMBER_RETURN_IF_ERROR(CheckDenseTower(config.dense(), check));
+  EMBER_RETURN_IF_ERROR(CheckFeatures(config, columns, table_dims, check));
+  EMBER_RETURN_IF_ERROR(CheckDenseOptimizer(config.dense_optimizer(), check));
+  EMBER_RETURN_IF_ERROR(CheckTraining(config.training(), check));
+  return CheckEval(config.eval(), columns, check);
 }
 
 absl::Status CheckSkew(const ModelConfig& config, const Checker& check) {

@@ -42,26 +42,10 @@ class Cursor {
   size_t left_;
 };
 
-}  // namespace
-
-int OwnerRank(uint64_t id, int world_size) {
-  return static_cast<int>(Mix64Alt(id) % static_cast<uint64_t>(world_size));
-}
-
-absl::Status ReduceSparseGradients(Collective& collective, const SparseBatch& batch,
-                                   std::vector<OwnedGradients>* out) {
-  const int world = collective.world_size();
+// Splits every table's ids by owner rank, keeping batch order within each owner:
+// message r holds, per table, a count, the ids and their gradients.
+std::vector<std::string> EncodeByOwner(const SparseBatch& batch, int world) {
   const int num_tables = batch.num_tables();
-  out->resize(num_tables);
-  if (world == 1) {
-    for (int t = 0; t < num_tables; ++t) {
-      (*out)[t].ids = batch.table(t).ids;
-      (*out)[t].grads = batch.table(t).grads;
-    }
-    return absl::OkStatus();
-  }
-
-  // Split every table's ids by owner, keeping batch order within each owner.
   std::vector<std::string> send(world);
   std::vector<std::vector<uint32_t>> by_owner(world);
   for (int t = 0; t < num_tables; ++t) {
@@ -81,11 +65,15 @@ absl::Status ReduceSparseGradients(Collective& collective, const SparseBatch& ba
     }
   }
 
-  EMBER_ASSIGN_OR_RETURN(std::vector<std::string> recv, collective.AllToAll(send));
-  if (static_cast<int>(recv.size()) != world) {
-    return absl::DataLossError("sparse exchange: wrong number of messages");
-  }
+  return send;
+}
 
+// Sums the gradients of each id received from all ranks into (*out)[table], in rank
+// order (the summation order is fixed). DATA_LOSS for a truncated or overlong message.
+absl::Status SumReceived(const SparseBatch& batch, const std::vector<std::string>& recv,
+                         std::vector<OwnedGradients>* out) {
+  const int world = static_cast<int>(recv.size());
+  const int num_tables = batch.num_tables();
   std::vector<Cursor> cursors;
   cursors.reserve(world);
   for (const std::string& r : recv) cursors.emplace_back(r);
@@ -131,6 +119,32 @@ absl::Status ReduceSparseGradients(Collective& collective, const SparseBatch& ba
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+int OwnerRank(uint64_t id, int world_size) {
+  return static_cast<int>(Mix64Alt(id) % static_cast<uint64_t>(world_size));
+}
+
+absl::Status ReduceSparseGradients(Collective& collective, const SparseBatch& batch,
+                                   std::vector<OwnedGradients>* out) {
+  const int world = collective.world_size();
+  const int num_tables = batch.num_tables();
+  out->resize(num_tables);
+  if (world == 1) {
+    for (int t = 0; t < num_tables; ++t) {
+      (*out)[t].ids = batch.table(t).ids;
+      (*out)[t].grads = batch.table(t).grads;
+    }
+    return absl::OkStatus();
+  }
+  EMBER_ASSIGN_OR_RETURN(std::vector<std::string> recv,
+                         collective.AllToAll(EncodeByOwner(batch, world)));
+  if (static_cast<int>(recv.size()) != world) {
+    return absl::DataLossError("sparse exchange: wrong number of messages");
+  }
+  return SumReceived(batch, recv, out);
 }
 
 }  // namespace ember::worker

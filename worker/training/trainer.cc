@@ -73,19 +73,40 @@ absl::Status Trainer::Setup() {
   }
   log_ << "worker " << options_.rank << "/" << world << " starting (pid " << getpid() << ")"
        << std::endl;
-  if (options_.metrics_port >= 0) {
-    // Not retried: a metrics address that cannot be served is a flag mistake, and an
-    // attempt per failure only churned the job through recoveries.
-    absl::StatusOr<std::unique_ptr<WorkerMetrics>> metrics =
-        WorkerMetrics::Start(options_.metrics_host, options_.metrics_port);
-    if (!metrics.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(metrics.status().message(), " (--metrics_host / --metrics_port)"));
-    }
-    metrics_ = std::move(*metrics);
-    if (rank0()) log_ << "worker metrics on " << metrics_->address() << std::endl;
+  EMBER_RETURN_IF_ERROR(StartMetrics());
+  EMBER_RETURN_IF_ERROR(ConnectPs());
+  EMBER_RETURN_IF_ERROR(CreateDense());
+  EMBER_RETURN_IF_ERROR(ConnectWorkers());
+  EMBER_RETURN_IF_ERROR(OpenTrainingData());
+  log_ << "worker " << options_.rank << "/" << world << " ready" << std::endl;
+  if (rank0()) {
+    log_ << "training " << config_.name() << ": " << world << " worker(s), "
+         << client_->slot_map().Shards().size() << " PS shard(s), "
+         << TrainingConfig::Consistency_Name(training_.consistency()) << ", batch "
+         << training_.batch_size() << " per worker, " << tower_->parameters().size()
+         << " dense parameters"
+         << (estimated_steps_ > 0 ? absl::StrCat(", about ", estimated_steps_, " steps") : "")
+         << std::endl;
   }
+  return absl::OkStatus();
+}
 
+absl::Status Trainer::StartMetrics() {
+  if (options_.metrics_port < 0) return absl::OkStatus();
+  // Not retried: a metrics address that cannot be served is a flag mistake, and an
+  // attempt per failure only churned the job through recoveries.
+  absl::StatusOr<std::unique_ptr<WorkerMetrics>> metrics =
+      WorkerMetrics::Start(options_.metrics_host, options_.metrics_port);
+  if (!metrics.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(metrics.status().message(), " (--metrics_host / --metrics_port)"));
+  }
+  metrics_ = std::move(*metrics);
+  if (rank0()) log_ << "worker metrics on " << metrics_->address() << std::endl;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::ConnectPs() {
   // The PS cluster: wait (bounded) until the coordinator has a slot map.
   PsClientOptions ps;
   ps.coordinator_address = options_.coordinator_address;
@@ -114,7 +135,10 @@ absl::Status Trainer::Setup() {
     EMBER_RETURN_IF_ERROR(InStage(client_->CreateTableEverywhere(table),
                                   absl::StrCat("creating table ", table.name())));
   }
+  return absl::OkStatus();
+}
 
+absl::Status Trainer::CreateDense() {
   const int num_dense = static_cast<int>(DenseColumns(config_).size());
   absl::StatusOr<std::unique_ptr<DenseTower>> tower =
       DenseTower::Create(config_.dense(), num_dense, layout_.FeatureDims(), options_.dense_device);
@@ -122,7 +146,11 @@ absl::Status Trainer::Setup() {
   tower_ = std::move(*tower);
   optimizer_ = CreateDenseOptimizer(config_.dense_optimizer(), *tower_);
   EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer"));
+  return absl::OkStatus();
+}
 
+absl::Status Trainer::ConnectWorkers() {
+  const int world = options_.world_size;
   CollectiveOptions collective;
   collective.coordinator_address = options_.coordinator_address;
   collective.channel_credentials = options_.channel_credentials;
@@ -147,7 +175,11 @@ absl::Status Trainer::Setup() {
     if (!nccl.ok()) return InStage(nccl.status(), "NCCL rendezvous");
     device_collective_ = std::move(*nccl);
   }
+  return absl::OkStatus();
+}
 
+absl::Status Trainer::OpenTrainingData() {
+  const int world = options_.world_size;
   ReaderOptions reader_options;
   reader_options.rank = options_.rank;
   reader_options.world_size = world;
@@ -174,16 +206,6 @@ absl::Status Trainer::Setup() {
   }
   pipeline_ = std::make_unique<BatchPipeline>(std::move(*reader), layout_, training_.batch_size(),
                                               training_.epochs(), /*depth=*/3, resume);
-  log_ << "worker " << options_.rank << "/" << world << " ready" << std::endl;
-  if (rank0()) {
-    log_ << "training " << config_.name() << ": " << world << " worker(s), "
-         << client_->slot_map().Shards().size() << " PS shard(s), "
-         << TrainingConfig::Consistency_Name(training_.consistency()) << ", batch "
-         << training_.batch_size() << " per worker, " << tower_->parameters().size()
-         << " dense parameters"
-         << (estimated_steps_ > 0 ? absl::StrCat(", about ", estimated_steps_, " steps") : "")
-         << std::endl;
-  }
   return absl::OkStatus();
 }
 
@@ -242,25 +264,53 @@ absl::Status Trainer::PushSparse(std::unique_ptr<PreparedBatch> batch) {
 
 absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_examples) {
   const absl::Time t0 = absl::Now();
-  SparseBatch& sparse = batch->sparse;
-  const ExampleBatch& ex = batch->examples;
+  EMBER_RETURN_IF_ERROR(PullStep(batch.get()));
+  const absl::Time t1 = absl::Now();
+  const int b = batch->examples.size;
+  EMBER_ASSIGN_OR_RETURN(const float loss_sum, ComputeStep(batch.get(), global_examples));
+  const absl::Time t2 = absl::Now();
+
+  // Sparse gradients first: in BSP every worker's push is applied before the dense
+  // all-reduce below returns anywhere, so that all-reduce is also the step barrier.
+  EMBER_RETURN_IF_ERROR(PushSparse(std::move(batch)));
+  const absl::Time t3 = absl::Now();
+
+  EMBER_ASSIGN_OR_RETURN(const float global_loss_sum, ReduceDense(loss_sum));
+  const absl::Time t4 = absl::Now();
+
+  interval_loss_ += global_loss_sum;
+  interval_examples_ += global_examples;
+  examples_ += static_cast<uint64_t>(global_examples);
+  ++step_;
+  stage_seconds_[0] += absl::ToDoubleSeconds(t1 - t0);
+  stage_seconds_[1] += absl::ToDoubleSeconds(t2 - t1);
+  stage_seconds_[2] += absl::ToDoubleSeconds(t4 - t3);
+  stage_seconds_[3] += absl::ToDoubleSeconds(t3 - t2);
+  if (metrics_ != nullptr) {
+    metrics_->RecordStep(b, global_loss_sum / global_examples, absl::ToDoubleSeconds(t1 - t0),
+                         absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t4 - t3),
+                         absl::ToDoubleSeconds(t3 - t2));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::PullStep(PreparedBatch* batch) {
   // Pull (or collect the prefetched pull) of this batch; the skew handler prepares
   // it first (cold examples, replays) and serves hot rows from its cache, given the
   // hot keys (refreshed every step; fetched only for the cache).
   std::shared_ptr<const HotSetView> hot =
       skew_->cache_active() ? client_->hot_set() : std::shared_ptr<const HotSetView>();
-  if (prefetched_ == batch.get()) {
+  if (prefetched_ == batch) {
     EMBER_RETURN_IF_ERROR(InStage(WaitAll(&prefetch_), "pull"));
     prefetched_ = nullptr;
   } else {
     std::vector<PsHandle> handles;
-    skew_->StartPulls(*client_, step_, hot.get(), batch.get(), &handles);
+    skew_->StartPulls(*client_, step_, hot.get(), batch, &handles);
     EMBER_RETURN_IF_ERROR(InStage(WaitAll(&handles), "pull"));
   }
-  skew_->FinishPulls(batch.get());
+  skew_->FinishPulls(batch);
   // The batch's effect on the skew state precedes the next batch's preparation.
   skew_->Commit(*batch);
-  const absl::Time t1 = absl::Now();
   // SSP/ASP: the next batch's pull overlaps this step's compute and push.
   if (training_.consistency() != TrainingConfig::BSP) {
     absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
@@ -269,7 +319,12 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
       skew_->StartPulls(*client_, step_ + 1, hot.get(), prefetched_, &prefetch_);
     }
   }
+  return absl::OkStatus();
+}
 
+absl::StatusOr<float> Trainer::ComputeStep(PreparedBatch* batch, double global_examples) {
+  SparseBatch& sparse = batch->sparse;
+  const ExampleBatch& ex = batch->examples;
   const int b = ex.size;
   const int width = layout_.pooled_width;
   pooled_.resize(static_cast<size_t>(b) * width);
@@ -283,13 +338,10 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
                          static_cast<float>(global_examples);
   EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense tower"));
   sparse.Backward(d_pooled_);
-  const absl::Time t2 = absl::Now();
+  return loss_sum;
+}
 
-  // Sparse gradients first: in BSP every worker's push is applied before the dense
-  // all-reduce below returns anywhere, so that all-reduce is also the step barrier.
-  EMBER_RETURN_IF_ERROR(PushSparse(std::move(batch)));
-  const absl::Time t3 = absl::Now();
-
+absl::StatusOr<float> Trainer::ReduceDense(float loss_sum) {
   // Dense gradients, all-reduced together with the step's loss sum and the agreement
   // on the next step (does every worker have a batch of this epoch, and how many
   // examples in all).
@@ -338,22 +390,7 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer"));
   next_agreement_ = {reduce_[extra + 1], reduce_[extra + 2]};
   checkpoint_next_ = reduce_[extra + 3] > 0.5f;
-  const absl::Time t4 = absl::Now();
-
-  interval_loss_ += reduce_[extra];
-  interval_examples_ += global_examples;
-  examples_ += static_cast<uint64_t>(global_examples);
-  ++step_;
-  stage_seconds_[0] += absl::ToDoubleSeconds(t1 - t0);
-  stage_seconds_[1] += absl::ToDoubleSeconds(t2 - t1);
-  stage_seconds_[2] += absl::ToDoubleSeconds(t4 - t3);
-  stage_seconds_[3] += absl::ToDoubleSeconds(t3 - t2);
-  if (metrics_ != nullptr) {
-    metrics_->RecordStep(b, reduce_[extra] / global_examples, absl::ToDoubleSeconds(t1 - t0),
-                         absl::ToDoubleSeconds(t2 - t1), absl::ToDoubleSeconds(t4 - t3),
-                         absl::ToDoubleSeconds(t3 - t2));
-  }
-  return absl::OkStatus();
+  return reduce_[extra];
 }
 
 void Trainer::MaybeLog(bool force) {
@@ -542,8 +579,8 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   using trainer_internal::InStage;
   using trainer_internal::Trainer;
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " is not in [0, world_size ",
-                                                   options.world_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", options.rank, " is not in [0, world_size ", options.world_size, ")"));
   }
   EMBER_ASSIGN_OR_RETURN(
       std::unique_ptr<JobClient> jobs,

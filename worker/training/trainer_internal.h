@@ -28,17 +28,17 @@
 #include "common/ps_client.h"
 #include "ember/v1/coordinator.pb.h"
 #include "ember/v1/model.pb.h"
-#include "worker/training/batch_pipeline.h"
 #include "worker/collective/collective.h"
 #include "worker/collective/device_collective.h"
 #include "worker/dense/dense_tower.h"
 #include "worker/job/job_client.h"
 #include "worker/job/run_report.h"
+#include "worker/job/worker_metrics.h"
 #include "worker/skew/skew_handler.h"
+#include "worker/training/batch_pipeline.h"
 #include "worker/training/sparse_exchange.h"
 #include "worker/training/sparse_features.h"
 #include "worker/training/trainer.h"
-#include "worker/job/worker_metrics.h"
 
 namespace ember::worker::trainer_internal {
 
@@ -83,10 +83,32 @@ class Trainer {
 
  private:
   absl::Status Setup();
+  // Setup's phases, in order. StartMetrics: serves the metrics (when a port is set).
+  absl::Status StartMetrics();
+  // Connects to the PS cluster (waits, bounded, for the coordinator's slot map) and
+  // creates the model's tables.
+  absl::Status ConnectPs();
+  // The dense tower and its optimizer.
+  absl::Status CreateDense();
+  // The worker rendezvous (and NCCL's, for a CUDA tower).
+  absl::Status ConnectWorkers();
+  // Opens this rank's share of the training data, estimates the steps and starts the
+  // batch pipeline (at the restored checkpoint's cursor, if any).
+  absl::Status OpenTrainingData();
   absl::Status Loop();
   // One training step on `batch`; `global_examples` is the step's batch size summed
   // over workers. Takes ownership of the batch (kept alive by in-flight pushes).
   absl::Status Step(std::unique_ptr<PreparedBatch> batch, double global_examples);
+  // Step's phases. PullStep: the batch's pulls (or the prefetched ones), then the
+  // prefetch of the next batch's (SSP/ASP).
+  absl::Status PullStep(PreparedBatch* batch);
+  // Forward and backward through the dense tower and the pooled embeddings; returns
+  // this worker's loss sum.
+  absl::StatusOr<float> ComputeStep(PreparedBatch* batch, double global_examples);
+  // All-reduces the dense gradients with the step's loss sum, the next step's
+  // agreement, the checkpoint decision and the skew counts, then steps the dense
+  // optimizer. Returns the loss sum over all workers.
+  absl::StatusOr<float> ReduceDense(float loss_sum);
   absl::Status PushSparse(std::unique_ptr<PreparedBatch> batch);
   absl::Status DrainPushes(size_t keep);
   absl::Status Finish();

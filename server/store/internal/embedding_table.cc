@@ -74,28 +74,44 @@ void EmbeddingTable::GroupByStripe(absl::Span<const uint64_t> ids, std::vector<u
     (*order)[cursor[stripe_of[i]]++] = static_cast<uint32_t>(i);
 }
 
+// One distinct id of a push, its duplicates' gradients summed (in batch order).
+struct EmbeddingTable::PushKey {
+  uint64_t id;
+  const float* grad;
+  uint32_t occurrences;
+  bool missed;          // not resident in pass 1: read from the backend
+  uint32_t miss_index;  // into Loaded's values/found when missed
+};
+
+// The rows read from the backend for a batch's misses, by miss index.
+struct EmbeddingTable::Loaded {
+  std::vector<std::string> values;
+  std::vector<bool> found;
+};
+
+// What pass 2 of a push produced, over all stripes.
+struct EmbeddingTable::PushApplied {
+  std::vector<Change> changes;
+  std::vector<char*> rows;  // scratch: the rows of one stripe's keys
+  uint64_t admitted = 0, rejected = 0;
+};
+
 // ---------------------------------------------------------------------------------
 // Pull
 
-absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<float> out,
-                                  std::vector<uint8_t>* unknown) {
-  const size_t n = ids.size();
+void EmbeddingTable::PullResident(absl::Span<const uint64_t> ids, absl::Span<const uint32_t> order,
+                                  absl::Span<const uint32_t> starts, absl::Span<float> out,
+                                  std::vector<uint32_t>* misses,
+                                  std::vector<std::pair<uint32_t, uint64_t>>* loads,
+                                  std::vector<uint32_t>* miss_starts) {
   const size_t emb_bytes = size_t{dim_} * sizeof(float);
-  ctx_.counters->pulled_keys.fetch_add(n, std::memory_order_relaxed);
-
-  std::vector<uint32_t> order, starts;
-  GroupByStripe(ids, &order, &starts);
-
-  std::vector<uint32_t> misses;                      // batch positions, by stripe
-  std::vector<std::pair<uint32_t, uint64_t>> loads;  // (stripe, snapshot)
-  std::vector<uint32_t> miss_starts;                 // per entry of `loads`
   char* rows[64];
   for (uint32_t s = 0; s + 1 < starts.size(); ++s) {
     const uint32_t begin = starts[s], end = starts[s + 1];
     if (begin == end) continue;
     MemoryTier::Stripe& st = tier_.stripe(s);
     absl::MutexLock lock(&st.mu);
-    const size_t misses_before = misses.size();
+    const size_t misses_before = misses->size();
     for (uint32_t base = begin; base < end; base += 64) {
       const uint32_t count = std::min<uint32_t>(64, end - base);
       for (uint32_t j = 0; j < count; ++j) tier_.Prefetch(st, ids[order[base + j]]);
@@ -111,18 +127,69 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<flo
       for (uint32_t j = 0; j < count; ++j) {
         const uint32_t pos = order[base + j];
         if (rows[j] == nullptr) {
-          misses.push_back(pos);
+          misses->push_back(pos);
           continue;
         }
         std::memcpy(&out[size_t{pos} * dim_], MemoryTier::Floats(rows[j]), emb_bytes);
         MemoryTier::Meta(rows[j])->flags |= kRowReferenced;
       }
     }
-    if (misses.size() > misses_before) {
-      loads.emplace_back(s, tier_.BeginLoad(st));
-      miss_starts.push_back(static_cast<uint32_t>(misses_before));
+    if (misses->size() > misses_before) {
+      loads->emplace_back(s, tier_.BeginLoad(st));
+      miss_starts->push_back(static_cast<uint32_t>(misses_before));
     }
   }
+}
+
+void EmbeddingTable::PullLoaded(MemoryTier::Stripe& st, uint64_t snapshot,
+                                absl::Span<const uint64_t> ids, absl::Span<const uint32_t> misses,
+                                uint32_t begin, uint32_t end, const Loaded& loaded,
+                                absl::Span<float> out, std::vector<uint8_t>* unknown,
+                                absl::Status* status) {
+  const size_t emb_bytes = size_t{dim_} * sizeof(float);
+  for (uint32_t k = begin; k < end; ++k) {
+    const uint32_t pos = misses[k];
+    const uint64_t id = ids[pos];
+    float* dst = &out[size_t{pos} * dim_];
+    absl::string_view removed;
+    if (char* row = tier_.Find(st, id)) {
+      std::memcpy(dst, MemoryTier::Floats(row), emb_bytes);  // loaded by someone else
+    } else if (tier_.FindRemovedSince(st, id, snapshot, &removed)) {
+      if (removed.empty()) {
+        InitEmbedding(config_.initializer(), config_.seed(), id, dst, dim_);
+        if (unknown != nullptr) (*unknown)[pos] = 1;
+      } else {
+        std::memcpy(dst, removed.data() + sizeof(RowMeta), emb_bytes);
+      }
+    } else if (loaded.found[k]) {
+      if (loaded.values[k].size() != tier_.row_bytes()) {
+        *status = absl::DataLossError(absl::StrCat("table '", config_.name(), "' id ", id,
+                                                   ": stored row has ", loaded.values[k].size(),
+                                                   " bytes; expected ", tier_.row_bytes()));
+        continue;
+      }
+      char* row = tier_.InsertStored(st, id, loaded.values[k]);
+      MemoryTier::Meta(row)->flags |= kRowReferenced;
+      std::memcpy(dst, MemoryTier::Floats(row), emb_bytes);
+    } else {
+      InitEmbedding(config_.initializer(), config_.seed(), id, dst, dim_);
+      if (unknown != nullptr) (*unknown)[pos] = 1;
+    }
+  }
+}
+
+absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<float> out,
+                                  std::vector<uint8_t>* unknown) {
+  const size_t n = ids.size();
+  ctx_.counters->pulled_keys.fetch_add(n, std::memory_order_relaxed);
+
+  std::vector<uint32_t> order, starts;
+  GroupByStripe(ids, &order, &starts);
+
+  std::vector<uint32_t> misses;                      // batch positions, by stripe
+  std::vector<std::pair<uint32_t, uint64_t>> loads;  // (stripe, snapshot)
+  std::vector<uint32_t> miss_starts;                 // per entry of `loads`
+  PullResident(ids, order, starts, out, &misses, &loads, &miss_starts);
   ctx_.counters->memory_hits.fetch_add(n - misses.size(), std::memory_order_relaxed);
   if (misses.empty()) return absl::OkStatus();
   ctx_.counters->memory_misses.fetch_add(misses.size(), std::memory_order_relaxed);
@@ -130,43 +197,18 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<flo
 
   std::vector<std::string> keys(misses.size());
   for (size_t k = 0; k < misses.size(); ++k) keys[k] = Key(ids[misses[k]]);
-  std::vector<std::string> values;
-  std::vector<bool> found;
-  absl::Status read = ctx_.backend->MultiGet(ctx_.backend_table, keys, &values, &found);
+  Loaded loaded;
+  absl::Status read =
+      ctx_.backend->MultiGet(ctx_.backend_table, keys, &loaded.values, &loaded.found);
 
   absl::Status status = read;
   for (size_t l = 0; l < loads.size(); ++l) {
     MemoryTier::Stripe& st = tier_.stripe(loads[l].first);
     absl::MutexLock lock(&st.mu);
     const uint64_t snapshot = loads[l].second;
-    for (uint32_t k = miss_starts[l]; read.ok() && k < miss_starts[l + 1]; ++k) {
-      const uint32_t pos = misses[k];
-      const uint64_t id = ids[pos];
-      float* dst = &out[size_t{pos} * dim_];
-      absl::string_view removed;
-      if (char* row = tier_.Find(st, id)) {
-        std::memcpy(dst, MemoryTier::Floats(row), emb_bytes);  // loaded by someone else
-      } else if (tier_.FindRemovedSince(st, id, snapshot, &removed)) {
-        if (removed.empty()) {
-          InitEmbedding(config_.initializer(), config_.seed(), id, dst, dim_);
-          if (unknown != nullptr) (*unknown)[pos] = 1;
-        } else {
-          std::memcpy(dst, removed.data() + sizeof(RowMeta), emb_bytes);
-        }
-      } else if (found[k]) {
-        if (values[k].size() != tier_.row_bytes()) {
-          status = absl::DataLossError(absl::StrCat("table '", config_.name(), "' id ", id,
-                                                    ": stored row has ", values[k].size(),
-                                                    " bytes; expected ", tier_.row_bytes()));
-          continue;
-        }
-        char* row = tier_.InsertStored(st, id, values[k]);
-        MemoryTier::Meta(row)->flags |= kRowReferenced;
-        std::memcpy(dst, MemoryTier::Floats(row), emb_bytes);
-      } else {
-        InitEmbedding(config_.initializer(), config_.seed(), id, dst, dim_);
-        if (unknown != nullptr) (*unknown)[pos] = 1;
-      }
+    if (read.ok()) {
+      PullLoaded(st, snapshot, ids, misses, miss_starts[l], miss_starts[l + 1], loaded, out,
+                 unknown, &status);
     }
     tier_.EndLoad(st, snapshot);
   }
@@ -190,8 +232,8 @@ void EmbeddingTable::ApplyToRow(char* row, const float* grad, uint32_t occurrenc
   meta->flags |= kRowDirty | kRowReferenced;
 }
 
-absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<const float> grads,
-                                  int64_t step) {
+absl::Status EmbeddingTable::CheckFinite(absl::Span<const uint64_t> ids,
+                                         absl::Span<const float> grads) const {
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!std::isfinite(grads[i])) {
       return absl::InvalidArgumentError(absl::StrCat("table '", config_.name(),
@@ -199,6 +241,10 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
                                                      i / dim_, ") is not finite"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddingTable::MakeRoomForPush() {
   MemoryBudget* budget = ctx_.budget;
   if (budget->limit() > 0 &&
       budget->used() > static_cast<int64_t>(budget->limit() * ctx_.hard_limit_factor)) {
@@ -209,26 +255,16 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
           "x its budget of ", budget->limit(), " and cannot write rows back; retry later"));
     }
   }
-  const size_t n = ids.size();
-  ctx_.counters->pushed_keys.fetch_add(n, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
 
-  std::vector<uint32_t> order, starts;
-  GroupByStripe(ids, &order, &starts);
-
-  // Unique IDs per stripe, duplicates' gradients summed (in batch order).
-  struct Unique {
-    uint64_t id;
-    const float* grad;
-    uint32_t occurrences;
-    bool missed;          // not resident in pass 1: read from the backend
-    uint32_t miss_index;  // into keys/values when missed
-  };
-  std::vector<Unique> uniques;
-  uniques.reserve(n);
-  std::vector<uint32_t> ustarts(starts.size(), 0);
-  std::vector<std::vector<float>> sums;
+void EmbeddingTable::SumDuplicates(absl::Span<const uint64_t> ids, absl::Span<const float> grads,
+                                   absl::Span<uint32_t> order, absl::Span<const uint32_t> starts,
+                                   std::vector<PushKey>* keys, std::vector<uint32_t>* kstarts,
+                                   std::vector<std::vector<float>>* sums) const {
+  kstarts->assign(starts.size(), 0);
   for (uint32_t s = 0; s + 1 < starts.size(); ++s) {
-    ustarts[s] = static_cast<uint32_t>(uniques.size());
+    (*kstarts)[s] = static_cast<uint32_t>(keys->size());
     auto first = order.begin() + starts[s], last = order.begin() + starts[s + 1];
     std::sort(first, last,
               [&](uint32_t a, uint32_t b) { return ids[a] != ids[b] ? ids[a] < ids[b] : a < b; });
@@ -242,121 +278,161 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
           const float* g = &grads[size_t{*d} * dim_];
           for (uint32_t i = 0; i < dim_; ++i) sum[i] += g[i];
         }
-        sums.push_back(std::move(sum));
-        grad = sums.back().data();
+        sums->push_back(std::move(sum));
+        grad = sums->back().data();
       }
-      uniques.push_back({ids[*it], grad, static_cast<uint32_t>(run - it), false, 0});
+      keys->push_back({ids[*it], grad, static_cast<uint32_t>(run - it), false, 0});
       it = run;
     }
   }
-  ustarts.back() = static_cast<uint32_t>(uniques.size());
+  kstarts->back() = static_cast<uint32_t>(keys->size());
+}
+
+void EmbeddingTable::ClassifyResident(absl::Span<PushKey> keys, absl::Span<const uint32_t> kstarts,
+                                      std::vector<uint64_t>* snapshots,
+                                      std::vector<uint32_t>* misses) {
+  for (uint32_t s = 0; s + 1 < kstarts.size(); ++s) {
+    if (kstarts[s] == kstarts[s + 1]) continue;
+    MemoryTier::Stripe& st = tier_.stripe(s);
+    absl::MutexLock lock(&st.mu);
+    for (uint32_t u = kstarts[s]; u < kstarts[s + 1]; ++u) tier_.Prefetch(st, keys[u].id);
+    for (uint32_t u = kstarts[s]; u < kstarts[s + 1]; ++u) {
+      if (tier_.Find(st, keys[u].id) == nullptr) {
+        keys[u].missed = true;
+        keys[u].miss_index = static_cast<uint32_t>(misses->size());
+        misses->push_back(u);
+      }
+    }
+    (*snapshots)[s] = tier_.BeginLoad(st);
+  }
+}
+
+absl::Status EmbeddingTable::ReadMisses(absl::Span<const PushKey> keys,
+                                        absl::Span<const uint32_t> misses, Loaded* loaded) {
+  std::vector<std::string> row_keys(misses.size());
+  for (size_t k = 0; k < misses.size(); ++k) row_keys[k] = Key(keys[misses[k]].id);
+  absl::Status read =
+      ctx_.backend->MultiGet(ctx_.backend_table, row_keys, &loaded->values, &loaded->found);
+  for (size_t k = 0; read.ok() && k < misses.size(); ++k) {
+    if (loaded->found[k] && loaded->values[k].size() != tier_.row_bytes()) {
+      read = absl::DataLossError(
+          absl::StrCat("table '", config_.name(), "' id ", keys[misses[k]].id, ": stored row has ",
+                       loaded->values[k].size(), " bytes; expected ", tier_.row_bytes()));
+    }
+  }
+  return read;
+}
+
+void EmbeddingTable::EndLoads(absl::Span<const uint32_t> kstarts,
+                              absl::Span<const uint64_t> snapshots) {
+  for (uint32_t s = 0; s + 1 < kstarts.size(); ++s) {
+    if (kstarts[s] == kstarts[s + 1]) continue;
+    MemoryTier::Stripe& st = tier_.stripe(s);
+    absl::MutexLock lock(&st.mu);
+    tier_.EndLoad(st, snapshots[s]);
+  }
+}
+
+void EmbeddingTable::ApplyStripe(MemoryTier::Stripe& st, absl::Span<const PushKey> keys,
+                                 uint64_t snapshot, int64_t step, const Loaded& loaded,
+                                 PushApplied* applied) {
+  std::vector<char*>& rows = applied->rows;
+  rows.assign(keys.size(), nullptr);
+  uint32_t updates = 0;
+  for (const PushKey& q : keys) tier_.Prefetch(st, q.id);
+  for (size_t u = 0; u < keys.size(); ++u) {
+    const PushKey& q = keys[u];
+    char* row = tier_.Find(st, q.id);
+    absl::string_view removed;
+    if (row == nullptr && tier_.FindRemovedSince(st, q.id, snapshot, &removed)) {
+      // Empty bytes: deleted meanwhile, so it is treated as a new ID below.
+      if (!removed.empty()) row = tier_.InsertStored(st, q.id, removed);
+    } else if (row == nullptr && q.missed && loaded.found[q.miss_index]) {
+      row = tier_.InsertStored(st, q.id, loaded.values[q.miss_index]);
+    }
+    if (row == nullptr) {
+      // A new ID: admission decides whether it gets a row.
+      const bool admit = sketch_ == nullptr ||
+                         sketch_->Add(q.id, q.occurrences) >= config_.admission().min_count();
+      if (!admit) {
+        applied->rejected += q.occurrences;
+        continue;
+      }
+      row = tier_.Insert(st, q.id);
+      InitRow(q.id, row);
+      ++applied->admitted;
+    }
+    rows[u] = row;
+    ++updates;
+  }
+  if (updates == 0) return;
+  // Rows are cold in cache: fetch every line of each before the optimizer runs.
+  for (char* row : rows) {
+    if (row == nullptr) continue;
+    for (size_t off = 0; off < tier_.row_bytes(); off += 64) __builtin_prefetch(row + off, 1);
+  }
+  uint64_t version = ctx_.log->Reserve(updates);
+  for (size_t u = 0; u < keys.size(); ++u) {
+    char* row = rows[u];
+    if (row == nullptr) continue;
+    ApplyToRow(row, keys[u].grad, keys[u].occurrences, step, version);
+    applied->changes.push_back({version, keys[u].id, ctx_.index, false});
+    ++version;
+  }
+}
+
+absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<const float> grads,
+                                  int64_t step) {
+  if (absl::Status finite = CheckFinite(ids, grads); !finite.ok()) return finite;
+  if (absl::Status room = MakeRoomForPush(); !room.ok()) return room;
+  const size_t n = ids.size();
+  ctx_.counters->pushed_keys.fetch_add(n, std::memory_order_relaxed);
+
+  std::vector<uint32_t> order, starts;
+  GroupByStripe(ids, &order, &starts);
+
+  // Unique IDs per stripe, duplicates' gradients summed (in batch order).
+  std::vector<PushKey> keys;
+  keys.reserve(n);
+  std::vector<uint32_t> kstarts;
+  std::vector<std::vector<float>> sums;
+  SumDuplicates(ids, grads, absl::MakeSpan(order), starts, &keys, &kstarts, &sums);
 
   // Pass 1: classify, register loads.
   std::vector<uint64_t> snapshots(starts.size() - 1, 0);
-  std::vector<uint32_t> miss_uniques;
-  for (uint32_t s = 0; s + 1 < ustarts.size(); ++s) {
-    if (ustarts[s] == ustarts[s + 1]) continue;
-    MemoryTier::Stripe& st = tier_.stripe(s);
-    absl::MutexLock lock(&st.mu);
-    for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) tier_.Prefetch(st, uniques[u].id);
-    for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) {
-      if (tier_.Find(st, uniques[u].id) == nullptr) {
-        uniques[u].missed = true;
-        uniques[u].miss_index = static_cast<uint32_t>(miss_uniques.size());
-        miss_uniques.push_back(u);
-      }
-    }
-    snapshots[s] = tier_.BeginLoad(st);
-  }
-  ctx_.counters->memory_hits.fetch_add(uniques.size() - miss_uniques.size(),
-                                       std::memory_order_relaxed);
-  ctx_.counters->memory_misses.fetch_add(miss_uniques.size(), std::memory_order_relaxed);
+  std::vector<uint32_t> misses;
+  ClassifyResident(absl::MakeSpan(keys), kstarts, &snapshots, &misses);
+  ctx_.counters->memory_hits.fetch_add(keys.size() - misses.size(), std::memory_order_relaxed);
+  ctx_.counters->memory_misses.fetch_add(misses.size(), std::memory_order_relaxed);
 
   // Read the misses; on failure undo the registrations and change nothing.
-  std::vector<std::string> values;
-  std::vector<bool> found;
-  if (!miss_uniques.empty()) {
-    std::vector<std::string> keys(miss_uniques.size());
-    for (size_t k = 0; k < miss_uniques.size(); ++k) keys[k] = Key(uniques[miss_uniques[k]].id);
-    absl::Status read = ctx_.backend->MultiGet(ctx_.backend_table, keys, &values, &found);
-    for (size_t k = 0; read.ok() && k < miss_uniques.size(); ++k) {
-      if (found[k] && values[k].size() != tier_.row_bytes()) {
-        read = absl::DataLossError(absl::StrCat(
-            "table '", config_.name(), "' id ", uniques[miss_uniques[k]].id, ": stored row has ",
-            values[k].size(), " bytes; expected ", tier_.row_bytes()));
-      }
-    }
-    if (!read.ok()) {
-      for (uint32_t s = 0; s + 1 < ustarts.size(); ++s) {
-        if (ustarts[s] == ustarts[s + 1]) continue;
-        MemoryTier::Stripe& st = tier_.stripe(s);
-        absl::MutexLock lock(&st.mu);
-        tier_.EndLoad(st, snapshots[s]);
-      }
+  Loaded loaded;
+  if (!misses.empty()) {
+    if (absl::Status read = ReadMisses(keys, misses, &loaded); !read.ok()) {
+      EndLoads(kstarts, snapshots);
       return read;
     }
   }
 
   // Pass 2: apply. Nothing below can fail.
-  std::vector<Change> changes;
-  changes.reserve(uniques.size());
-  std::vector<char*> rows;
-  uint64_t admitted = 0, rejected = 0;
-  for (uint32_t s = 0; s + 1 < ustarts.size(); ++s) {
-    if (ustarts[s] == ustarts[s + 1]) continue;
+  PushApplied applied;
+  applied.changes.reserve(keys.size());
+  for (uint32_t s = 0; s + 1 < kstarts.size(); ++s) {
+    if (kstarts[s] == kstarts[s + 1]) continue;
     MemoryTier::Stripe& st = tier_.stripe(s);
     absl::MutexLock lock(&st.mu);
-    rows.assign(ustarts[s + 1] - ustarts[s], nullptr);
-    uint32_t updates = 0;
-    for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) tier_.Prefetch(st, uniques[u].id);
-    for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) {
-      Unique& q = uniques[u];
-      char* row = tier_.Find(st, q.id);
-      absl::string_view removed;
-      if (row == nullptr && tier_.FindRemovedSince(st, q.id, snapshots[s], &removed)) {
-        // Empty bytes: deleted meanwhile, so it is treated as a new ID below.
-        if (!removed.empty()) row = tier_.InsertStored(st, q.id, removed);
-      } else if (row == nullptr && q.missed && found[q.miss_index]) {
-        row = tier_.InsertStored(st, q.id, values[q.miss_index]);
-      }
-      if (row == nullptr) {
-        // A new ID: admission decides whether it gets a row.
-        const bool admit = sketch_ == nullptr ||
-                           sketch_->Add(q.id, q.occurrences) >= config_.admission().min_count();
-        if (!admit) {
-          rejected += q.occurrences;
-          continue;
-        }
-        row = tier_.Insert(st, q.id);
-        InitRow(q.id, row);
-        ++admitted;
-      }
-      rows[u - ustarts[s]] = row;
-      ++updates;
-    }
-    if (updates > 0) {
-      // Rows are cold in cache: fetch every line of each before the optimizer runs.
-      for (char* row : rows) {
-        if (row == nullptr) continue;
-        for (size_t off = 0; off < tier_.row_bytes(); off += 64) __builtin_prefetch(row + off, 1);
-      }
-      uint64_t version = ctx_.log->Reserve(updates);
-      for (uint32_t u = ustarts[s]; u < ustarts[s + 1]; ++u) {
-        char* row = rows[u - ustarts[s]];
-        if (row == nullptr) continue;
-        ApplyToRow(row, uniques[u].grad, uniques[u].occurrences, step, version);
-        changes.push_back({version, uniques[u].id, ctx_.index, false});
-        ++version;
-      }
-    }
+    ApplyStripe(st, absl::MakeConstSpan(keys).subspan(kstarts[s], kstarts[s + 1] - kstarts[s]),
+                snapshots[s], step, loaded, &applied);
     tier_.EndLoad(st, snapshots[s]);
   }
-  ctx_.log->Commit(changes);
-  if (admitted > 0) ctx_.counters->admitted.fetch_add(admitted, std::memory_order_relaxed);
-  if (rejected > 0) {
-    ctx_.counters->rejected_unadmitted.fetch_add(rejected, std::memory_order_relaxed);
+  ctx_.log->Commit(applied.changes);
+  if (applied.admitted > 0) {
+    ctx_.counters->admitted.fetch_add(applied.admitted, std::memory_order_relaxed);
   }
-  if (budget->Excess() > 0) {
+  if (applied.rejected > 0) {
+    ctx_.counters->rejected_unadmitted.fetch_add(applied.rejected, std::memory_order_relaxed);
+  }
+  if (ctx_.budget->Excess() > 0) {
     ShrinkToBudget(2 * tier_.num_stripes()).IgnoreError();  // counted in writeback_errors
   }
   return absl::OkStatus();

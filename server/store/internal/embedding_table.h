@@ -17,8 +17,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,9 +29,9 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "ember/v1/table.pb.h"
-#include "server/store/internal/change_log.h"
 #include "server/store/count_min_sketch.h"
 #include "server/store/embedding_store.h"
+#include "server/store/internal/change_log.h"
 #include "server/store/internal/memory_tier.h"
 #include "server/store/internal/optimizer.h"
 #include "server/store/row_backend.h"
@@ -130,7 +132,93 @@ class EmbeddingTable {
   void ApplyToRow(char* row, const float* grad, uint32_t occurrences, int64_t step,
                   uint64_t version);
 
+  // The phases of Pull (embedding_table.cc), in order.
+  // Pass 1: copies the resident rows among `ids` into `out` and appends the positions
+  // of the others to *misses, by stripe; registers a load on each stripe with misses
+  // ((stripe, snapshot) in *loads, its first miss in *miss_starts).
+  void PullResident(absl::Span<const uint64_t> ids, absl::Span<const uint32_t> order,
+                    absl::Span<const uint32_t> starts, absl::Span<float> out,
+                    std::vector<uint32_t>* misses,
+                    std::vector<std::pair<uint32_t, uint64_t>>* loads,
+                    std::vector<uint32_t>* miss_starts);
+  // Pass 2 on one stripe: fills `out` for misses[begin, end) from memory (loaded by
+  // someone else), a removal since `snapshot`, the backend's row (inserted) or the
+  // init vector (marked in *unknown). A stored row of the wrong size sets *status to
+  // DATA_LOSS.
+  void PullLoaded(MemoryTier::Stripe& st, uint64_t snapshot, absl::Span<const uint64_t> ids,
+                  absl::Span<const uint32_t> misses, uint32_t begin, uint32_t end,
+                  const Loaded& loaded, absl::Span<float> out, std::vector<uint8_t>* unknown,
+                  absl::Status* status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(st.mu);
+
+  // The phases of Push (embedding_table.cc), in order.
+  struct PushKey;      // one distinct id of the batch
+  struct PushApplied;  // what pass 2 produced
+  // INVALID_ARGUMENT naming the first id whose gradient is not finite.
+  absl::Status CheckFinite(absl::Span<const uint64_t> ids, absl::Span<const float> grads) const;
+  // Over hard_limit_factor x the budget: shrinks, and RESOURCE_EXHAUSTED if still over.
+  absl::Status MakeRoomForPush();
+  // Sorts each stripe's positions in `order` (GroupByStripe's) by id and appends one
+  // key per distinct id to *keys, stripe s at [kstarts[s], kstarts[s+1]); summed
+  // gradients of duplicates live in *sums.
+  void SumDuplicates(absl::Span<const uint64_t> ids, absl::Span<const float> grads,
+                     absl::Span<uint32_t> order, absl::Span<const uint32_t> starts,
+                     std::vector<PushKey>* keys, std::vector<uint32_t>* kstarts,
+                     std::vector<std::vector<float>>* sums) const;
+  // Pass 1: marks the keys not resident as missed (their indices into keys go to
+  // *misses) and registers a load on each stripe with keys (its snapshot in
+  // (*snapshots)[s]).
+  void ClassifyResident(absl::Span<PushKey> keys, absl::Span<const uint32_t> kstarts,
+                        std::vector<uint64_t>* snapshots, std::vector<uint32_t>* misses);
+  // Reads the missed keys' rows (no stripe lock held). Errors: the backend's, or
+  // DATA_LOSS for a stored row of the wrong size.
+  absl::Status ReadMisses(absl::Span<const PushKey> keys, absl::Span<const uint32_t> misses,
+                          Loaded* loaded);
+  // Ends the loads ClassifyResident registered (a push that changes nothing).
+  void EndLoads(absl::Span<const uint32_t> kstarts, absl::Span<const uint64_t> snapshots);
+  // Pass 2 on one stripe: finds, loads or admits each key's row and applies its
+  // gradient; the changes, admissions and rejections go to *applied.
+  void ApplyStripe(MemoryTier::Stripe& st, absl::Span<const PushKey> keys, uint64_t snapshot,
+                   int64_t step, const Loaded& loaded, PushApplied* applied)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(st.mu);
+
+  // The phases of EvictByPolicy (embedding_table_evict.cc).
+  struct EvictionPass;
+  // Reserves versions for `ids` and adds their changes (tombstones or decayed rows)
+  // to pass->changes.
+  void EmitEvictionChanges(const std::vector<uint64_t>& ids, bool tombstone, EvictionPass* pass);
+  // Phase 1 on one stripe: decays its resident rows, deletes the expired ones from the
+  // backend, then from memory. Errors: the backend's (the changes emitted so far stay
+  // in pass->changes, to be committed).
+  absl::Status EvictResident(MemoryTier::Stripe& st, EvictionPass* pass);
+  // Phase 2: scans the backend and rewrites or deletes its rows that are not
+  // resident, in chunks of kScanChunk. Returns the scan's status; the first failing
+  // chunk's goes to *chunk_status (which must be OK on entry).
+  absl::Status EvictStored(EvictionPass* pass, absl::Status* chunk_status);
+  // Writes pass->chunk's rows that are still not resident to the backend, then emits
+  // their changes; clears the chunk.
+  absl::Status EvictStoredChunk(EvictionPass* pass);
+
   // Migration helpers (embedding_table_migrate.cc).
+  // The phases of Import, on the last row of each id.
+  struct ImportItem;
+  // Reserves a version per id and re-stamps the row rows[pick[ids[k]]] with it into
+  // (*items)[k], with its change in (*changes)[k]. REQUIRES: both sized ids.size().
+  void StampImported(absl::Span<const EncodedRow> rows, absl::Span<const uint64_t> ids,
+                     const absl::flat_hash_map<uint64_t, size_t>& pick,
+                     std::vector<ImportItem>* items, std::vector<Change>* changes);
+  // Phase 1 on one stripe (its batch positions): overwrites or removes the resident
+  // copies, marking the overwritten items in_memory. Errors: UNAVAILABLE (a
+  // write-back stayed in flight).
+  absl::Status ImportResident(MemoryTier::Stripe& st, absl::Span<const uint64_t> ids,
+                              absl::Span<const uint32_t> positions, absl::Span<ImportItem> items,
+                              std::vector<uint64_t>* stripe_ids);
+  // Phase 3 on one stripe, after the backend write: settles the copies of the items
+  // not in_memory that loads brought in meanwhile, and publishes their bytes (or
+  // removal) to loads in flight. Errors as ImportResident.
+  absl::Status PublishImported(MemoryTier::Stripe& st, absl::Span<const uint64_t> ids,
+                               absl::Span<const uint32_t> positions,
+                               absl::Span<const ImportItem> items,
+                               std::vector<uint64_t>* stripe_ids);
   bool InSlots(uint64_t id, uint32_t first_slot, uint32_t last_slot) const;
   // Locks st.mu once no row among `ids` has a write-back in flight, waiting a bounded
   // time. Returns true holding the lock, or false (not holding it) on timeout.

@@ -211,6 +211,87 @@ absl::StatusOr<std::vector<EncodedRow>> EmbeddingTable::ReadEncoded(
 // ---------------------------------------------------------------------------------
 // Import
 
+// One id of an import: its row, re-stamped with the version reserved for it.
+struct EmbeddingTable::ImportItem {
+  std::string value;  // re-stamped; empty: remove
+  bool in_memory = false;
+};
+
+void EmbeddingTable::StampImported(absl::Span<const EncodedRow> rows,
+                                   absl::Span<const uint64_t> ids,
+                                   const absl::flat_hash_map<uint64_t, size_t>& pick,
+                                   std::vector<ImportItem>* items, std::vector<Change>* changes) {
+  const size_t n = ids.size();
+  uint64_t version = ctx_.log->Reserve(static_cast<uint32_t>(n));
+  for (size_t k = 0; k < n; ++k, ++version) {
+    (*items)[k].value = rows[pick.at(ids[k])].value;
+    const bool tombstone = (*items)[k].value.empty();
+    if (!tombstone) {
+      RowMeta meta;
+      std::memcpy(&meta, (*items)[k].value.data(), sizeof(meta));
+      meta.version = version;
+      meta.flags = 0;
+      std::memcpy((*items)[k].value.data(), &meta, sizeof(meta));
+    }
+    (*changes)[k] = {version, ids[k], ctx_.index, tombstone};
+  }
+}
+
+absl::Status EmbeddingTable::ImportResident(MemoryTier::Stripe& st, absl::Span<const uint64_t> ids,
+                                            absl::Span<const uint32_t> positions,
+                                            absl::Span<ImportItem> items,
+                                            std::vector<uint64_t>* stripe_ids) {
+  stripe_ids->clear();
+  for (uint32_t pos : positions) stripe_ids->push_back(ids[pos]);
+  if (!LockWithoutWriteBacks(st, *stripe_ids)) return WriteBackTimeout(config_.name());
+  for (uint32_t pos : positions) {
+    ImportItem& item = items[pos];
+    char* row = tier_.Find(st, ids[pos]);
+    if (row == nullptr) continue;
+    if (item.value.empty()) {
+      tier_.Remove(st, ids[pos], /*deleted=*/true);
+    } else {
+      OverwriteResident(row, item.value);
+      item.in_memory = true;
+    }
+  }
+  st.mu.Unlock();
+  return absl::OkStatus();
+}
+
+absl::Status EmbeddingTable::PublishImported(MemoryTier::Stripe& st, absl::Span<const uint64_t> ids,
+                                             absl::Span<const uint32_t> positions,
+                                             absl::Span<const ImportItem> items,
+                                             std::vector<uint64_t>* stripe_ids) {
+  stripe_ids->clear();
+  for (uint32_t pos : positions) {
+    if (!items[pos].in_memory) stripe_ids->push_back(ids[pos]);
+  }
+  if (stripe_ids->empty()) return absl::OkStatus();
+  if (!LockWithoutWriteBacks(st, *stripe_ids)) return WriteBackTimeout(config_.name());
+  for (uint32_t pos : positions) {
+    const ImportItem& item = items[pos];
+    const uint64_t id = ids[pos];
+    if (item.in_memory) continue;
+    char* row = tier_.Find(st, id);
+    if (item.value.empty()) {
+      if (row != nullptr) {
+        tier_.Remove(st, id, /*deleted=*/true);
+      } else {
+        tier_.NoteDeleted(st, id);
+      }
+    } else if (row != nullptr) {
+      OverwriteResident(row, item.value);
+    } else {
+      // Publish the stored bytes as a removal: what loads in flight must use.
+      tier_.InsertStored(st, id, item.value);
+      tier_.Remove(st, id);
+    }
+  }
+  st.mu.Unlock();
+  return absl::OkStatus();
+}
+
 absl::Status EmbeddingTable::Import(absl::Span<const EncodedRow> rows) {
   // The last row of each id, in first-seen order.
   absl::flat_hash_map<uint64_t, size_t> pick;
@@ -225,56 +306,24 @@ absl::Status EmbeddingTable::Import(absl::Span<const EncodedRow> rows) {
   }
   if (ids.empty()) return absl::OkStatus();
   const size_t n = ids.size();
-  struct Item {
-    std::string value;  // re-stamped; empty: remove
-    bool in_memory = false;
-  };
-  std::vector<Item> items(n);
+  std::vector<ImportItem> items(n);
   std::vector<Change> changes(n);
-  uint64_t version = ctx_.log->Reserve(static_cast<uint32_t>(n));
-  for (size_t k = 0; k < n; ++k, ++version) {
-    items[k].value = rows[pick[ids[k]]].value;
-    const bool tombstone = items[k].value.empty();
-    if (!tombstone) {
-      RowMeta meta;
-      std::memcpy(&meta, items[k].value.data(), sizeof(meta));
-      meta.version = version;
-      meta.flags = 0;
-      std::memcpy(items[k].value.data(), &meta, sizeof(meta));
-    }
-    changes[k] = {version, ids[k], ctx_.index, tombstone};
-  }
+  StampImported(rows, ids, pick, &items, &changes);
   // Every reserved version is committed, whatever happens below.
   absl::Cleanup commit = [&] { ctx_.log->Commit(changes); };
 
   std::vector<uint32_t> order, starts;
   GroupByStripe(ids, &order, &starts);
-  std::vector<uint64_t> stripe_ids;
-  auto ids_of = [&](uint32_t s, bool only_backend) {
-    stripe_ids.clear();
-    for (uint32_t j = starts[s]; j < starts[s + 1]; ++j) {
-      if (!only_backend || !items[order[j]].in_memory) stripe_ids.push_back(ids[order[j]]);
-    }
+  auto positions_of = [&](uint32_t s) {
+    return absl::MakeConstSpan(order).subspan(starts[s], starts[s + 1] - starts[s]);
   };
+  std::vector<uint64_t> stripe_ids;
 
   // 1. Resident copies: overwrite in place (stays dirty) or remove.
   for (uint32_t s = 0; s + 1 < starts.size(); ++s) {
     if (starts[s] == starts[s + 1]) continue;
-    MemoryTier::Stripe& st = tier_.stripe(s);
-    ids_of(s, false);
-    if (!LockWithoutWriteBacks(st, stripe_ids)) return WriteBackTimeout(config_.name());
-    for (uint32_t j = starts[s]; j < starts[s + 1]; ++j) {
-      Item& item = items[order[j]];
-      char* row = tier_.Find(st, ids[order[j]]);
-      if (row == nullptr) continue;
-      if (item.value.empty()) {
-        tier_.Remove(st, ids[order[j]], /*deleted=*/true);
-      } else {
-        OverwriteResident(row, item.value);
-        item.in_memory = true;
-      }
-    }
-    st.mu.Unlock();
+    EMBER_RETURN_IF_ERROR(
+        ImportResident(tier_.stripe(s), ids, positions_of(s), absl::MakeSpan(items), &stripe_ids));
   }
 
   // 2. Everything else goes straight to the backend, with the version high-water mark.
@@ -290,30 +339,8 @@ absl::Status EmbeddingTable::Import(absl::Span<const EncodedRow> rows) {
   // 3. Loads that raced with the write: a copy loaded meanwhile is replaced, and loads
   // still in flight see the new bytes (or the removal) among the stripe's removals.
   for (uint32_t s = 0; s + 1 < starts.size(); ++s) {
-    ids_of(s, true);
-    if (stripe_ids.empty()) continue;
-    MemoryTier::Stripe& st = tier_.stripe(s);
-    if (!LockWithoutWriteBacks(st, stripe_ids)) return WriteBackTimeout(config_.name());
-    for (uint32_t j = starts[s]; j < starts[s + 1]; ++j) {
-      const Item& item = items[order[j]];
-      const uint64_t id = ids[order[j]];
-      if (item.in_memory) continue;
-      char* row = tier_.Find(st, id);
-      if (item.value.empty()) {
-        if (row != nullptr) {
-          tier_.Remove(st, id, /*deleted=*/true);
-        } else {
-          tier_.NoteDeleted(st, id);
-        }
-      } else if (row != nullptr) {
-        OverwriteResident(row, item.value);
-      } else {
-        // Publish the stored bytes as a removal: what loads in flight must use.
-        tier_.InsertStored(st, id, item.value);
-        tier_.Remove(st, id);
-      }
-    }
-    st.mu.Unlock();
+    EMBER_RETURN_IF_ERROR(
+        PublishImported(tier_.stripe(s), ids, positions_of(s), items, &stripe_ids));
   }
   return absl::OkStatus();
 }
