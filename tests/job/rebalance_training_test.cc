@@ -75,9 +75,9 @@ uint32_t OwnerOf(const v1::GetClusterMapResponse& map, uint32_t slot) {
 // The digests of every table summed over the cluster's shards (PsService.Checksum).
 uint64_t SparseDigest(Cluster& c) {
   uint64_t sum = 0;
-  for (const std::unique_ptr<Process>& shard : c.shards_) {
+  for (int i = 0; i < c.shard_count(); ++i) {
     auto stub = v1::PsService::NewStub(
-        grpc::CreateChannel(shard->ready_text(), grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(c.shard(i)->ready_text(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
     v1::ChecksumResponse response;
@@ -122,7 +122,7 @@ class RebalanceTrainingTest : public JobClusterTest {
       if (op.phase() != v1::Migration::DONE) return;
       done = true;
       // The job was still training: the moves happened under load.
-      EXPECT_FALSE(c.workers_[0]->Wait(absl::ZeroDuration()).ok());
+      EXPECT_FALSE(c.worker(0)->Wait(absl::ZeroDuration()).ok());
       std::cerr << "migration " << op_id << ": " << op.rows_copied() << " rows, "
                 << op.seconds() << " s, longest fence " << op.max_fence_ms() << " ms"
                 << std::endl;

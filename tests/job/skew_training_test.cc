@@ -75,8 +75,8 @@ TEST_F(SkewTrainingTest, ReplicatedHotKeysLeaveTheBspModelBitwiseIdentical) {
   const std::string result = c->Finish();
   ExpectSameModel(result);  // 3 replicated shards == 2 plain shards, bit for bit
   uint64_t replica_keys = 0, hot_set_version = 0;
-  for (auto& shard : c->shards_) {
-    const v1::GetShardInfoResponse info = ShardInfo(*shard);
+  for (int i = 0; i < c->shard_count(); ++i) {
+    const v1::GetShardInfoResponse info = ShardInfo(*c->shard(i));
     replica_keys += info.replica_pulled_keys();
     hot_set_version = std::max(hot_set_version, info.hot_set_version());
   }
@@ -110,7 +110,7 @@ TEST_F(SkewTrainingTest, EvictionAtCheckpointsIsPartOfTheCutAndSurvivesRecovery)
   const std::string result = c->Finish([&](absl::Duration) {
     if (!killed && c->NewestCheckpointStep() >= 100) {
       killed = true;
-      ASSERT_TRUE(c->shards_[1]->Kill().ok());
+      ASSERT_TRUE(c->shard(1)->Kill().ok());
       ASSERT_NO_FATAL_FAILURE(c->StartShard(1));
     }
   });
