@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "server/coordinator/rebalance_planner.h"
 #include "tests/job/job_cluster.h"
+#include "tests/support/deadline.h"
 
 namespace ember {
 namespace {
@@ -48,13 +49,13 @@ class Admin {
   grpc::Status Call(Method method, const Request& request, Response* response) {
     grpc::ClientContext context;
     context.AddMetadata("ember-admin-token", kToken);
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    SetDeadline(&context, absl::Seconds(30));
     return (admin_.get()->*method)(&context, request, response);
   }
 
   v1::GetClusterMapResponse Map() {
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    SetDeadline(&context, absl::Seconds(10));
     v1::GetClusterMapResponse map;
     EXPECT_TRUE(coordinator_->GetClusterMap(&context, v1::GetClusterMapRequest(), &map).ok());
     return map;
@@ -79,7 +80,7 @@ uint64_t SparseDigest(Cluster& c) {
     auto stub = v1::PsService::NewStub(
         grpc::CreateChannel(c.shard(i)->ready_text(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    SetDeadline(&context, absl::Seconds(30));
     v1::ChecksumResponse response;
     EXPECT_TRUE(stub->Checksum(&context, v1::ChecksumRequest(), &response).ok());
     for (const auto& table : response.tables()) sum += table.digest();

@@ -26,6 +26,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/job/job_cluster.h"
+#include "tests/support/deadline.h"
 #include "tools/harness/result_json.h"
 
 namespace ember {
@@ -41,7 +42,7 @@ class SkewTrainingTest : public JobClusterTest {
     auto stub = v1::PsService::NewStub(
         grpc::CreateChannel(shard.ready_text(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    SetDeadline(&context, absl::Seconds(5));
     v1::GetShardInfoResponse info;
     const grpc::Status status = stub->GetShardInfo(&context, {}, &info);
     EXPECT_TRUE(status.ok()) << status.error_message();
