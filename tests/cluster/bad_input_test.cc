@@ -74,6 +74,8 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "tests/support/deadline.h"
+#include "tests/support/usage_errors.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
@@ -89,7 +91,7 @@ namespace {
 constexpr uint32_t kDim = 8;
 constexpr uint32_t kMaxBatchKeys = 64;
 constexpr char kToken[] = "bad-input-test-token";
-constexpr absl::Duration kCallDeadline = absl::Seconds(10);
+constexpr absl::Duration kCallDeadline = kDefaultCallDeadline;
 // The grace period the servers get on the command line, and the bound the shutdown
 // tests hold them to: an idle client must not make them use it.
 constexpr int kGraceMs = 20000;
@@ -102,10 +104,6 @@ constexpr absl::Duration kExitBound = absl::Seconds(10);
 // instead of passing after the 5 s poll.
 const bool kSlowBackupPoll =
     setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "600000", /*overwrite=*/1) == 0;
-
-void SetDeadline(grpc::ClientContext* context) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
-}
 
 std::string PackIds(const std::vector<uint64_t>& ids) {
   return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
@@ -691,7 +689,7 @@ TEST(PsFlagsTest, HelpPrintsUsageAndExitsZero) {
 
 TEST(PsFlagsTest, BadFlagsExitTwoNamingTheFlag) {
   // Each: the arguments, and what the first line of the message must contain.
-  const std::vector<std::pair<std::string, std::string>> cases = {
+  const std::vector<UsageErrorCase> cases = {
       {"--port=0", "--data_dir is required"},
       {"--data_dir=/tmp/x --port=abc", "--port: bad number 'abc'"},
       {"--data_dir=/tmp/x --port=", "--port: bad number ''"},
@@ -712,32 +710,22 @@ TEST(PsFlagsTest, BadFlagsExitTwoNamingTheFlag) {
       {"--data_dir=/tmp/x --no_such_flag=1", "unknown flag --no_such_flag"},
       {"--data_dir=/tmp/x stray", "unexpected argument 'stray'"},
   };
-  for (const auto& [args, message] : cases) {
-    const RunResult r = RunBinary(EMBER_PS_BINARY, args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
-    const std::string first_line = r.output.substr(0, r.output.find('\n'));
-    EXPECT_TRUE(absl::StartsWith(first_line, "ember-ps: ")) << args << ": " << first_line;
-    EXPECT_TRUE(absl::StrContains(first_line, message)) << args << ": " << first_line;
-    EXPECT_TRUE(absl::StrContains(r.output, "usage: ember-ps")) << args;
-  }
+  ExpectUsageErrors(
+      EMBER_PS_BINARY, cases,
+      UsageErrorChecks().FirstLinePrefix("ember-ps: ").OutputContains("usage: ember-ps"));
 }
 
 TEST(CoordinatorFlagsTest, HelpAndBadFlags) {
   const RunResult help = RunBinary(EMBER_COORDINATOR_BINARY, "--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(absl::StartsWith(help.output, "usage: ember-coordinator")) << help.output;
-  const std::vector<std::pair<std::string, std::string>> cases = {
+  const std::vector<UsageErrorCase> cases = {
       {"--data_dir=/tmp/x --port=abc", "--port: bad number 'abc'"},
       {"--data_dir=/tmp/x --heartbeat_timeout_ms=0", "--heartbeat_timeout_ms must be > 0"},
       {"--data_dir=/tmp/x --shutdown_grace_ms=-1", "--shutdown_grace_ms < 0"},
       {"--data_dir=/tmp/x --admin_token=a --admin_token_file=/f", "not both"},
   };
-  for (const auto& [args, message] : cases) {
-    const RunResult r = RunBinary(EMBER_COORDINATOR_BINARY, args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
-    const std::string first_line = r.output.substr(0, r.output.find('\n'));
-    EXPECT_TRUE(absl::StrContains(first_line, message)) << args << ": " << first_line;
-  }
+  ExpectUsageErrors(EMBER_COORDINATOR_BINARY, cases);
 }
 
 }  // namespace

@@ -35,6 +35,9 @@
 #include "grpcpp/support/client_interceptor.h"
 #include "gtest/gtest.h"
 #include "server/store/initializer.h"
+#include "tests/support/deadline.h"
+#include "tests/support/eventually.h"
+#include "tests/support/local_cluster.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
@@ -51,24 +54,6 @@ constexpr int kShards = 3;
 constexpr uint32_t kDim = 8;
 constexpr float kLr = 0.5f;
 constexpr char kToken[] = "cluster-test-token";
-constexpr absl::Duration kCallDeadline = absl::Seconds(10);
-// Bound of every wait on another process; generous so slow machines pass.
-constexpr absl::Duration kWaitBound = absl::Seconds(30);
-
-// Polls `done` every 20 ms until it holds or kWaitBound passes. For conditions that
-// change in another process (registration, heartbeats), where no event can be awaited.
-bool Eventually(const std::function<bool()>& done) {
-  const absl::Time end = absl::Now() + kWaitBound;
-  while (absl::Now() < end) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
-
-void SetDeadline(grpc::ClientContext* context) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
-}
 
 int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
 
@@ -125,53 +110,43 @@ class ClusterTest : public ::testing::Test {
     buf.push_back('\0');
     ASSERT_NE(mkdtemp(buf.data()), nullptr);
     dir_ = buf.data();
-    ASSERT_NO_FATAL_FAILURE(StartCoordinator(0));
-    for (int i = 0; i < kShards; ++i) ASSERT_NO_FATAL_FAILURE(StartPs(i, 0));
+    LocalClusterOptions cluster_options;
+    cluster_options.dir = dir_;
+    cluster_options.shards = kShards;
+    cluster_options.coordinator_flags = {"--heartbeat_timeout_ms=2000",
+                                         absl::StrCat("--admin_token=", kToken)};
+    cluster_options.shard_flags = {"--heartbeat_ms=100", "--memory_budget_mb=64"};
+    cluster_ = std::make_unique<LocalCluster>(std::move(cluster_options));
+    ASSERT_NO_FATAL_FAILURE(StartCoordinator());
+    for (int i = 0; i < kShards; ++i) ASSERT_NO_FATAL_FAILURE(StartPs(i));
     // Slots are assigned once all three registered; wait until every shard serves them.
-    ASSERT_TRUE(Eventually([&] {
-      const uint64_t epoch = ClusterMap().epoch();
-      if (epoch == 0) return false;
-      for (int i = 0; i < kShards; ++i) {
-        if (ShardInfo(i).epoch() != epoch) return false;
-      }
-      return true;
-    })) << "the cluster did not assign slots";
+    const absl::Status assigned = cluster_->WaitForSlots();
+    ASSERT_TRUE(assigned.ok()) << assigned;
   }
 
   void TearDown() override {
-    for (std::unique_ptr<Process>& p : ps_) {
-      if (p != nullptr) p->Stop(absl::Seconds(10)).IgnoreError();
-    }
-    if (coordinator_ != nullptr) coordinator_->Stop(absl::Seconds(10)).IgnoreError();
+    if (cluster_ != nullptr) cluster_->StopAll().IgnoreError();
+    cluster_.reset();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
 
-  void StartCoordinator(int port) {
-    absl::StatusOr<std::unique_ptr<Process>> p =
-        Process::Start(EMBER_COORDINATOR_BINARY,
-                       {absl::StrCat("--data_dir=", dir_, "/coordinator"),
-                        absl::StrCat("--port=", port), absl::StrCat("--expected_shards=", kShards),
-                        "--heartbeat_timeout_ms=2000", absl::StrCat("--admin_token=", kToken)},
-                       "listening on ", absl::Seconds(30));
-    ASSERT_TRUE(p.ok()) << p.status();
-    coordinator_ = std::move(*p);
-    coordinator_address_ = coordinator_->ready_text();
+  // Starts the coordinator (a restart: on the port it had).
+  void StartCoordinator() {
+    const absl::Status started = cluster_->StartCoordinator();
+    ASSERT_TRUE(started.ok()) << started;
+    coordinator_address_ = cluster_->coordinator_address();
     auto channel = grpc::CreateChannel(coordinator_address_, grpc::InsecureChannelCredentials());
     coordinator_stub_ = v1::CoordinatorService::NewStub(channel);
     admin_stub_ = v1::AdminService::NewStub(channel);
   }
 
-  void StartPs(int shard, int port) {
-    absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
-        EMBER_PS_BINARY,
-        {absl::StrCat("--data_dir=", dir_, "/shard", shard), absl::StrCat("--port=", port),
-         absl::StrCat("--shard_id=", shard), absl::StrCat("--coordinator=", coordinator_address_),
-         "--heartbeat_ms=100", "--memory_budget_mb=64"},
-        "listening on ", absl::Seconds(30));
-    ASSERT_TRUE(p.ok()) << p.status();
-    ps_[shard] = std::move(*p);
-    ps_address_[shard] = ps_[shard]->ready_text();
+  // Starts shard `shard` on a fresh port, or (`same_port`) restarts it on the port it had.
+  void StartPs(int shard, bool same_port = false) {
+    const absl::Status started =
+        same_port ? cluster_->RestartShard(shard) : cluster_->StartShard(shard);
+    ASSERT_TRUE(started.ok()) << started;
+    ps_address_[shard] = cluster_->shard_address(shard);
     ps_stub_[shard] = v1::PsService::NewStub(
         grpc::CreateChannel(ps_address_[shard], grpc::InsecureChannelCredentials()));
   }
@@ -253,11 +228,10 @@ class ClusterTest : public ::testing::Test {
   }
 
   std::string dir_;
-  std::unique_ptr<Process> coordinator_;
+  std::unique_ptr<LocalCluster> cluster_;
   std::string coordinator_address_;
   std::unique_ptr<v1::CoordinatorService::Stub> coordinator_stub_;
   std::unique_ptr<v1::AdminService::Stub> admin_stub_;
-  std::unique_ptr<Process> ps_[kShards];
   std::string ps_address_[kShards];
   std::unique_ptr<v1::PsService::Stub> ps_stub_[kShards];
 };
@@ -282,8 +256,7 @@ TEST_F(ClusterTest, DataPlaneSurvivesCoordinatorRestart) {
 
   // kill -9: the data plane never goes through the coordinator.
   const int coordinator_port = PortOf(coordinator_address_);
-  ASSERT_TRUE(coordinator_->Kill().ok());
-  coordinator_.reset();
+  ASSERT_TRUE(cluster_->coordinator()->Kill().ok());
   for (int step = 2; step < 5; ++step) {
     ASSERT_NO_FATAL_FAILURE(
         PushAndCheck(*client, ids, Grads(expected.size(), step), step, &expected));
@@ -293,7 +266,7 @@ TEST_F(ClusterTest, DataPlaneSurvivesCoordinatorRestart) {
 
   // Restart on the same data dir and port: the shards heartbeat again (the restarted
   // coordinator learns their versions only from heartbeats) at the same epoch.
-  ASSERT_NO_FATAL_FAILURE(StartCoordinator(coordinator_port));
+  ASSERT_NO_FATAL_FAILURE(StartCoordinator());
   ASSERT_EQ(PortOf(coordinator_address_), coordinator_port);
   ASSERT_TRUE(Eventually([&] {
     const v1::GetClusterMapResponse map = ClusterMap();
@@ -321,11 +294,11 @@ TEST_F(ClusterTest, RestartedPsServesItsRows) {
   // its slots back from the coordinator.
   const uint64_t epoch = client->slot_map().epoch();
   const int port = PortOf(ps_address_[1]);
-  absl::StatusOr<int> code = ps_[1]->Stop(absl::Seconds(10));
+  absl::StatusOr<int> code = cluster_->shard(1)->Stop(absl::Seconds(10));
   ASSERT_TRUE(code.ok() && *code == 0)
       << "ember-ps did not exit cleanly: " << code.status() << " " << code.value_or(-1);
-  ps_[1].reset();
-  ASSERT_NO_FATAL_FAILURE(StartPs(1, port));
+  ASSERT_NO_FATAL_FAILURE(StartPs(1, /*same_port=*/true));
+  ASSERT_EQ(PortOf(ps_address_[1]), port);
   ASSERT_TRUE(Eventually([&] {
     const v1::GetShardInfoResponse info = ShardInfo(1);
     return info.epoch() == epoch && info.tables_size() == 1;

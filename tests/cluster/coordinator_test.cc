@@ -33,8 +33,11 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "server/shared/slot_owners.h"
 #include "server/ps/shard_agent.h"
+#include "server/shared/slot_owners.h"
+#include "tests/support/deadline.h"
+#include "tests/support/eventually.h"
+#include "tests/support/usage_errors.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
@@ -48,24 +51,8 @@ namespace ember {
 namespace {
 
 constexpr char kToken[] = "s3cret-admin-token";
-constexpr absl::Duration kCallDeadline = absl::Seconds(10);
 // Bound of every "until" wait below; generous so slow CI machines pass.
 constexpr absl::Duration kWaitBound = absl::Seconds(20);
-
-void SetDeadline(grpc::ClientContext* context, absl::Duration d = kCallDeadline) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + d));
-}
-
-// Polls `done` every 20 ms until it holds or kWaitBound passes. For conditions that
-// change in another process (liveness, heartbeats), where no event can be awaited.
-bool Eventually(const std::function<bool()>& done) {
-  const absl::Time end = absl::Now() + kWaitBound;
-  while (absl::Now() < end) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
 
 v1::TableConfig ItemTable() {
   v1::TableConfig config;
@@ -417,17 +404,14 @@ TEST_F(CoordinatorTest, RestartKeepsEverything) {
 }
 
 TEST_F(CoordinatorTest, BadFlagsExitWithUsage) {
-  auto exit_code = [](const std::string& args) {
-    const int status =
-        std::system(absl::StrCat(EMBER_COORDINATOR_BINARY, " ", args, " >/dev/null 2>&1").c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  };
-  EXPECT_EQ(exit_code("--help"), 0);
-  EXPECT_EQ(exit_code("--port=0"), 2);  // no --data_dir
-  EXPECT_EQ(exit_code("--data_dir=/tmp/x --port=abc"), 2);
-  EXPECT_EQ(exit_code("--data_dir=/tmp/x --expected_shards=0"), 2);
-  EXPECT_EQ(exit_code("--data_dir=/tmp/x --no_such_flag=1"), 2);
-  EXPECT_EQ(exit_code("--data_dir=/tmp/x --admin_token_file=/nonexistent/token"), 2);
+  EXPECT_EQ(RunBinary(EMBER_COORDINATOR_BINARY, "--help").exit_code, 0);
+  // Exit code 2 is what these pin; the messages are bad_input_test's.
+  ExpectUsageErrors(EMBER_COORDINATOR_BINARY,
+                    {{"--port=0", ""},  // no --data_dir
+                     {"--data_dir=/tmp/x --port=abc", ""},
+                     {"--data_dir=/tmp/x --expected_shards=0", ""},
+                     {"--data_dir=/tmp/x --no_such_flag=1", ""},
+                     {"--data_dir=/tmp/x --admin_token_file=/nonexistent/token", ""}});
 }
 
 // A ShardAgent with callbacks that record what it applied.
@@ -484,7 +468,7 @@ TEST_F(CoordinatorTest, ShardAgentsFollowTheCoordinator) {
   v1::TableConfig user = ItemTable();
   user.set_name("user");
   ASSERT_TRUE(CreateTable(user).ok());
-  EXPECT_TRUE(Eventually([&] { return a1.Tables().size() == 2; }));
+  EXPECT_TRUE(Eventually([&] { return a1.Tables().size() == 2; }, kWaitBound));
   EXPECT_EQ(a1.Tables().back(), "user");
 
   // A slot move reaches both shards.
@@ -495,10 +479,12 @@ TEST_F(CoordinatorTest, ShardAgentsFollowTheCoordinator) {
 
   // A shard that stops heartbeating is reported DEAD; its slots stay.
   a1.agent->Stop();
-  EXPECT_TRUE(Eventually([&] {
-    const v1::GetClusterMapResponse m = ClusterMap();
-    return m.shards_size() == 2 && m.shards(1).state() == v1::ShardInfo::DEAD;
-  }));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const v1::GetClusterMapResponse m = ClusterMap();
+        return m.shards_size() == 2 && m.shards(1).state() == v1::ShardInfo::DEAD;
+      },
+      kWaitBound));
   v1::GetClusterMapResponse cluster = ClusterMap();
   EXPECT_EQ(cluster.shards(0).state(), v1::ShardInfo::ALIVE);
   EXPECT_EQ(cluster.epoch(), 2u);
@@ -508,10 +494,13 @@ TEST_F(CoordinatorTest, ShardAgentsFollowTheCoordinator) {
   RecordingAgent a1b(address_, 1, "127.0.0.1:3");
   ASSERT_TRUE(a1b.agent->Start().ok());
   ASSERT_TRUE(a1b.agent->WaitForEpoch(2, kWaitBound));
-  EXPECT_TRUE(Eventually([&] {
-    const v1::GetClusterMapResponse m = ClusterMap();
-    return m.shards(1).state() == v1::ShardInfo::ALIVE && m.shards(1).address() == "127.0.0.1:3";
-  }));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const v1::GetClusterMapResponse m = ClusterMap();
+        return m.shards(1).state() == v1::ShardInfo::ALIVE &&
+               m.shards(1).address() == "127.0.0.1:3";
+      },
+      kWaitBound));
   EXPECT_EQ(ClusterMap().epoch(), 2u);
   EXPECT_EQ(a1b.Map().owners(), a0.Map().owners());
 
@@ -519,11 +508,11 @@ TEST_F(CoordinatorTest, ShardAgentsFollowTheCoordinator) {
   const int old_port = port();
   ASSERT_TRUE(process_->Kill().ok());
   process_.reset();
-  EXPECT_TRUE(Eventually([&] { return !a0.agent->connected(); }));
+  EXPECT_TRUE(Eventually([&] { return !a0.agent->connected(); }, kWaitBound));
   EXPECT_EQ(a0.agent->epoch(), 2u);
   EXPECT_EQ(a0.Map().epoch(), 2u);
   StartCoordinator(/*expected_shards=*/2, old_port, /*heartbeat_timeout_ms=*/1000);
-  EXPECT_TRUE(Eventually([&] { return a0.agent->connected(); }));
+  EXPECT_TRUE(Eventually([&] { return a0.agent->connected(); }, kWaitBound));
   ASSERT_TRUE(SetSlotOwner(1, 1).ok());
   EXPECT_TRUE(a0.agent->WaitForEpoch(3, kWaitBound));
   EXPECT_EQ(a0.Map().OwnerOf(1), 1u);

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
@@ -48,9 +48,14 @@
 #include "grpcpp/support/client_interceptor.h"
 #include "gtest/gtest.h"
 #include "server/ps/shard_agent.h"
+#include "tests/support/deadline.h"
+#include "tests/support/eventually.h"
 #include "tests/support/http_get.h"
-#include "tools/harness/process.h"
+#include "tests/support/local_cluster.h"
+#include "tests/support/ports.h"
+#include "tests/support/usage_errors.h"
 #include "tests/tools/emberctl_fixture.h"
+#include "tools/harness/process.h"
 
 namespace ember {
 namespace {
@@ -59,21 +64,10 @@ constexpr int kShards = 3;
 constexpr uint32_t kDim = 8;
 constexpr absl::Duration kWaitBound = absl::Seconds(60);
 
-// Polls `done` every 20 ms until it holds or kWaitBound passes: for conditions that
-// change in other processes (heartbeats, publications), where no event can be awaited.
-bool WaitUntil(const std::function<bool()>& done) {
-  const absl::Time end = absl::Now() + kWaitBound;
-  while (absl::Now() < end) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
-
 template <typename Stub, typename Request, typename Response, typename Method>
 absl::Status Call(Stub* stub, Method method, const Request& request, Response* response) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  SetDeadline(&context, absl::Seconds(10));
   return FromGrpcStatus((stub->*method)(&context, request, response), &context);
 }
 
@@ -167,16 +161,13 @@ class HotKeysTest : public ::testing::Test {
 
   void TearDown() override {
     clients_.clear();
-    for (int i = 0; i < kShards; ++i) {
-      ps_stub_[i].reset();
-      if (ps_[i] != nullptr) {
-        EXPECT_EQ(ps_[i]->Stop(absl::Seconds(20)).value_or(-1), 0) << "ember-ps " << i;
-      }
-    }
+    for (int i = 0; i < kShards; ++i) ps_stub_[i].reset();
     coordinator_stub_.reset();
-    if (coordinator_ != nullptr) {
-      EXPECT_EQ(coordinator_->Stop(absl::Seconds(20)).value_or(-1), 0) << "ember-coordinator";
+    if (cluster_ != nullptr) {
+      const absl::Status stopped = cluster_->StopAll(absl::Seconds(20));
+      EXPECT_TRUE(stopped.ok()) << stopped;  // every process exits with 0
     }
+    cluster_.reset();
     std::filesystem::remove_all(dir_);
   }
 
@@ -186,40 +177,37 @@ class HotKeysTest : public ::testing::Test {
     absl::StatusOr<int> metrics_port = FreeLoopbackPort();
     ASSERT_TRUE(metrics_port.ok()) << metrics_port.status();
     metrics_port_ = *metrics_port;
-    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir_, "/coordinator"),
-                                     "--port=0",
-                                     absl::StrCat("--expected_shards=", kShards),
-                                     "--heartbeat_timeout_ms=5000",
-                                     "--hot_publish_interval_ms=100",
-                                     absl::StrCat("--metrics_port=", metrics_port_)};
-    args.insert(args.end(), flags.begin(), flags.end());
-    absl::StatusOr<std::unique_ptr<Process>> c =
-        Process::Start(EMBER_COORDINATOR_BINARY, args, "listening on ", absl::Seconds(30));
-    ASSERT_TRUE(c.ok()) << c.status();
-    coordinator_ = std::move(*c);
-    address_ = coordinator_->ready_text();
+    std::vector<std::string> coordinator_flags = {"--heartbeat_timeout_ms=5000",
+                                                  "--hot_publish_interval_ms=100",
+                                                  absl::StrCat("--metrics_port=", metrics_port_)};
+    coordinator_flags.insert(coordinator_flags.end(), flags.begin(), flags.end());
+    LocalClusterOptions cluster_options;
+    cluster_options.dir = dir_;
+    cluster_options.shards = kShards;
+    cluster_options.coordinator_flags = coordinator_flags;
+    cluster_options.shard_flags = {"--heartbeat_ms=100", "--heavy_hitters_sample=1"};
+    cluster_ = std::make_unique<LocalCluster>(std::move(cluster_options));
+    const absl::Status coordinator = cluster_->StartCoordinator();
+    ASSERT_TRUE(coordinator.ok()) << coordinator;
+    address_ = cluster_->coordinator_address();
     coordinator_stub_ = v1::CoordinatorService::NewStub(
         grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
     for (int i = 0; i < kShards; ++i) {
-      absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
-          EMBER_PS_BINARY,
-          {absl::StrCat("--data_dir=", dir_, "/ps-", i), "--port=0", absl::StrCat("--shard_id=", i),
-           "--heartbeat_ms=100", absl::StrCat("--coordinator=", address_),
-           "--heavy_hitters_sample=1"},
-          "listening on ", absl::Seconds(30));
-      ASSERT_TRUE(p.ok()) << p.status();
-      ps_[i] = std::move(*p);
-      ps_address_[i] = ps_[i]->ready_text();
+      const absl::Status started = cluster_->StartShard(i);
+      ASSERT_TRUE(started.ok()) << started;
+      ps_address_[i] = cluster_->shard_address(i);
       ps_stub_[i] = v1::PsService::NewStub(
           grpc::CreateChannel(ps_address_[i], grpc::InsecureChannelCredentials()));
     }
-    ASSERT_TRUE(WaitUntil([&] {
-      v1::GetClusterMapResponse map;
-      return Call(coordinator_stub_.get(), &v1::CoordinatorService::Stub::GetClusterMap,
-                  v1::GetClusterMapRequest(), &map)
-                 .ok() &&
-             map.epoch() > 0;
-    }));
+    ASSERT_TRUE(Eventually(
+        [&] {
+          v1::GetClusterMapResponse map;
+          return Call(coordinator_stub_.get(), &v1::CoordinatorService::Stub::GetClusterMap,
+                      v1::GetClusterMapRequest(), &map)
+                     .ok() &&
+                 map.epoch() > 0;
+        },
+        kWaitBound));
     owner_client_ = NewClient(/*read_replicas=*/false);
     ASSERT_NE(owner_client_, nullptr);
     v1::TableConfig config;
@@ -324,10 +312,9 @@ class HotKeysTest : public ::testing::Test {
 
   std::string dir_;
   int metrics_port_ = 0;
-  std::unique_ptr<Process> coordinator_;
+  std::unique_ptr<LocalCluster> cluster_;
   std::string address_;
   std::unique_ptr<v1::CoordinatorService::Stub> coordinator_stub_;
-  std::unique_ptr<Process> ps_[kShards];
   std::string ps_address_[kShards];
   std::unique_ptr<v1::PsService::Stub> ps_stub_[kShards];
   std::vector<std::unique_ptr<PsClient>> clients_;
@@ -347,10 +334,13 @@ TEST_F(HotKeysTest, CoordinatorPublishesTheTopKeysOnlyOnChange) {
   // While the first reports come in, few keys make up the load and cold ones can be
   // hot for a while; once every shard reported the stream, exactly the three are.
   v1::HotSet set;
-  ASSERT_TRUE(WaitUntil([&] {
-    set = GetHotSet(0);
-    return HotIds(set, "item") == hot;  // by descending rate
-  })) << set.DebugString();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        set = GetHotSet(0);
+        return HotIds(set, "item") == hot;  // by descending rate
+      },
+      kWaitBound))
+      << set.DebugString();
   EXPECT_GE(set.version(), 1u);
   EXPECT_EQ(set.replicas(), 0u);
   EXPECT_GT(set.total_rate(), 0);
@@ -362,11 +352,13 @@ TEST_F(HotKeysTest, CoordinatorPublishesTheTopKeysOnlyOnChange) {
 
   // The caller's version is current: no lists. (Retried if a version came meanwhile.)
   v1::HotSet current;
-  ASSERT_TRUE(WaitUntil([&] {
-    set = GetHotSet(0);
-    current = GetHotSet(set.version());
-    return current.version() == set.version();
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        set = GetHotSet(0);
+        current = GetHotSet(set.version());
+        return current.version() == set.version();
+      },
+      kWaitBound));
   EXPECT_EQ(current.tables_size(), 0);
   EXPECT_EQ(current.holders_size(), 0);
 
@@ -374,21 +366,26 @@ TEST_F(HotKeysTest, CoordinatorPublishesTheTopKeysOnlyOnChange) {
   // publications (each one updates total_rate).
   const uint64_t version = set.version();
   std::set<double> totals;
-  ASSERT_TRUE(WaitUntil([&] {
-    const v1::HotSet now = GetHotSet(version);
-    EXPECT_EQ(now.version(), version);
-    totals.insert(now.total_rate());
-    return totals.size() >= 4;
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const v1::HotSet now = GetHotSet(version);
+        EXPECT_EQ(now.version(), version);
+        totals.insert(now.total_rate());
+        return totals.size() >= 4;
+      },
+      kWaitBound));
   EXPECT_EQ(GetHotSet(0).version(), version);
 
   // A new hot key is a change: a new version with it.
   ASSERT_NO_FATAL_FAILURE(SkewedPulls(owner_client_, {404}, 300, 0));
-  ASSERT_TRUE(WaitUntil([&] {
-    set = GetHotSet(version);
-    const std::vector<uint64_t> ids = HotIds(set, "item");
-    return std::find(ids.begin(), ids.end(), 404u) != ids.end();
-  })) << set.DebugString();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        set = GetHotSet(version);
+        const std::vector<uint64_t> ids = HotIds(set, "item");
+        return std::find(ids.begin(), ids.end(), 404u) != ids.end();
+      },
+      kWaitBound))
+      << set.DebugString();
   EXPECT_GT(set.version(), version);
   for (uint64_t id : HotIds(set, "item")) EXPECT_LT(id, 1'000'000u) << "a cold key is hot";
 
@@ -397,7 +394,8 @@ TEST_F(HotKeysTest, CoordinatorPublishesTheTopKeysOnlyOnChange) {
   EXPECT_GE(owner_client_->hot_set()->version(), set.version());
   EXPECT_TRUE(owner_client_->hot_set()->IsHot("item", 404));
   for (int i = 0; i < kShards; ++i) {
-    EXPECT_TRUE(WaitUntil([&] { return ShardInfo(i).hot_set_version() >= set.version(); }))
+    EXPECT_TRUE(
+        Eventually([&] { return ShardInfo(i).hot_set_version() >= set.version(); }, kWaitBound))
         << "shard " << i;
   }
 
@@ -428,21 +426,25 @@ TEST_F(HotKeysTest, ReplicaReadsAreExactAndTakeLoadOffTheOwner) {
     ASSERT_TRUE(owner_client_->Pull("item", ids, absl::MakeSpan(out)).ok());
   }
   std::shared_ptr<const HotSetView> view;
-  ASSERT_TRUE(WaitUntil([&] {
-    if (!replica_client->RefreshHotSet().ok()) return false;
-    view = replica_client->hot_set();
-    for (uint64_t id : hot) {
-      if (!view->IsHot("item", id)) return false;
-    }
-    return view->replicated();
-  })) << replica_client->hot_set()->proto().DebugString();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        if (!replica_client->RefreshHotSet().ok()) return false;
+        view = replica_client->hot_set();
+        for (uint64_t id : hot) {
+          if (!view->IsHot("item", id)) return false;
+        }
+        return view->replicated();
+      },
+      kWaitBound))
+      << replica_client->hot_set()->proto().DebugString();
   EXPECT_EQ(view->ReplicaHoldersOf(0), (std::vector<uint32_t>{1, 2}));
   // Every shard applied the set and both holders have copies of the four rows.
   for (int i = 0; i < kShards; ++i) {
-    ASSERT_TRUE(WaitUntil([&] { return ShardInfo(i).hot_set_version() >= view->version(); }));
+    ASSERT_TRUE(
+        Eventually([&] { return ShardInfo(i).hot_set_version() >= view->version(); }, kWaitBound));
   }
   for (int i : {1, 2}) {
-    ASSERT_TRUE(WaitUntil([&] { return ShardInfo(i).replica_rows() >= hot.size(); }))
+    ASSERT_TRUE(Eventually([&] { return ShardInfo(i).replica_rows() >= hot.size(); }, kWaitBound))
         << "holder " << i << ": " << ShardInfo(i).DebugString();
   }
 
@@ -548,8 +550,8 @@ TEST_F(HotKeysTest, ReplicaReadsAreExactAndTakeLoadOffTheOwner) {
   CtlResult top = RunCtl({absl::StrCat("--coordinator=", address_), "hotkeys", "--top=0"});
   EXPECT_EQ(top.exit_code, 2) << top;
   EXPECT_TRUE(absl::StrContains(top.err, "--top must be in [1, 100000]")) << top;
-  CtlResult down = RunCtl({absl::StrCat("--coordinator=127.0.0.1:", ClosedPort()),
-                           "--timeout_ms=2000", "hotkeys"});
+  CtlResult down = RunCtl(
+      {absl::StrCat("--coordinator=127.0.0.1:", FreePort()), "--timeout_ms=2000", "hotkeys"});
   EXPECT_EQ(down.exit_code, 1) << down;
   EXPECT_TRUE(absl::StrContains(down.err, "is ember-coordinator running at")) << down;
 }
@@ -600,13 +602,15 @@ TEST(HotKeysAgentTest, HeartbeatsCarryReportsAndBringHotSets) {
           last = set;
         });
     ASSERT_TRUE(agent.Start().ok());
-    ASSERT_TRUE(WaitUntil([&] {
-      absl::MutexLock lock(&mu);
-      return !HotIds(last, "item").empty();
-    }));
+    ASSERT_TRUE(Eventually(
+        [&] {
+          absl::MutexLock lock(&mu);
+          return !HotIds(last, "item").empty();
+        },
+        kWaitBound));
     // Five more heartbeats: the same version is not handed over again.
     const int seen = heartbeats.load();
-    ASSERT_TRUE(WaitUntil([&] { return heartbeats.load() >= seen + 5; }));
+    ASSERT_TRUE(Eventually([&] { return heartbeats.load() >= seen + 5; }, kWaitBound));
     agent.Stop();
     const uint64_t version = agent.hot_set_version();
     absl::MutexLock lock(&mu);
@@ -630,7 +634,7 @@ TEST(HotKeysFlagsTest, BadHotFlagsAreRefused) {
                            "--hot_max_staleness_steps", "--metrics_port"}) {
     EXPECT_TRUE(absl::StrContains(help.output, flag)) << flag;
   }
-  const std::vector<std::pair<std::string, std::string>> cases = {
+  const std::vector<UsageErrorCase> cases = {
       {"--hot_min_share=0", "--hot_min_share must be in (0, 1]"},
       {"--hot_min_share=1.5", "--hot_min_share must be in (0, 1]"},
       {"--hot_min_share=abc", "--hot_min_share: bad number 'abc'"},
@@ -646,13 +650,11 @@ TEST(HotKeysFlagsTest, BadHotFlagsAreRefused) {
       {"--hot_replica=1", "unknown flag --hot_replica"},
       {"--metrics_port=-2", "--metrics_port must be in [-1, 65535]"},
   };
-  for (const auto& [args, message] : cases) {
-    const RunResult r = RunBinary(EMBER_COORDINATOR_BINARY, "--data_dir=/tmp/x " + args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
-    const std::string first_line = r.output.substr(0, r.output.find('\n'));
-    EXPECT_TRUE(absl::StrContains(first_line, message)) << args << ": " << first_line;
-    EXPECT_TRUE(absl::StrContains(r.output, "usage: ember-coordinator")) << args;
-  }
+  ExpectUsageErrors(
+      [](const std::string& args) {
+        return RunBinary(EMBER_COORDINATOR_BINARY, "--data_dir=/tmp/x " + args);
+      },
+      cases, UsageErrorChecks().OutputContains("usage: ember-coordinator"));
 }
 
 }  // namespace

@@ -57,6 +57,7 @@
 #include "server/store/initializer.h"
 #include "server/store/rocksdb_backend.h"
 #include "tests/support/http_get.h"
+#include "tests/support/ports.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY

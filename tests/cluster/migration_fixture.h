@@ -31,6 +31,9 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "server/coordinator/rebalance_planner.h"
+#include "tests/support/deadline.h"
+#include "tests/support/eventually.h"
+#include "tests/support/local_cluster.h"
 #include "tools/harness/process.h"
 
 namespace ember {
@@ -45,17 +48,8 @@ grpc::Status Call(Stub* stub, Method method, const Request& request, Response* r
                   bool admin = false) {
   grpc::ClientContext context;
   if (admin) context.AddMetadata("ember-admin-token", kToken);
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  SetDeadline(&context, absl::Seconds(10));
   return (stub->*method)(&context, request, response);
-}
-
-inline bool Eventually(const std::function<bool()>& done) {
-  const absl::Time end = absl::Now() + kWaitBound;
-  while (absl::Now() < end) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));  // polling pace, not event ordering
-  }
-  return done();
 }
 
 inline v1::TableConfig Table(const std::string& name, v1::OptimizerConfig::Kind optimizer) {
@@ -88,44 +82,39 @@ class MigrationTest : public ::testing::Test {
                          ::testing::UnitTest::GetInstance()->current_test_info()->name()))
                .string();
     std::filesystem::remove_all(dir_);
+    // Every start's flags; a test's own (a fault hook) go to one start only.
+    LocalClusterOptions cluster_options;
+    cluster_options.dir = dir_;
+    cluster_options.shards = 2;
+    cluster_options.coordinator_flags = {"--heartbeat_timeout_ms=1500",
+                                         absl::StrCat("--admin_token=", kToken)};
+    cluster_options.shard_flags = {"--heartbeat_ms=100"};
+    cluster_ = std::make_unique<LocalCluster>(std::move(cluster_options));
   }
 
   void TearDown() override {
     pushing_ = false;
     if (pusher_.joinable()) pusher_.join();
-    for (auto& p : ps_) p.reset();
-    coordinator_.reset();
+    cluster_.reset();  // SIGKILL
     std::filesystem::remove_all(dir_);
   }
 
+  // Starts (or restarts, on the same port) the coordinator with `extra` flags.
   void StartCoordinator(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir_, "/coordinator"),
-                                     absl::StrCat("--port=", port_), "--expected_shards=2",
-                                     "--heartbeat_timeout_ms=1500",
-                                     absl::StrCat("--admin_token=", kToken)};
-    args.insert(args.end(), extra.begin(), extra.end());
-    absl::StatusOr<std::unique_ptr<Process>> p =
-        Process::Start(EMBER_COORDINATOR_BINARY, args, "listening on ", absl::Seconds(30));
-    ASSERT_TRUE(p.ok()) << p.status();
-    coordinator_ = std::move(*p);
-    address_ = coordinator_->ready_text();
-    port_ = address_.substr(address_.rfind(':') + 1);
+    const absl::Status started = cluster_->StartCoordinator(extra);
+    ASSERT_TRUE(started.ok()) << started;
+    address_ = cluster_->coordinator_address();
     auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
     admin_ = v1::AdminService::NewStub(channel);
     coordinator_stub_ = v1::CoordinatorService::NewStub(channel);
   }
 
+  // Starts (or restarts, on a fresh port) shard `i` with `extra` flags.
   void StartPs(int i, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir_, "/ps-", i), "--port=0",
-                                     absl::StrCat("--shard_id=", i), "--heartbeat_ms=100",
-                                     absl::StrCat("--coordinator=", address_)};
-    args.insert(args.end(), extra.begin(), extra.end());
-    absl::StatusOr<std::unique_ptr<Process>> p =
-        Process::Start(EMBER_PS_BINARY, args, "listening on ", absl::Seconds(30));
-    ASSERT_TRUE(p.ok()) << p.status();
-    ps_[i] = std::move(*p);
+    const absl::Status started = cluster_->StartShard(i, extra);
+    ASSERT_TRUE(started.ok()) << started;
     ps_stub_[i] = v1::PsService::NewStub(
-        grpc::CreateChannel(ps_[i]->ready_text(), grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(cluster_->shard_address(i), grpc::InsecureChannelCredentials()));
   }
 
   // A 2-shard cluster with the tables and rows (Adagrad: optimizer state moves too),
@@ -134,7 +123,7 @@ class MigrationTest : public ::testing::Test {
                     const std::vector<std::vector<std::string>>& ps_flags = {{}, {}}) {
     ASSERT_NO_FATAL_FAILURE(StartCoordinator(coordinator_flags));
     for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(StartPs(i, ps_flags[i]));
-    ASSERT_TRUE(Eventually([&] { return Map().epoch() > 0; }));
+    ASSERT_TRUE(Eventually([&] { return Map().epoch() > 0; }, kWaitBound));
     PsClientOptions options;
     options.coordinator_address = address_;
     options.worker_id = 1;
@@ -217,15 +206,17 @@ class MigrationTest : public ::testing::Test {
   // Polls the operation until it ends (or the coordinator does not answer for long).
   v1::Migration WaitForEnd(const std::string& op_id) {
     v1::Migration op;
-    Eventually([&] {
-      v1::GetMigrationRequest request;
-      request.set_op_id(op_id);
-      if (!Call(admin_.get(), &v1::AdminService::Stub::GetMigration, request, &op, true).ok()) {
-        return false;
-      }
-      return op.phase() == v1::Migration::DONE || op.phase() == v1::Migration::FAILED ||
-             op.phase() == v1::Migration::CANCELLED;
-    });
+    Eventually(
+        [&] {
+          v1::GetMigrationRequest request;
+          request.set_op_id(op_id);
+          if (!Call(admin_.get(), &v1::AdminService::Stub::GetMigration, request, &op, true).ok()) {
+            return false;
+          }
+          return op.phase() == v1::Migration::DONE || op.phase() == v1::Migration::FAILED ||
+                 op.phase() == v1::Migration::CANCELLED;
+        },
+        kWaitBound);
     return op;
   }
 
@@ -265,9 +256,8 @@ class MigrationTest : public ::testing::Test {
     EXPECT_EQ(now.digest, oracle_.digest);
   }
 
-  std::string dir_, address_, port_ = "0";
-  std::unique_ptr<Process> coordinator_;
-  std::unique_ptr<Process> ps_[2];
+  std::string dir_, address_;
+  std::unique_ptr<LocalCluster> cluster_;
   std::unique_ptr<v1::AdminService::Stub> admin_;
   std::unique_ptr<v1::CoordinatorService::Stub> coordinator_stub_;
   std::unique_ptr<v1::PsService::Stub> ps_stub_[2];

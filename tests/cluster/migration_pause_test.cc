@@ -101,40 +101,45 @@ TEST_P(MigrationPauseTest, APausedShardLosesNoWriteAndTheMoveEnds) {
       absl::SleepFor(absl::Milliseconds(5));  // paces the change rate (see above)
     }
   });
-  ASSERT_TRUE(Eventually([&] { return rounds > 2; }));
+  ASSERT_TRUE(Eventually([&] { return rounds > 2; }, kWaitBound));
 
   // A throttled move of 4096 slots from shard 0 to 1 (4 moves of 1024, a few seconds).
   const v1::MigrationSpec spec = MoveSpec(0, 4096, /*bytes_per_sec=*/20000);
   const uint64_t epoch_before = Map().epoch();
   const std::string op_id = Start(spec).op_id();
-  ASSERT_TRUE(Eventually([&] {
-    const v1::Migration::Phase phase = PhaseOf(op_id);
-    return phase == v1::Migration::COPYING || phase == v1::Migration::CATCHING_UP;
-  }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const v1::Migration::Phase phase = PhaseOf(op_id);
+        return phase == v1::Migration::COPYING || phase == v1::Migration::CATCHING_UP;
+      },
+      kWaitBound));
   const v1::GetClusterMapResponse before = Map();
   absl::StatusOr<std::vector<uint32_t>> moving = FromRanges(spec.moves(0).ranges());
   ASSERT_TRUE(moving.ok());
 
-  ASSERT_EQ(kill(ps_[victim]->pid(), SIGSTOP), 0);
+  ASSERT_EQ(kill(cluster_->shard(victim)->pid(), SIGSTOP), 0);
   const absl::Time paused = absl::Now();
   bool owners_changed = false;
-  const bool dead = Eventually([&] {
-    const v1::GetClusterMapResponse map = Map();
-    for (uint32_t slot : *moving) owners_changed |= OwnerOf(map, slot) != OwnerOf(before, slot);
-    return StateOf(victim) == v1::ShardInfo::DEAD;
-  });
+  const bool dead = Eventually(
+      [&] {
+        const v1::GetClusterMapResponse map = Map();
+        for (uint32_t slot : *moving) owners_changed |= OwnerOf(map, slot) != OwnerOf(before, slot);
+        return StateOf(victim) == v1::ShardInfo::DEAD;
+      },
+      kWaitBound);
   absl::SleepFor(kPauseAfterDead);  // paused past the timeout, not just up to it
   for (uint32_t slot : *moving) owners_changed |= OwnerOf(Map(), slot) != OwnerOf(before, slot);
   const absl::Duration pause = absl::Now() - paused;
-  ASSERT_EQ(kill(ps_[victim]->pid(), SIGCONT), 0);
+  ASSERT_EQ(kill(cluster_->shard(victim)->pid(), SIGCONT), 0);
   EXPECT_TRUE(dead) << "the coordinator never reported the paused shard DEAD";
   EXPECT_FALSE(owners_changed) << "slots changed owner while shard " << victim << " was paused";
-  EXPECT_TRUE(Eventually([&] { return StateOf(victim) == v1::ShardInfo::ALIVE; }));
+  EXPECT_TRUE(Eventually([&] { return StateOf(victim) == v1::ShardInfo::ALIVE; }, kWaitBound));
 
   const v1::Migration op = WaitForEnd(op_id);
   ASSERT_EQ(op.phase(), v1::Migration::DONE) << op.error();
   const int rounds_at_done = rounds;
-  const bool pushes_go_on = Eventually([&] { return stopped || rounds > rounds_at_done + 2; });
+  const bool pushes_go_on =
+      Eventually([&] { return stopped || rounds > rounds_at_done + 2; }, kWaitBound);
   pushing_ = false;
   pusher_.join();
   ASSERT_TRUE(failure.ok()) << failure;

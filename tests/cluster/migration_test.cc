@@ -65,9 +65,9 @@ TEST_F(MigrationTest, PushesDuringAMoveAreAppliedExactlyOnce) {
       ++rounds;
     }
   });
-  ASSERT_TRUE(Eventually([&] { return rounds > 2; }));
+  ASSERT_TRUE(Eventually([&] { return rounds > 2; }, kWaitBound));
   const v1::Migration op = WaitForEnd(Start(MoveSpec(1, 4096)).op_id());
-  ASSERT_TRUE(Eventually([&] { return rounds > 4; }));
+  ASSERT_TRUE(Eventually([&] { return rounds > 4; }, kWaitBound));
   pushing_ = false;
   pusher_.join();
   ASSERT_TRUE(failure.ok()) << failure;
@@ -177,7 +177,7 @@ TEST_P(MigrationFaultTest, AKillAtAnyPhaseEndsWithOneOwnerPerSlotAndEveryRow) {
   const v1::MigrationSpec spec = MoveSpec(0, 2048);
   Start(spec);
   // The victim dies at its hook; the supervisor (this test) restarts it.
-  Process* victim = fault.victim >= 0 ? ps_[fault.victim].get() : coordinator_.get();
+  Process* victim = fault.victim >= 0 ? cluster_->shard(fault.victim) : cluster_->coordinator();
   ASSERT_TRUE(victim->Wait(kWaitBound).ok()) << "the fault hook did not fire";
   if (fault.victim >= 0) {
     ASSERT_NO_FATAL_FAILURE(StartPs(fault.victim));

@@ -43,7 +43,9 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "tests/support/deadline.h"
 #include "tests/support/http_get.h"
+#include "tests/support/ports.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
@@ -55,7 +57,6 @@ namespace {
 
 constexpr char kPrometheusBinary[] = "/usr/bin/prometheus";
 constexpr uint32_t kDim = 4;
-constexpr absl::Duration kCallDeadline = absl::Seconds(10);
 
 // Percent-encodes a URL query value.
 std::string UrlEncode(absl::string_view text) {
@@ -158,10 +159,6 @@ class PrometheusTest : public ::testing::Test {
       return;
     }
     FAIL() << "ember-ps did not start: " << last;
-  }
-
-  static void SetDeadline(grpc::ClientContext* context) {
-    context->set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
   }
 
   // Creates table "item", pushes 3 rows and pulls them twice; one bad pull.

@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "server/shared/slot_owners.h"
 #include "server/store/initializer.h"
+#include "tests/support/deadline.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
@@ -37,7 +38,6 @@ namespace {
 
 constexpr uint32_t kDim = 8;
 constexpr float kLearningRate = 0.125f;  // exact in binary: expectations are exact
-constexpr absl::Duration kCallDeadline = absl::Seconds(10);
 
 std::string PackIds(const std::vector<uint64_t>& ids) {
   return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
@@ -108,10 +108,6 @@ class Client {
   }
 
  private:
-  static void SetDeadline(grpc::ClientContext* context) {
-    context->set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
-  }
-
   std::unique_ptr<v1::PsService::Stub> stub_;
 };
 

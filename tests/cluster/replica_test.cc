@@ -37,12 +37,13 @@
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
-#include "server/shared/slot_owners.h"
-#include "server/store/initializer.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/shared/shard_storage.h"
+#include "server/shared/slot_owners.h"
+#include "server/store/initializer.h"
 #include "tests/cluster/in_process_shard.h"
+#include "tests/support/deadline.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
@@ -152,7 +153,7 @@ class ReplicaTest : public ::testing::Test {
     request.set_replica_read(replica);
     request.set_step(step);
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + kDeadline));
+    SetDeadline(&context, kDeadline);
     return FromGrpcStatus(shards_[shard].stub->Pull(&context, request, response), &context);
   }
 
@@ -178,7 +179,7 @@ class ReplicaTest : public ::testing::Test {
     request.set_epoch(1);
     v1::PushResponse response;
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
+    SetDeadline(&context, deadline);
     return FromGrpcStatus(shards_[shard].stub->Push(&context, request, &response), &context);
   }
 
@@ -186,7 +187,7 @@ class ReplicaTest : public ::testing::Test {
                            v1::PutReplicasResponse* response = nullptr) {
     v1::PutReplicasResponse ignored;
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + kDeadline));
+    SetDeadline(&context, kDeadline);
     return FromGrpcStatus(
         shards_[shard].stub->PutReplicas(&context, request, response ? response : &ignored),
         &context);

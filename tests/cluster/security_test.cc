@@ -36,7 +36,11 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
+#include "tests/support/deadline.h"
+#include "tests/support/eventually.h"
 #include "tests/support/http_get.h"
+#include "tests/support/ports.h"
+#include "tests/support/usage_errors.h"
 #include "tools/harness/process.h"
 
 namespace ember {
@@ -60,7 +64,7 @@ std::string ReadFile(const std::string& path) {
 template <typename Rpc>
 absl::Status Call(Rpc rpc, const std::string& token = "") {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcTimeout));
+  SetDeadline(&context, kRpcTimeout);
   if (!token.empty()) context.AddMetadata(kAdminTokenMetadataKey, token);
   return FromGrpcStatus(rpc(&context), &context);
 }
@@ -86,13 +90,6 @@ struct Cluster {
   int shard_health_port = -1;
   int coordinator_metrics_port = -1;
 };
-
-// A port that was free a moment ago (the ready line names only the main port).
-int FreePort() {
-  absl::StatusOr<int> port = FreeLoopbackPort();
-  EXPECT_TRUE(port.ok()) << port.status();
-  return port.ok() ? *port : -1;
-}
 
 class SecurityTest : public ::testing::Test {
  protected:
@@ -161,18 +158,17 @@ class SecurityTest : public ::testing::Test {
     // Both shards registered over TLS and own slots.
     auto stub = v1::CoordinatorService::NewStub(
         grpc::CreateChannel(c.coordinator_address, Credentials(c.certs, "client")));
-    const absl::Time end = absl::Now() + kStartTimeout;
-    while (absl::Now() < end) {
-      v1::GetClusterMapResponse map;
-      if (Call([&](grpc::ClientContext* ctx) {
-            return stub->GetClusterMap(ctx, v1::GetClusterMapRequest(), &map);
-          }).ok() &&
-          map.shards_size() == 2 && map.epoch() > 0) {
-        return;
-      }
-      absl::SleepFor(absl::Milliseconds(50));  // waits on other processes' registration
-    }
-    FAIL() << "the shards did not register with the TLS coordinator";
+    // Waits on other processes' registration.
+    const bool registered = Eventually(
+        [&] {
+          v1::GetClusterMapResponse map;
+          return Call([&](grpc::ClientContext* ctx) {
+                   return stub->GetClusterMap(ctx, v1::GetClusterMapRequest(), &map);
+                 }).ok() &&
+                 map.shards_size() == 2 && map.epoch() > 0;
+        },
+        kStartTimeout, absl::Milliseconds(50));
+    ASSERT_TRUE(registered) << "the shards did not register with the TLS coordinator";
   }
 
   static void TearDownTestSuite() {
@@ -291,13 +287,10 @@ TEST_F(SecurityTest, WorkerCertificateUsesTheDataPlane) {
   ASSERT_TRUE((*client)->CreateTableEverywhere(Table("worker_rows")).ok());
   const std::vector<uint64_t> ids = {1, 2, 3, 40000, 1u << 30};
   std::vector<float> before(ids.size() * 4);
-  absl::Status pulled;
   // A shard learns of a new table through the coordinator a heartbeat later.
-  const absl::Time end = absl::Now() + kStartTimeout;
-  do {
-    pulled = (*client)->Pull("worker_rows", ids, absl::MakeSpan(before));
-    if (!pulled.ok()) absl::SleepFor(absl::Milliseconds(50));
-  } while (!pulled.ok() && absl::Now() < end);
+  const absl::Status pulled =
+      EventuallyOk([&] { return (*client)->Pull("worker_rows", ids, absl::MakeSpan(before)); },
+                   kStartTimeout, absl::Milliseconds(50));
   ASSERT_TRUE(pulled.ok()) << pulled;
   std::vector<float> grads(ids.size() * 4, 1.0f);
   ASSERT_TRUE((*client)->Push("worker_rows", ids, grads, /*step=*/1).ok());
@@ -492,11 +485,7 @@ TEST_F(SecurityTest, BadTlsFlagsExitWithUsageErrors) {
   const std::string cert = absl::StrCat(" --tls_cert=", c().certs, "/server.pem");
   const std::string key = absl::StrCat(" --tls_key=", c().certs, "/server.key");
   const std::string token = absl::StrCat(" --admin_token=", kToken);
-  struct Case {
-    std::string args;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<UsageErrorCase> cases = {
       {data + ca + token, "all of --tls_ca, --tls_cert and --tls_key"},
       {data + " --tls_ca=/no/such/ca.pem" + cert + key + token, "cannot read '/no/such/ca.pem'"},
       {data + ca + cert + absl::StrCat(" --tls_key=", c().certs, "/server.pem") + token,
@@ -504,11 +493,7 @@ TEST_F(SecurityTest, BadTlsFlagsExitWithUsageErrors) {
       {data + ca + cert + key, "give --admin_token_file or --admin_identities"},
       {data + ca + cert + key + token + " --health_port=70000", "--health_port"},
   };
-  for (const Case& bad : cases) {
-    RunResult result = RunBinary(EMBER_PS_BINARY, bad.args);
-    EXPECT_EQ(result.exit_code, 2) << bad.args << "\n" << result.output;
-    EXPECT_TRUE(absl::StrContains(result.output, bad.message)) << result.output;
-  }
+  ExpectUsageErrors(EMBER_PS_BINARY, cases, UsageErrorChecks().MessageAnywhere());
   RunResult coordinator =
       RunBinary(EMBER_COORDINATOR_BINARY, absl::StrCat("--data_dir=", c().dir, "/bad") + ca);
   EXPECT_EQ(coordinator.exit_code, 2) << coordinator.output;
@@ -531,7 +516,7 @@ TEST(HealthTest, ShardReportsNotServingWhenItDrains) {
   auto stub = grpc::health::v1::Health::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", health_port), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+  SetDeadline(&context, absl::Seconds(30));
   HealthCheckRequest request;
   request.set_service("ember.v1.PsService");
   std::unique_ptr<grpc::ClientReader<HealthCheckResponse>> watch = stub->Watch(&context, request);

@@ -40,11 +40,13 @@
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/channel_arguments.h"
 #include "gtest/gtest.h"
+#include "server/ps/ps_service.h"
+#include "server/shared/row_block.h"
 #include "server/shared/slot_owners.h"
 #include "server/store/embedding_store.h"
 #include "server/store/in_memory_backend.h"
-#include "server/ps/ps_service.h"
-#include "server/shared/row_block.h"
+#include "tests/support/deadline.h"
+#include "tests/support/eventually.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_PS_BINARY
@@ -120,11 +122,8 @@ class Follower {
   bool WaitUntil(const std::function<bool(const Follower&)>& done,
                  absl::Duration timeout = kWaitBound) const {
     const size_t ended = calls_ended();
-    for (const absl::Time deadline = absl::Now() + timeout; absl::Now() < deadline;) {
-      if (done(*this)) return true;
-      if (calls_ended() > ended) break;
-      absl::SleepFor(absl::Milliseconds(2));
-    }
+    Eventually([&] { return done(*this) || calls_ended() > ended; }, timeout,
+               absl::Milliseconds(2));
     return done(*this);
   }
   bool WaitForPosition(uint64_t version) const {
@@ -226,7 +225,7 @@ class Watch {
  public:
   Watch(v1::PsService::Stub* stub, const v1::WatchUpdatesRequest& request, Follower* follower)
       : follower_(follower) {
-    context_.set_deadline(absl::ToChronoTime(absl::Now() + kStreamDeadline));
+    SetDeadline(&context_, kStreamDeadline);
     thread_ = std::thread([this, stub, request] {
       std::unique_ptr<grpc::ClientReader<v1::UpdateBatch>> reader =
           stub->WatchUpdates(&context_, request);
@@ -298,7 +297,7 @@ class Shard {
                                                                 const Request&, Response*),
                     const Request& request, Response* response) {
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
+    SetDeadline(&context, kCallDeadline);
     return FromGrpcStatus((stub_.get()->*method)(&context, request, response), &context);
   }
 
@@ -710,7 +709,7 @@ TEST_F(WatchUpdatesTest, ShutdownEndsTheStreamOfAStalledFollower) {
   v1::WatchUpdatesRequest request = WatchFrom(0, 0);
   request.set_max_rows(500);
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kStreamDeadline));
+  SetDeadline(&context, kStreamDeadline);
   std::unique_ptr<grpc::ClientReader<v1::UpdateBatch>> reader =
       stub->WatchUpdates(&context, request);
   v1::UpdateBatch first;

@@ -31,6 +31,8 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/job/job_cluster.h"
+#include "tests/support/deadline.h"
+#include "tests/support/eventually.h"
 #include "tools/harness/result_json.h"
 
 namespace ember {
@@ -48,16 +50,19 @@ double Number(const std::string& json, const std::string& key) {
 uint64_t WaitForHotSet(const std::string& coordinator) {
   auto stub = v1::CoordinatorService::NewStub(
       grpc::CreateChannel(coordinator, grpc::InsecureChannelCredentials()));
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (absl::Now() < deadline) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
-    v1::GetHotSetResponse response;
-    const grpc::Status s = stub->GetHotSet(&context, {}, &response);
-    if (s.ok() && response.hot_set().tables_size() > 0) return response.hot_set().version();
-    absl::SleepFor(absl::Milliseconds(100));  // polling pace, not event ordering
-  }
-  return 0;
+  uint64_t version = 0;
+  Eventually(
+      [&] {
+        grpc::ClientContext context;
+        SetDeadline(&context, absl::Seconds(2));
+        v1::GetHotSetResponse response;
+        const grpc::Status s = stub->GetHotSet(&context, {}, &response);
+        if (!s.ok() || response.hot_set().tables_size() == 0) return false;
+        version = response.hot_set().version();
+        return true;
+      },
+      absl::Seconds(30), absl::Milliseconds(100));
+  return version;
 }
 
 class ColdTrainingTest : public JobClusterTest {
@@ -166,7 +171,7 @@ TEST_F(ColdTrainingTest, AKilledWorkerResumesWithItsTrackerAndReplayBufferBitwis
   const std::string result = RunJob("kill", ColdFlags(), [&](Cluster& c) {
     if (!killed && c.NewestCheckpointStep() >= at) {
       killed = true;
-      ASSERT_TRUE(c.workers_[1]->Kill().ok());
+      ASSERT_TRUE(c.worker(1)->Kill().ok());
       ASSERT_NO_FATAL_FAILURE(c.StartWorker(1, JobFlags(ColdFlags())));
     }
   });

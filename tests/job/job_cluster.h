@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/local_cluster.h"
 #include "tools/harness/process.h"
 #include "tools/harness/result_json.h"
 
@@ -29,58 +30,63 @@ inline constexpr int kWorkers = 2;
 inline constexpr int kSteps = 240;
 
 // One loopback cluster: coordinator (with checkpoints), shards and workers, every
-// process restartable in place.
+// process restartable in place (a LocalCluster with the job's flags). Set data_ and
+// ckpt_ before the coordinator starts.
 class Cluster {
  public:
-  Cluster(std::string dir, std::string checkpoints) : dir_(std::move(dir)), ckpt_(std::move(checkpoints)) {}
-  ~Cluster() {
-    for (auto& w : workers_) w.reset();
-    for (auto& s : shards_) s.reset();
-    coordinator_.reset();
-  }
+  Cluster(std::string dir, std::string checkpoints)
+      : dir_(std::move(dir)), ckpt_(std::move(checkpoints)) {}
 
+  // Starts the coordinator expecting `shards` shards, checkpointing to ckpt_, plus
+  // `extra`; a restart reuses its port and directory (and needs the same `shards`).
   void StartCoordinator(int shards, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {
-        absl::StrCat("--data_dir=", dir_, "/coordinator"), absl::StrCat("--port=", port_),
-        absl::StrCat("--expected_shards=", shards), "--heartbeat_timeout_ms=1500",
-        absl::StrCat("--checkpoint_dir=", ckpt_), "--keep_checkpoints=3",
-        "--checkpoint_full_every=3"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    absl::StatusOr<std::unique_ptr<Process>> c =
-        Process::Start(EMBER_COORDINATOR_BINARY, args, "listening on ", absl::Seconds(30));
-    ASSERT_TRUE(c.ok()) << c.status();
-    coordinator_ = std::move(*c);
-    address_ = coordinator_->ready_text();
-    port_ = address_.substr(address_.rfind(':') + 1);
+    if (local_ == nullptr) {
+      LocalClusterOptions cluster_options;
+      cluster_options.dir = dir_;
+      cluster_options.shards = shards;
+      cluster_options.coordinator_flags = {"--heartbeat_timeout_ms=1500",
+                                           absl::StrCat("--checkpoint_dir=", ckpt_),
+                                           "--keep_checkpoints=3", "--checkpoint_full_every=3"};
+      cluster_options.shard_flags = {"--heartbeat_ms=200"};
+      cluster_options.worker_flags = {
+          absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt"),
+          absl::StrCat("--train=", data_, "/train"),
+          absl::StrCat("--world_size=", kWorkers),
+          absl::StrCat("--run_dir=", dir_, "/run"),
+          "--batch_size=128",
+          "--epochs=4",
+          "--skip_eval",
+          "--generation=1",
+          "--ps_deadline_ms=4000",
+          "--collective_timeout_ms=8000",
+          "--log_every_steps=20"};
+      local_ = std::make_unique<LocalCluster>(std::move(cluster_options));
+    }
+    ASSERT_EQ(shards, local_->options().shards) << "a restart expects the same shards";
+    const absl::Status started = local_->StartCoordinator(extra);
+    ASSERT_TRUE(started.ok()) << started;
+    address_ = local_->coordinator_address();
   }
 
+  // Starts (or restarts, on a fresh port) shard `i` with `extra` flags.
   void StartShard(int i, const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir_, "/ps-", i), "--port=0",
-                                     absl::StrCat("--shard_id=", i), "--heartbeat_ms=200",
-                                     absl::StrCat("--coordinator=", address_)};
-    args.insert(args.end(), extra.begin(), extra.end());
-    absl::StatusOr<std::unique_ptr<Process>> ps =
-        Process::Start(EMBER_PS_BINARY, args, "listening on ", absl::Seconds(30));
-    ASSERT_TRUE(ps.ok()) << ps.status();
-    if (shards_.size() <= static_cast<size_t>(i)) shards_.resize(i + 1);
-    shards_[i] = std::move(*ps);
+    ASSERT_NE(local_, nullptr) << "start the coordinator first";
+    const absl::Status started = local_->StartShard(i, extra);
+    ASSERT_TRUE(started.ok()) << started;
   }
 
+  // Starts (or restarts) worker `rank` of the job with `flags` after the job's own.
   void StartWorker(int rank, const std::vector<std::string>& flags) {
-    std::vector<std::string> args = {
-        absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt"),
-        absl::StrCat("--train=", data_, "/train"),
-        absl::StrCat("--coordinator=", address_), absl::StrCat("--rank=", rank),
-        absl::StrCat("--world_size=", kWorkers), absl::StrCat("--run_dir=", dir_, "/run"),
-        "--batch_size=128", "--epochs=4", "--skip_eval", "--generation=1", "--ps_deadline_ms=4000",
-        "--collective_timeout_ms=8000", "--log_every_steps=20"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    absl::StatusOr<std::unique_ptr<Process>> w =
-        Process::Start(EMBER_WORKER_BINARY, args, "worker ", absl::Seconds(60));
-    ASSERT_TRUE(w.ok()) << w.status();
-    if (workers_.size() <= static_cast<size_t>(rank)) workers_.resize(rank + 1);
-    workers_[rank] = std::move(*w);
+    ASSERT_NE(local_, nullptr) << "start the coordinator first";
+    const absl::Status started = local_->StartWorker(rank, flags);
+    ASSERT_TRUE(started.ok()) << started;
   }
+
+  // The processes (null before their start).
+  Process* coordinator() const { return local_ == nullptr ? nullptr : local_->coordinator(); }
+  Process* shard(int i) const { return local_ == nullptr ? nullptr : local_->shard(i); }
+  Process* worker(int rank) const { return local_ == nullptr ? nullptr : local_->worker(rank); }
+  int shard_count() const { return local_ == nullptr ? 0 : local_->shard_count(); }
 
   // The committed checkpoints (with a MANIFEST), oldest first.
   std::vector<std::string> CommittedCheckpoints() const {
@@ -104,9 +110,9 @@ class Cluster {
 
   // Restarts every shard or coordinator process that died (the supervisor's job).
   void Supervise() {
-    for (size_t i = 0; i < shards_.size(); ++i) {
-      if (shards_[i]->Wait(absl::ZeroDuration()).ok()) {
-        ASSERT_NO_FATAL_FAILURE(StartShard(static_cast<int>(i)));
+    for (int i = 0; i < shard_count(); ++i) {
+      if (shard(i) != nullptr && shard(i)->Wait(absl::ZeroDuration()).ok()) {
+        ASSERT_NO_FATAL_FAILURE(StartShard(i));
         ++restarts_;
       }
     }
@@ -115,7 +121,8 @@ class Cluster {
   // Waits (supervising) until every worker exited; returns rank 0's result.json.
   std::string Finish(const std::function<void(absl::Duration elapsed)>& faults = nullptr) {
     const absl::Time start = absl::Now();
-    std::vector<bool> done(workers_.size(), false);
+    const int workers = local_ == nullptr ? 0 : local_->worker_count();
+    std::vector<bool> done(workers, false);
     while (std::count(done.begin(), done.end(), true) < static_cast<long>(done.size())) {
       if (absl::Now() - start > absl::Minutes(4)) {
         ADD_FAILURE() << "the job did not finish";
@@ -123,9 +130,9 @@ class Cluster {
       }
       if (faults) faults(absl::Now() - start);
       Supervise();
-      for (size_t r = 0; r < workers_.size(); ++r) {
+      for (int r = 0; r < workers; ++r) {
         if (done[r]) continue;
-        absl::StatusOr<int> code = workers_[r]->Wait(absl::ZeroDuration());
+        absl::StatusOr<int> code = worker(r)->Wait(absl::ZeroDuration());
         if (!code.ok()) continue;
         EXPECT_EQ(*code, 0) << "worker " << r;
         done[r] = true;
@@ -135,11 +142,12 @@ class Cluster {
     return ReadFile(dir_ + "/run/result.json");
   }
 
-  std::string dir_, ckpt_, data_, address_, port_ = "0";
+  std::string dir_, ckpt_, data_, address_;
   int restarts_ = 0;
-  std::unique_ptr<Process> coordinator_;
-  std::vector<std::unique_ptr<Process>> shards_;
-  std::vector<std::unique_ptr<Process>> workers_;
+
+ private:
+  // Created at the first StartCoordinator; its destructor kills what still runs.
+  std::unique_ptr<LocalCluster> local_;
 };
 
 // Base of the job tests: the data and the reference run (the same job on 2 shards,

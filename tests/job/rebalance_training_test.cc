@@ -28,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "server/coordinator/rebalance_planner.h"
 #include "tests/job/job_cluster.h"
+#include "tests/support/deadline.h"
 
 namespace ember {
 namespace {
@@ -48,13 +49,13 @@ class Admin {
   grpc::Status Call(Method method, const Request& request, Response* response) {
     grpc::ClientContext context;
     context.AddMetadata("ember-admin-token", kToken);
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    SetDeadline(&context, absl::Seconds(30));
     return (admin_.get()->*method)(&context, request, response);
   }
 
   v1::GetClusterMapResponse Map() {
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+    SetDeadline(&context, absl::Seconds(10));
     v1::GetClusterMapResponse map;
     EXPECT_TRUE(coordinator_->GetClusterMap(&context, v1::GetClusterMapRequest(), &map).ok());
     return map;
@@ -75,11 +76,11 @@ uint32_t OwnerOf(const v1::GetClusterMapResponse& map, uint32_t slot) {
 // The digests of every table summed over the cluster's shards (PsService.Checksum).
 uint64_t SparseDigest(Cluster& c) {
   uint64_t sum = 0;
-  for (const std::unique_ptr<Process>& shard : c.shards_) {
+  for (int i = 0; i < c.shard_count(); ++i) {
     auto stub = v1::PsService::NewStub(
-        grpc::CreateChannel(shard->ready_text(), grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(c.shard(i)->ready_text(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(30)));
+    SetDeadline(&context, absl::Seconds(30));
     v1::ChecksumResponse response;
     EXPECT_TRUE(stub->Checksum(&context, v1::ChecksumRequest(), &response).ok());
     for (const auto& table : response.tables()) sum += table.digest();
@@ -122,7 +123,7 @@ class RebalanceTrainingTest : public JobClusterTest {
       if (op.phase() != v1::Migration::DONE) return;
       done = true;
       // The job was still training: the moves happened under load.
-      EXPECT_FALSE(c.workers_[0]->Wait(absl::ZeroDuration()).ok());
+      EXPECT_FALSE(c.worker(0)->Wait(absl::ZeroDuration()).ok());
       std::cerr << "migration " << op_id << ": " << op.rows_copied() << " rows, "
                 << op.seconds() << " s, longest fence " << op.max_fence_ms() << " ms"
                 << std::endl;

@@ -68,7 +68,7 @@ TEST_F(RecoveryTest, PsKillsIncludingOneDuringACheckpointLeaveTheModelBitwiseIde
     if (absl::Now() >= kill_at) {
       // Kill() reaps the process: the supervisor's restart happens here.
       const int victim = std::uniform_int_distribution<int>(0, 1)(rng);
-      ASSERT_TRUE(c->shards_[victim]->Kill().ok());
+      ASSERT_TRUE(c->shard(victim)->Kill().ok());
       ASSERT_NO_FATAL_FAILURE(c->StartShard(victim));
       ++c->restarts_;
       kill_at = absl::InfiniteFuture();
@@ -92,11 +92,11 @@ TEST_F(RecoveryTest, APsPausedPastItsHeartbeatTimeoutLeavesTheModelBitwiseIdenti
   bool resumed = false;
   const std::string result = c->Finish([&](absl::Duration) {
     if (resume_at == absl::InfiniteFuture() && c->NewestCheckpointStep() >= 60) {
-      ASSERT_EQ(kill(c->shards_[1]->pid(), SIGSTOP), 0);
+      ASSERT_EQ(kill(c->shard(1)->pid(), SIGSTOP), 0);
       resume_at = absl::Now() + absl::Seconds(3);  // twice the heartbeat timeout
     }
     if (!resumed && absl::Now() >= resume_at) {
-      ASSERT_EQ(kill(c->shards_[1]->pid(), SIGCONT), 0);
+      ASSERT_EQ(kill(c->shard(1)->pid(), SIGCONT), 0);
       resumed = true;
     }
   });
@@ -115,7 +115,7 @@ TEST_F(RecoveryTest, AKilledAndRestartedWorkerLeavesTheModelBitwiseIdentical) {
   const std::string result = c->Finish([&](absl::Duration) {
     if (!killed && c->NewestCheckpointStep() >= at) {
       killed = true;
-      ASSERT_TRUE(c->workers_[1]->Kill().ok());
+      ASSERT_TRUE(c->worker(1)->Kill().ok());
       ASSERT_NO_FATAL_FAILURE(c->StartWorker(1, Flags()));
     }
   });
@@ -132,7 +132,7 @@ TEST_F(RecoveryTest, ARestartedCoordinatorDoesNotDisturbTraining) {
   const std::string result = c->Finish([&](absl::Duration) {
     if (!restarted && c->NewestCheckpointStep() >= 60) {
       restarted = true;
-      ASSERT_TRUE(c->coordinator_->Kill().ok());
+      ASSERT_TRUE(c->coordinator()->Kill().ok());
       ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));  // same port, same directory
     }
   });
@@ -150,7 +150,7 @@ TEST_F(RecoveryTest, ACorruptNewestCheckpointIsRefusedAndTheJobRollsBackFurther)
     if (!corrupted.empty() || c->NewestCheckpointStep() < 100) return;
     // Kill a shard (the attempt ends; no checkpoint commits without it), flip a byte of
     // the newest checkpoint's largest shard-0 file, then let the shard restart.
-    ASSERT_TRUE(c->shards_[1]->Kill().ok());
+    ASSERT_TRUE(c->shard(1)->Kill().ok());
     const std::vector<std::string> names = c->CommittedCheckpoints();
     ASSERT_GE(names.size(), 2u);
     corrupted = names.back();

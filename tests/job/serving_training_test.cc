@@ -26,11 +26,15 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "server/checkpoint/checkpoint_catalog.h"
-#include "tests/serving/serving_client.h"
 #include "tests/job/job_cluster.h"
+#include "tests/serving/serving_client.h"
+#include "tests/support/eventually.h"
 
 namespace ember {
 namespace {
+
+// How often the followers' progress is polled.
+constexpr absl::Duration kFollowerPoll = absl::Milliseconds(50);
 
 using Digests = TableDigests;
 
@@ -55,13 +59,13 @@ class ServingTrainingTest : public JobClusterTest {
 
   static std::unique_ptr<v1::PsService::Stub> ShardStub(const Cluster& c, int shard) {
     return v1::PsService::NewStub(
-        grpc::CreateChannel(c.shards_[shard]->ready_text(), grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(c.shard(shard)->ready_text(), grpc::InsecureChannelCredentials()));
   }
 
   // Every shard's newest version equals the follower's position on it.
   static bool CaughtUp(const Cluster& c, v1::ServingService::Stub& stub) {
     const v1::ServingStatus status = Status(stub);
-    if (!status.ready() || status.shards_size() != static_cast<int>(c.shards_.size())) return false;
+    if (!status.ready() || status.shards_size() != c.shard_count()) return false;
     for (const v1::ShardFollowState& s : status.shards()) {
       grpc::ClientContext context;
       context.set_deadline(In(5));
@@ -79,12 +83,12 @@ class ServingTrainingTest : public JobClusterTest {
   // table -> (rows, digest) summed over the shards (digests add up mod 2^64).
   static Digests ShardDigests(const Cluster& c) {
     Digests out;
-    for (size_t i = 0; i < c.shards_.size(); ++i) {
+    for (int i = 0; i < c.shard_count(); ++i) {
       grpc::ClientContext context;
       context.set_deadline(In(30));
       v1::ChecksumResponse response;
       const grpc::Status status =
-          ShardStub(c, static_cast<int>(i))->Checksum(&context, v1::ChecksumRequest(), &response);
+          ShardStub(c, i)->Checksum(&context, v1::ChecksumRequest(), &response);
       EXPECT_TRUE(status.ok()) << status.error_message();
       for (const auto& t : response.tables()) {
         out[t.table()].first += t.rows();
@@ -98,20 +102,11 @@ class ServingTrainingTest : public JobClusterTest {
 
   // Waits for the follower to catch up with the stopped job, then compares its rows.
   static void ExpectEqualToPs(const Cluster& c, v1::ServingService::Stub& stub) {
-    ASSERT_TRUE(Eventually([&] { return CaughtUp(c, stub); }, absl::Seconds(60)))
+    ASSERT_TRUE(Eventually([&] { return CaughtUp(c, stub); }, absl::Seconds(60), kFollowerPoll))
         << Status(stub).DebugString();
     const Digests ps = ShardDigests(c);
     ASSERT_FALSE(ps.empty());
     EXPECT_EQ(FollowerDigests(stub), ps);
-  }
-
-  static bool Eventually(const std::function<bool()>& done, absl::Duration timeout) {
-    const absl::Time end = absl::Now() + timeout;
-    while (absl::Now() < end) {
-      if (done()) return true;
-      absl::SleepFor(absl::Milliseconds(50));  // polling pace
-    }
-    return done();
   }
 };
 
@@ -185,7 +180,7 @@ TEST_F(ServingTrainingTest, FollowersEndEqualToThePsAndAKilledFollowerResumes) {
         v1::GetDenseParametersResponse dense;
         return served(&dense).ok() && dense.version().checkpoint() == names.back();
       },
-      absl::Seconds(10)));
+      absl::Seconds(10), kFollowerPoll));
   v1::GetDenseParametersResponse dense;
   ASSERT_TRUE(served(&dense).ok());
   EXPECT_EQ(dense.dense_parameters(), dense_of(names.back()));
@@ -227,7 +222,7 @@ TEST_F(ServingTrainingTest, AFollowerOfAKilledShardReBootstrapsAndEndsEqual) {
     if (follower == nullptr && step >= 20) follower = StartServing(*c, "f");
     if (!killed && step >= 100) {
       // Kill() reaps the process: the supervisor's restart happens here.
-      ASSERT_TRUE(c->shards_[0]->Kill().ok());
+      ASSERT_TRUE(c->shard(0)->Kill().ok());
       ASSERT_NO_FATAL_FAILURE(c->StartShard(0));
       ++c->restarts_;
       killed = true;

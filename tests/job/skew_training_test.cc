@@ -26,6 +26,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/job/job_cluster.h"
+#include "tests/support/deadline.h"
 #include "tools/harness/result_json.h"
 
 namespace ember {
@@ -41,7 +42,7 @@ class SkewTrainingTest : public JobClusterTest {
     auto stub = v1::PsService::NewStub(
         grpc::CreateChannel(shard.ready_text(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+    SetDeadline(&context, absl::Seconds(5));
     v1::GetShardInfoResponse info;
     const grpc::Status status = stub->GetShardInfo(&context, {}, &info);
     EXPECT_TRUE(status.ok()) << status.error_message();
@@ -75,8 +76,8 @@ TEST_F(SkewTrainingTest, ReplicatedHotKeysLeaveTheBspModelBitwiseIdentical) {
   const std::string result = c->Finish();
   ExpectSameModel(result);  // 3 replicated shards == 2 plain shards, bit for bit
   uint64_t replica_keys = 0, hot_set_version = 0;
-  for (auto& shard : c->shards_) {
-    const v1::GetShardInfoResponse info = ShardInfo(*shard);
+  for (int i = 0; i < c->shard_count(); ++i) {
+    const v1::GetShardInfoResponse info = ShardInfo(*c->shard(i));
     replica_keys += info.replica_pulled_keys();
     hot_set_version = std::max(hot_set_version, info.hot_set_version());
   }
@@ -110,7 +111,7 @@ TEST_F(SkewTrainingTest, EvictionAtCheckpointsIsPartOfTheCutAndSurvivesRecovery)
   const std::string result = c->Finish([&](absl::Duration) {
     if (!killed && c->NewestCheckpointStep() >= 100) {
       killed = true;
-      ASSERT_TRUE(c->shards_[1]->Kill().ok());
+      ASSERT_TRUE(c->shard(1)->Kill().ok());
       ASSERT_NO_FATAL_FAILURE(c->StartShard(1));
     }
   });

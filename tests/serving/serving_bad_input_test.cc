@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "server/store/rocksdb_backend.h"
+#include "tests/support/usage_errors.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_SERVING_BINARY
@@ -61,7 +62,7 @@ TEST_F(ServingBadInputTest, HelpPrintsUsageAndExitsZero) {
 TEST_F(ServingBadInputTest, BadFlagsExitTwoNamingTheFlag) {
   const std::string ok = Required(dir_);
   // Each: the arguments, and what the first line of the message must contain.
-  const std::vector<std::pair<std::string, std::string>> cases = {
+  const std::vector<UsageErrorCase> cases = {
       {"--checkpoint_dir=/c --data_dir=/d", "--coordinator is required"},
       {"--coordinator=127.0.0.1:1 --data_dir=/d", "--checkpoint_dir is required"},
       {"--coordinator=127.0.0.1:1 --checkpoint_dir=/c", "--data_dir is required"},
@@ -82,14 +83,9 @@ TEST_F(ServingBadInputTest, BadFlagsExitTwoNamingTheFlag) {
       {ok + " --no_such_flag=1", "unknown flag --no_such_flag"},
       {ok + " stray", "unexpected argument 'stray'"},
   };
-  for (const auto& [args, message] : cases) {
-    const RunResult r = RunBinary(EMBER_SERVING_BINARY, args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
-    const std::string first_line = r.output.substr(0, r.output.find('\n'));
-    EXPECT_TRUE(absl::StartsWith(first_line, "ember-serving: ")) << args << ": " << first_line;
-    EXPECT_TRUE(absl::StrContains(first_line, message)) << args << ": " << first_line;
-    EXPECT_TRUE(absl::StrContains(r.output, "usage: ember-serving")) << args;
-  }
+  ExpectUsageErrors(
+      EMBER_SERVING_BINARY, cases,
+      UsageErrorChecks().FirstLinePrefix("ember-serving: ").OutputContains("usage: ember-serving"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/data")) << "a refused start creates nothing";
 }
 

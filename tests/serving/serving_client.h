@@ -25,6 +25,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "tests/support/local_cluster.h"
 #include "tools/harness/process.h"
 
 namespace ember {
@@ -39,13 +40,11 @@ inline std::unique_ptr<Process> StartServing(const std::string& coordinator,
                                              const std::string& checkpoint_dir,
                                              const std::string& data_dir, int persist_ms,
                                              const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {absl::StrCat("--coordinator=", coordinator),
-                                   absl::StrCat("--checkpoint_dir=", checkpoint_dir),
-                                   absl::StrCat("--data_dir=", data_dir), "--port=0",
-                                   absl::StrCat("--persist_interval_ms=", persist_ms)};
-  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<std::string> flags = {absl::StrCat("--checkpoint_dir=", checkpoint_dir),
+                                    absl::StrCat("--persist_interval_ms=", persist_ms)};
+  flags.insert(flags.end(), extra.begin(), extra.end());
   absl::StatusOr<std::unique_ptr<Process>> p =
-      Process::Start(EMBER_SERVING_BINARY, args, "listening on ", absl::Seconds(60));
+      StartFollowerProcess(EMBER_SERVING_BINARY, coordinator, data_dir, flags);
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() ? std::move(*p) : nullptr;
 }

@@ -16,13 +16,14 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "ember/v1/serving.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "ember/v1/serving.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "tests/support/http_get.h"
 #include "tests/serving/serving_client.h"
+#include "tests/support/http_get.h"
+#include "tests/support/ports.h"
 #include "tests/tools/emberctl_fixture.h"
 
 namespace ember {
@@ -181,14 +182,9 @@ TEST_F(ServingTest, RestartedShardTellsTheFollowerToBootstrap) {
   ASSERT_NE(serving, nullptr);
   auto stub = Stub(*serving);
   ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
-  ASSERT_TRUE(ps_[0]->Kill().ok());
-  absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
-      EMBER_PS_BINARY,
-      {absl::StrCat("--data_dir=", dir_, "/shard0"), "--port=0", "--shard_id=0",
-       absl::StrCat("--coordinator=", address_), "--heartbeat_ms=100", "--memory_budget_mb=64"},
-      "listening on ", absl::Seconds(30));
-  ASSERT_TRUE(p.ok()) << p.status();
-  ps_[0] = std::move(*p);
+  ASSERT_TRUE(cluster_->shard(0)->Kill().ok());
+  const absl::Status restarted = cluster_->StartShard(0);  // a fresh port, the same data
+  ASSERT_TRUE(restarted.ok()) << restarted;
   // Its old stream ended; without a checkpoint there is nothing to bootstrap from, and
   // the follower says so instead of applying a history that no longer exists.
   ASSERT_TRUE(Eventually([&] {

@@ -18,26 +18,6 @@
 
 namespace ember {
 
-// A loopback port that was free a moment ago (bind to 0, read it, close). Another
-// process may take it before it is used: callers retry on a failed start.
-absl::StatusOr<int> FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const std::string error = std::strerror(errno);
-    close(fd);
-    return absl::InternalError(absl::StrCat("bind/getsockname: ", error));
-  }
-  close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
-}
-
 // GET http://127.0.0.1:`port``path`; returns the body of a 200 response. UNAVAILABLE if
 // nothing listens or the connection fails, DEADLINE_EXCEEDED if a send or receive
 // stalls for `timeout`, INTERNAL for a non-200 status.

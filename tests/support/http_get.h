@@ -1,8 +1,8 @@
 // Copyright 2026 The Ember Authors.
 //
 // Loopback helpers for tests that talk to the HTTP side of real processes (Prometheus
-// /metrics endpoints, a Prometheus server's API): a free port and an HTTP/1.0 GET over
-// a raw socket, so no HTTP library is needed.
+// /metrics endpoints, a Prometheus server's API): an HTTP/1.0 GET over a raw socket, so
+// no HTTP library is needed (free ports: tests/support/ports.h).
 //
 //   absl::StatusOr<std::string> body = HttpGet(metrics_port, "/metrics");
 
@@ -15,10 +15,6 @@
 #include "absl/time/time.h"
 
 namespace ember {
-
-// A loopback port that was free a moment ago (bind to 0, read it, close). Another
-// process may take it before it is used: callers retry on a failed start.
-absl::StatusOr<int> FreeLoopbackPort();
 
 // GET http://127.0.0.1:`port``path`; returns the body of a 200 response. UNAVAILABLE if
 // nothing listens or the connection fails, DEADLINE_EXCEEDED if a send or receive

@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "tests/support/usage_errors.h"
 #include "tools/harness/process.h"
 
 #ifndef EMBER_BENCH_BINARY
@@ -30,7 +31,7 @@ TEST(BenchFlagsTest, HelpListsSuitesAndFlags) {
 
 TEST(BenchFlagsTest, BadArgumentsExitTwoNamingThem) {
   // Each: the arguments, and what the first line must contain.
-  const std::vector<std::pair<std::string, std::string>> cases = {
+  const std::vector<UsageErrorCase> cases = {
       {"", "no suite given; known: checkpoint, cluster"},
       {"nosuchsuite", "unknown suite 'nosuchsuite'; known:"},
       {"storage cluster", "one suite per run; got 'storage' and 'cluster'"},
@@ -50,14 +51,10 @@ TEST(BenchFlagsTest, BadArgumentsExitTwoNamingThem) {
       {"training --train_examples=10", "bad value in --train_examples=10 (expected"},
       {"storage --seed=x", "bad value in --seed=x (expected"},
   };
-  for (const auto& [args, message] : cases) {
-    const RunResult r = RunBinary(EMBER_BENCH_BINARY, args);
-    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
-    const std::string first_line = r.output.substr(0, r.output.find('\n'));
-    EXPECT_TRUE(absl::StartsWith(first_line, "ember-bench: ")) << args << ": " << first_line;
-    EXPECT_TRUE(absl::StrContains(first_line, message)) << args << ": " << first_line;
-    EXPECT_TRUE(absl::StrContains(r.output, "ember-bench --help lists suites and flags")) << args;
-  }
+  ExpectUsageErrors(EMBER_BENCH_BINARY, cases,
+                    UsageErrorChecks()
+                        .FirstLinePrefix("ember-bench: ")
+                        .OutputContains("ember-bench --help lists suites and flags"));
 }
 
 }  // namespace

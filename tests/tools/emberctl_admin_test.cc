@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/support/deadline.h"
 #include "tests/tools/emberctl_fixture.h"
 
 namespace ember {
@@ -194,8 +195,7 @@ TEST_F(EmberctlAdminTest, DrainThenRemoveShard) {
   r = Ctl({"checksum"});
   EXPECT_EQ(r.exit_code, 0) << r;
   // A running shard registers again: stop it first, as an operator would.
-  ASSERT_TRUE(ps_[1]->Stop(absl::Seconds(10)).ok());
-  ps_[1].reset();
+  ASSERT_TRUE(cluster_->shard(1)->Stop(absl::Seconds(10)).ok());
   r = Ctl({"shards", "remove", "--id=1"});
   EXPECT_EQ(r.exit_code, 0) << r;
   EXPECT_EQ(r.out, "removed shard 1\n");
@@ -227,7 +227,7 @@ TEST_F(EmberctlAdminTest, TablesCreate) {
 
 TEST_F(EmberctlAdminTest, StatusShowsJobsAndShardStats) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  SetDeadline(&context, absl::Seconds(10));
   v1::JoinJobRequest join;
   join.set_job("ctr");
   join.set_generation(1);

@@ -19,9 +19,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/slot.h"
 #include "gtest/gtest.h"
 #include "server/store/row_layout.h"
+#include "tests/support/usage_errors.h"
 #include "tests/tools/emberctl_fixture.h"
 #include "tools/emberctl/export_format.h"
 
@@ -363,18 +365,19 @@ TEST_F(EmberctlExportTest, RefusesAFinishedExportAndStalePositions) {
 }
 
 TEST_F(EmberctlExportTest, UsageAndTableErrors) {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"export", "--out=/tmp/x"},
-           {"export", "--table=item"},
-           {"export", "--table=item", "--out=/tmp/x", "--format=parquet"},
-           {"export", "--table=item", "--out=/tmp/x", "--since="},
-           {"export", "--table=item", "--out=/tmp/x", "--bogus=1"},
-           {"export", "--table=item", "--out=/tmp/x", "positional"},
-       }) {
-    CtlResult r = Ctl(args);
-    EXPECT_EQ(r.exit_code, 2) << r;
-    EXPECT_TRUE(absl::StrContains(r.err, "usage: emberctl")) << r;
-  }
+  // Each exits 2 with the usage on stderr (the arguments split at spaces).
+  ExpectUsageErrors(
+      [this](const std::string& args) {
+        const CtlResult r = Ctl(absl::StrSplit(args, ' ', absl::SkipEmpty()));
+        return RunResult{r.exit_code, r.err};
+      },
+      {{"export --out=/tmp/x", ""},
+       {"export --table=item", ""},
+       {"export --table=item --out=/tmp/x --format=parquet", ""},
+       {"export --table=item --out=/tmp/x --since=", ""},
+       {"export --table=item --out=/tmp/x --bogus=1", ""},
+       {"export --table=item --out=/tmp/x positional", ""}},
+      UsageErrorChecks().OutputContains("usage: emberctl"));
   CtlResult r = Ctl({"export", "--table=nope", "--out=" + dir_ + "/nope"});
   EXPECT_EQ(r.exit_code, 1) << r;
   EXPECT_TRUE(absl::StrContains(r.err, "table 'nope' does not exist")) << r;

@@ -3,11 +3,9 @@
 #include "tests/tools/emberctl_fixture.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
+#include "tests/support/deadline.h"
 
 #ifndef EMBER_PS_BINARY
 #error "EMBER_PS_BINARY must name the ember-ps binary"
@@ -38,13 +37,7 @@ extern char** environ;
 namespace ember {
 namespace {
 
-constexpr absl::Duration kCallDeadline = absl::Seconds(10);
-constexpr absl::Duration kWaitBound = absl::Seconds(30);
 constexpr absl::Duration kCtlBound = absl::Seconds(120);  // one emberctl run
-
-void SetDeadline(grpc::ClientContext* context) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + kCallDeadline));
-}
 
 v1::TableConfig ItemTable() {
   v1::TableConfig config;
@@ -151,15 +144,6 @@ class JsonChecker {
 
 }  // namespace
 
-bool Eventually(const std::function<bool()>& done) {
-  const absl::Time end = absl::Now() + kWaitBound;
-  while (absl::Now() < end) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return done();
-}
-
 std::ostream& operator<<(std::ostream& os, const CtlResult& r) {
   return os << "exit " << r.exit_code << "\n--- stdout\n" << r.out << "--- stderr\n" << r.err;
 }
@@ -245,60 +229,32 @@ std::vector<std::string> RowOf(const std::string& text, const std::string& first
   return {};
 }
 
-int ClosedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return 1;
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 void EmberctlTest::SetUp() {
   const std::string tmpl = absl::StrCat(::testing::TempDir(), "/emberctl_test.XXXXXX");
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   ASSERT_NE(mkdtemp(buf.data()), nullptr);
   dir_ = buf.data();
-  absl::StatusOr<std::unique_ptr<Process>> c =
-      Process::Start(EMBER_COORDINATOR_BINARY,
-                     {absl::StrCat("--data_dir=", dir_, "/coordinator"), "--port=0",
-                      absl::StrCat("--expected_shards=", kCtlShards), "--heartbeat_timeout_ms=2000",
-                      absl::StrCat("--admin_token=", kCtlToken)},
-                     "listening on ", absl::Seconds(30));
-  ASSERT_TRUE(c.ok()) << c.status();
-  coordinator_ = std::move(*c);
-  address_ = coordinator_->ready_text();
+  LocalClusterOptions cluster_options;
+  cluster_options.dir = dir_;
+  cluster_options.shards = kCtlShards;
+  cluster_options.coordinator_flags = {"--heartbeat_timeout_ms=2000",
+                                       absl::StrCat("--admin_token=", kCtlToken)};
+  cluster_options.shard_flags = {"--heartbeat_ms=100", "--memory_budget_mb=64"};
+  cluster_ = std::make_unique<LocalCluster>(std::move(cluster_options));
+  const absl::Status started = cluster_->Start();
+  ASSERT_TRUE(started.ok()) << started;
+  address_ = cluster_->coordinator_address();
   auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
   coordinator_stub_ = v1::CoordinatorService::NewStub(channel);
   admin_stub_ = v1::AdminService::NewStub(channel);
   for (int i = 0; i < kCtlShards; ++i) {
-    absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(
-        EMBER_PS_BINARY,
-        {absl::StrCat("--data_dir=", dir_, "/shard", i), "--port=0", absl::StrCat("--shard_id=", i),
-         absl::StrCat("--coordinator=", address_), "--heartbeat_ms=100", "--memory_budget_mb=64"},
-        "listening on ", absl::Seconds(30));
-    ASSERT_TRUE(p.ok()) << p.status();
-    ps_[i] = std::move(*p);
-    ps_address_[i] = ps_[i]->ready_text();
+    ps_address_[i] = cluster_->shard_address(i);
     ps_stub_[i] = v1::PsService::NewStub(
         grpc::CreateChannel(ps_address_[i], grpc::InsecureChannelCredentials()));
   }
-  ASSERT_TRUE(Eventually([&] {
-    const uint64_t epoch = ClusterMap().epoch();
-    if (epoch == 0) return false;
-    for (int i = 0; i < kCtlShards; ++i) {
-      if (ShardInfo(i).epoch() != epoch) return false;
-    }
-    return true;
-  })) << "the cluster did not assign slots";
+  const absl::Status assigned = cluster_->WaitForSlots();
+  ASSERT_TRUE(assigned.ok()) << assigned;
 
   PsClientOptions options;
   options.coordinator_address = address_;
@@ -319,12 +275,10 @@ void EmberctlTest::SetUp() {
 
 void EmberctlTest::TearDown() {
   client_.reset();
-  for (auto& p : ps_) {
-    if (p != nullptr) p->Stop(absl::Seconds(10)).IgnoreError();
-  }
   coordinator_stub_.reset();
   admin_stub_.reset();
-  if (coordinator_ != nullptr) coordinator_->Stop(absl::Seconds(10)).IgnoreError();
+  if (cluster_ != nullptr) cluster_->StopAll().IgnoreError();
+  cluster_.reset();
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
 }

@@ -29,6 +29,9 @@
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "tests/support/eventually.h"
+#include "tests/support/local_cluster.h"
+#include "tests/support/ports.h"
 #include "tools/harness/process.h"
 
 namespace ember {
@@ -59,12 +62,6 @@ bool IsJsonObject(const std::string& text);
 // The whitespace-separated cells of the first line of `text` whose first cell is `first`.
 std::vector<std::string> RowOf(const std::string& text, const std::string& first);
 
-// A loopback port nothing listens on.
-int ClosedPort();
-
-// Polls `done` every 20 ms until it holds or 30 s pass.
-bool Eventually(const std::function<bool()>& done);
-
 class EmberctlTest : public ::testing::Test {
  protected:
   void SetUp() override;
@@ -83,11 +80,11 @@ class EmberctlTest : public ::testing::Test {
   void SetSlotOwner(uint32_t slot, uint32_t shard);
 
   std::string dir_;
-  std::unique_ptr<Process> coordinator_;
+  // The coordinator (--expected_shards=2, an admin token) and the two shards.
+  std::unique_ptr<LocalCluster> cluster_;
   std::string address_;
   std::unique_ptr<v1::CoordinatorService::Stub> coordinator_stub_;
   std::unique_ptr<v1::AdminService::Stub> admin_stub_;
-  std::unique_ptr<Process> ps_[kCtlShards];
   std::string ps_address_[kCtlShards];
   std::unique_ptr<v1::PsService::Stub> ps_stub_[kCtlShards];
   std::unique_ptr<PsClient> client_;

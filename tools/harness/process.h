@@ -56,6 +56,9 @@ class Process {
   pid_t pid() const { return pid_; }
   // The ready line without `ready_prefix`.
   const std::string& ready_text() const { return ready_text_; }
+  // False once the child was reaped (by Stop, Kill, or a Wait that saw it exit); a
+  // child that exited on its own is running until then.
+  bool running() const { return running_; }
 
   // Sends SIGTERM; if the child has not exited after `grace`, sends SIGKILL. Reaps it
   // and returns its exit code, or 128 + signal if a signal ended it.

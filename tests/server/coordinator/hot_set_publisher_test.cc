@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/metric_family.h"
+#include "tests/support/eventually.h"
 
 namespace ember {
 namespace {
@@ -289,8 +290,7 @@ TEST(HotSetPublisherTest, ThreadPublishesFromTheShardsCallback) {
   EXPECT_EQ(p.Start([] { return std::vector<v1::ShardInfo>{}; }).code(),
             absl::StatusCode::kFailedPrecondition);
   // The first computation runs at once when the thread starts; poll for its result.
-  const absl::Time end = absl::Now() + absl::Seconds(20);
-  while (p.version() == 0 && absl::Now() < end) absl::SleepFor(absl::Milliseconds(5));
+  Eventually([&] { return p.version() != 0; }, absl::Seconds(20), absl::Milliseconds(5));
   p.Stop();
   EXPECT_EQ(p.version(), 1u);
   EXPECT_THAT(Ids(p.Get(0), "item"), ElementsAre(1));
