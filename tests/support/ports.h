@@ -1,6 +1,7 @@
 // Copyright 2026 The Ember Authors.
 //
-// Free loopback ports, for the ports a server's ready line does not name (metrics,
+// Free loopback ports in tests: FreeLoopbackPort (tools/harness/ports.h, shared with the
+// benchmarks) and FreePort, for the ports a server's ready line does not name (metrics,
 // health, a Prometheus web port) and for an address nothing listens on. Servers whose
 // ready line names the port take --port=0 instead.
 //
@@ -11,14 +12,9 @@
 #ifndef EMBER_TESTS_SUPPORT_PORTS_H_
 #define EMBER_TESTS_SUPPORT_PORTS_H_
 
-#include "absl/status/statusor.h"
+#include "tools/harness/ports.h"  // FreeLoopbackPort
 
 namespace ember {
-
-// A loopback port that was free a moment ago (bind to 0, read it, close). Another
-// process may take it before it is used: callers retry on a failed start. INTERNAL if
-// no socket could be bound.
-absl::StatusOr<int> FreeLoopbackPort();
 
 // FreeLoopbackPort() for callers that cannot return a status: on error, records a
 // non-fatal gtest failure and returns -1.

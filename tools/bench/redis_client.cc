@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tools/harness/ports.h"
 
 namespace ember::bench {
 namespace {
@@ -26,25 +27,6 @@ absl::string_view Absl(std::string_view s) { return absl::string_view(s.data(), 
 
 absl::Status ErrnoError(absl::StatusCode code, std::string_view what) {
   return absl::Status(code, absl::StrCat(Absl(what), ": ", std::strerror(errno)));
-}
-
-// A port the kernel just handed out for 127.0.0.1 (free at the time of the call).
-absl::StatusOr<int> FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoError(absl::StatusCode::kInternal, "socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    absl::Status s = ErrnoError(absl::StatusCode::kInternal, "bind/getsockname");
-    close(fd);
-    return s;
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 void AppendBulk(std::string* out, std::string_view bytes) {
@@ -67,7 +49,7 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(const std::strin
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
-  absl::StatusOr<int> port = FreePort();
+  absl::StatusOr<int> port = FreeLoopbackPort();
   if (!port.ok()) return port.status();
   // redis-server prints no line that starts with a fixed prefix, so a shell prints one
   // and then execs redis-server in its place: the PID Process holds is redis-server's.
