@@ -4,9 +4,10 @@
 # Debian's package registry is used for packages; the npm registry only for the pinned
 # packages of tests/deploy (package-lock.json), which checks the deploy/ manifests.
 #
-#   tools/install-deps.sh               # build, test, quickstart
+#   tools/install-deps.sh               # build, test (clang-14: tools/check-thread-safety.sh),
+#                                       # quickstart
 #   tools/install-deps.sh --with-torch  # also PyTorch, for `ember-bench training`
-#   tools/install-deps.sh --with-fuzz   # also clang-14 and libFuzzer, for tools/fuzz.sh
+#   tools/install-deps.sh --with-fuzz   # also libFuzzer (clang-14's), for tools/fuzz.sh
 #   EMBER_DEPS_NODE=0 tools/install-deps.sh  # without Node.js and tests/deploy's packages
 #                                            # (the Docker build stages)
 set -euo pipefail
@@ -20,12 +21,12 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev libopenblas-dev zlib1g-dev
   redis-server prometheus openssl
-  clang-format
+  clang-format clang-14
 )
 case "${1:-}" in
   "") ;;
   --with-torch) PACKAGES+=(python3 python3-torch python3-numpy python3-protobuf) ;;
-  --with-fuzz) PACKAGES+=(clang-14 libfuzzer-14-dev) ;;
+  --with-fuzz) PACKAGES+=(libfuzzer-14-dev) ;;
   *) echo "usage: tools/install-deps.sh [--with-torch | --with-fuzz]" >&2; exit 2 ;;
 esac
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies if missing, configures (CMake + Ninja, Release with assertions),
-# builds everything and runs every test. The README's test command; .ci/run calls it.
+# builds everything, runs the thread-safety analysis (tools/check-thread-safety.sh) and
+# runs every test. The README's test command; .ci/run calls it.
 #
 #   tools/test.sh              # all tests
 #   tools/test.sh -R Store     # extra arguments go to ctest
@@ -17,5 +18,8 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${LAUNCHER[@]}"
 cmake --build "$BUILD_DIR" -j "$JOBS"
+# Clang's thread-safety analysis of the lock annotations (g++ ignores them); it reads the
+# build's compile_commands.json and generated protobuf headers, so it runs after the build.
+EMBER_JOBS="$JOBS" tools/check-thread-safety.sh "$BUILD_DIR"
 cd "$BUILD_DIR"
 ctest --output-on-failure -j "$JOBS" "$@"

@@ -81,8 +81,10 @@ absl::StatusOr<std::unique_ptr<CoordinatorState>> CoordinatorState::Open(
   std::unique_ptr<CoordinatorState> state(new CoordinatorState(options, std::move(backend)));
   EMBER_RETURN_IF_ERROR(state->Load());
   if (!options.audit_log_path.empty()) {
-    EMBER_ASSIGN_OR_RETURN(state->audit_file_, AuditFile::Open(options.audit_log_path));
+    EMBER_ASSIGN_OR_RETURN(std::unique_ptr<AuditFile> audit_file,
+                           AuditFile::Open(options.audit_log_path));
     absl::MutexLock write_lock(&state->write_mu_);
+    state->audit_file_ = std::move(audit_file);
     // Entries the file missed (written to the database just before a crash).
     EMBER_RETURN_IF_ERROR(
         state->MirrorAudit(state->audit_file_->last_sequence(), state->last_audit_sequence_));
@@ -103,32 +105,34 @@ absl::Status CoordinatorState::Load() {
     parse_error = absl::DataLossError(absl::StrCat("coordinator record '", key, "' is corrupt"));
     return false;
   };
-  EMBER_RETURN_IF_ERROR(
-      backend_->Scan(kMetaTable, "", "", [&](std::string_view key_sv, std::string_view value_sv) {
-        const absl::string_view key(key_sv.data(), key_sv.size());
-        const std::string value(value_sv);
-        if (absl::StartsWith(key, kShardPrefix)) {
-          v1::ShardRecord record;
-          if (!record.ParseFromString(value)) return bad(key);
-          shards_[record.shard_id()] = Shard{record.address(), now, 0};
-        } else if (absl::StartsWith(key, kTablePrefix)) {
-          v1::TableConfig config;
-          if (!config.ParseFromString(value)) return bad(key);
-          tables_[config.name()] = config;
-        } else if (absl::StartsWith(key, kAuditPrefix)) {
-          last_audit_sequence_ =
-              std::max(last_audit_sequence_, FromBigEndian(key.substr(sizeof(kAuditPrefix) - 1)));
-        } else if (absl::StartsWith(key, kKvPrefix)) {
-          kv_[std::string(key.substr(sizeof(kKvPrefix) - 1))] = value;
-        } else if (key == kSlotMapKey) {
-          v1::SlotMapRecord record;
-          if (!record.ParseFromString(value)) return bad(key);
-          absl::StatusOr<SlotMap> map = UnpackSlotOwners(record.slot_owners(), record.epoch());
-          if (!map.ok()) return bad(key);
-          map_ = *std::move(map);
-        }
-        return true;
-      }));
+  // Called by Scan on this thread, with both locks above held.
+  auto load = [&](std::string_view key_sv, std::string_view value_sv) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                  write_mu_, mu_) {
+    const absl::string_view key(key_sv.data(), key_sv.size());
+    const std::string value(value_sv);
+    if (absl::StartsWith(key, kShardPrefix)) {
+      v1::ShardRecord record;
+      if (!record.ParseFromString(value)) return bad(key);
+      shards_[record.shard_id()] = Shard{record.address(), now, 0};
+    } else if (absl::StartsWith(key, kTablePrefix)) {
+      v1::TableConfig config;
+      if (!config.ParseFromString(value)) return bad(key);
+      tables_[config.name()] = config;
+    } else if (absl::StartsWith(key, kAuditPrefix)) {
+      last_audit_sequence_ =
+          std::max(last_audit_sequence_, FromBigEndian(key.substr(sizeof(kAuditPrefix) - 1)));
+    } else if (absl::StartsWith(key, kKvPrefix)) {
+      kv_[std::string(key.substr(sizeof(kKvPrefix) - 1))] = value;
+    } else if (key == kSlotMapKey) {
+      v1::SlotMapRecord record;
+      if (!record.ParseFromString(value)) return bad(key);
+      absl::StatusOr<SlotMap> map = UnpackSlotOwners(record.slot_owners(), record.epoch());
+      if (!map.ok()) return bad(key);
+      map_ = *std::move(map);
+    }
+    return true;
+  };
+  EMBER_RETURN_IF_ERROR(backend_->Scan(kMetaTable, "", "", load));
   return parse_error;
 }
 

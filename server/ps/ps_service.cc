@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -141,24 +140,28 @@ absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const u
     return WrongShardError(slot, map->OwnerOf(slot), map->epoch(),
                            absl::StrCat("request epoch ", epoch, " is not the shard's"));
   }
-  // One pass: ownership, migration fences (only while some exist) and the slot load.
-  // A call rejected part-way has counted the keys before the rejected one.
-  std::optional<absl::MutexLock> fence_lock;
-  if (any_fenced_.load(std::memory_order_acquire)) fence_lock.emplace(&map_mu_);
-  for (uint64_t id : ids) {
-    const uint32_t slot = SlotOf(table_seed, id);
-    const uint32_t owner = map->OwnerOf(slot);
-    if (owner != shard_id_) {
-      return WrongShardError(slot, owner, map->epoch(),
-                             absl::StrCat("id ", id, " is not owned by shard ", shard_id_));
+  // One pass: ownership, migration fences (only while some exist, read under map_mu_)
+  // and the slot load. A call rejected part-way has counted the keys before the rejected
+  // one.
+  auto check = [&](const SlotSet* fenced) -> absl::Status {
+    for (uint64_t id : ids) {
+      const uint32_t slot = SlotOf(table_seed, id);
+      const uint32_t owner = map->OwnerOf(slot);
+      if (owner != shard_id_) {
+        return WrongShardError(slot, owner, map->epoch(),
+                               absl::StrCat("id ", id, " is not owned by shard ", shard_id_));
+      }
+      if (fenced != nullptr && (*fenced)[slot]) {
+        return absl::UnavailableError(absl::StrCat("slot ", slot, " of shard ", shard_id_,
+                                                   " is switching owners (migration); retry"));
+      }
+      slot_load_[slot].fetch_add(1, std::memory_order_relaxed);
     }
-    if (fence_lock.has_value() && fenced_[slot]) {
-      return absl::UnavailableError(absl::StrCat("slot ", slot, " of shard ", shard_id_,
-                                                 " is switching owners (migration); retry"));
-    }
-    slot_load_[slot].fetch_add(1, std::memory_order_relaxed);
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  };
+  if (!any_fenced_.load(std::memory_order_acquire)) return check(nullptr);
+  absl::MutexLock fence_lock(&map_mu_);
+  return check(&fenced_);
 }
 
 absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullResponse* response) {

@@ -57,7 +57,7 @@ bool EmbeddingTable::InSlots(uint64_t id, uint32_t first_slot, uint32_t last_slo
 
 bool EmbeddingTable::LockWithoutWriteBacks(MemoryTier::Stripe& st, absl::Span<const uint64_t> ids) {
   // Evaluated with st.mu held (by absl::Mutex) each time the condition may have changed.
-  auto idle = [this, &st, ids]() {
+  auto idle = [this, &st, ids]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(st.mu) {
     for (uint64_t id : ids) {
       char* row = tier_.Find(st, id);
       if (row != nullptr && (MemoryTier::Meta(row)->flags & kRowWriteBack)) return false;
