@@ -373,7 +373,7 @@ TEST_F(EmberctlExportTest, UsageAndTableErrors) {
        }) {
     CtlResult r = Ctl(args);
     EXPECT_EQ(r.exit_code, 2) << r;
-    EXPECT_TRUE(absl::StrContains(r.err, "usage: emberctl")) << r;
+    EXPECT_TRUE(absl::StrContains(r.err, "\nsee 'emberctl export --help'")) << r;
   }
   CtlResult r = Ctl({"export", "--table=nope", "--out=" + dir_ + "/nope"});
   EXPECT_EQ(r.exit_code, 1) << r;

@@ -8,6 +8,7 @@
 //
 // Waits on other processes poll with a deadline; nothing sleeps to order events.
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <string>
@@ -269,7 +270,9 @@ TEST_F(EmberctlTest, UsageErrorsExit2) {
     const CtlResult r = RunCtl(c.args);
     EXPECT_EQ(r.exit_code, 2) << absl::StrJoin(c.args, " ") << "\n" << r;
     EXPECT_TRUE(absl::StrContains(r.err, c.message)) << absl::StrJoin(c.args, " ") << "\n" << r;
-    EXPECT_TRUE(absl::StrContains(r.err, "usage: emberctl")) << r;
+    // One line naming the problem, then which --help to run.
+    EXPECT_TRUE(absl::StrContains(r.err, "\nsee 'emberctl")) << r;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r;
     EXPECT_EQ(r.out, "") << r;
   }
   // --help at every level: exit 0, usage on stdout.
