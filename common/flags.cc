@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/build_info.h"
+#include "common/log.h"
 
 namespace ember {
 namespace {
@@ -336,6 +337,13 @@ std::string FlagSet::FlagsUsage() const {
 
 // ---- The shared main ----
 
+void DeclareLogFormatFlag(FlagSet& flags, LogFormat* format) {
+  flags.Choice<LogFormat>("log_format", format,
+                          {{"text", LogFormat::kText}, {"json", LogFormat::kJson}},
+                          "the stderr log lines: \"TIME LEVEL COMPONENT: message\" or one JSON "
+                          "object each (common/log.h)");
+}
+
 int UsageError(absl::string_view program, absl::string_view message,
                absl::string_view help_command) {
   std::cerr << program << ": " << message << "\nsee '" << help_command << " --help'" << std::endl;
@@ -352,6 +360,8 @@ int RunMain(const char* name, const char* component, FlagSet& flags, int argc, c
             const std::function<absl::Status()>& finish, const std::function<absl::Status()>& run) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   flags.Section("Every Ember binary:");
+  LogFormat log_format = LogFormat::kText;
+  DeclareLogFormatFlag(flags, &log_format);
   flags.Custom("version", "", "print \"PROGRAM VERSION (commit COMMIT)\" and exit",
                [](const Flag&) { return absl::OkStatus(); });
   flags.Custom("help", "", "this text; -h is the same", [](const Flag&) {
@@ -367,9 +377,10 @@ int RunMain(const char* name, const char* component, FlagSet& flags, int argc, c
     std::cout << VersionLine(name) << std::endl;
     return 0;
   }
+  // Before anything logs; finish may (a config loaded with notes).
+  if (parsed.ok()) InitLogging(component, log_format);
   if (parsed.ok()) parsed = finish();
   if (!parsed.ok()) return UsageError(name, parsed.message(), name);
-  (void)component;
   const absl::Status status = run();
   if (!status.ok()) {
     std::cerr << name << ": " << status << std::endl;

@@ -42,6 +42,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 
 namespace ember {
 
@@ -356,7 +357,8 @@ namespace flags_internal {
 // RunMain without the template: adds --log_format and --version to `flags`, turns off
 // Abseil's mutex deadlock detection (Debian's build has it on: a global lock and ~40 ns
 // per acquisition; tests keep it), parses, handles --help and --version, initializes
-// logging, finishes, runs, and maps the outcome to the exit codes.
+// logging (InitLogging(component, --log_format)), finishes, runs, and maps the outcome
+// to the exit codes.
 int RunMain(const char* name, const char* component, FlagSet& flags, int argc, char** argv,
             const std::function<absl::Status()>& finish, const std::function<absl::Status()>& run);
 }  // namespace flags_internal
@@ -365,6 +367,9 @@ int RunMain(const char* name, const char* component, FlagSet& flags, int argc, c
 // exit code). `help_command` is what to run for the usage ("emberctl slots move").
 int UsageError(absl::string_view program, absl::string_view message,
                absl::string_view help_command);
+
+// --log_format=text|json into *format (common/log.h); RunMain declares it.
+void DeclareLogFormatFlag(FlagSet& flags, LogFormat* format);
 
 // "PROGRAM VERSION (commit COMMIT)" (common/build_info.h).
 std::string VersionLine(absl::string_view program);

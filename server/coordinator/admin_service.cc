@@ -3,7 +3,6 @@
 #include "server/coordinator/admin_service.h"
 
 #include <cstdint>
-#include <iostream>
 #include <utility>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 
 namespace ember {
 namespace {
@@ -37,8 +37,8 @@ absl::Status AdminServiceImpl::Authenticate(const grpc::CallbackServerContext* c
   std::string who;
   absl::Status status = AuthorizeAdmin(*context, policy_, &who);
   if (!status.ok()) {
-    std::cerr << "ember-coordinator: refused an admin call from " << context->peer() << ": "
-              << status.message() << std::endl;
+    EMBER_LOG(WARNING) << "refused an admin call from " << context->peer() << ": "
+                       << status.message();
   }
   return status;
 }

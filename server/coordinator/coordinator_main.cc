@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
 #include "common/flags.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -207,7 +208,6 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   }
 
   ServeOptions serve;
-  serve.program = "ember-coordinator";
   serve.host = o.host;
   serve.port = o.port;
   serve.credentials = tls.Server();
@@ -225,7 +225,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     return hot_set.Start([&state] { return state->Shards(); });
   };
   hooks.ready = [&](int port) {
-    std::cerr << "ember-coordinator: serving " << o.state.data_dir << " on " << o.host << ":"
+    EMBER_LOG(INFO) << "serving " << o.state.data_dir << " on " << o.host << ":"
               << port << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards
               << " shards, " << (tls.enabled() ? "mutual TLS" : "plaintext") << ", admin "
               << (!o.admin.enabled()
@@ -239,7 +239,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
                       : absl::StrCat("hot keys: <= ", o.hot_set.keys_per_table,
                                      " per table at share >= ", o.hot_set.min_share,
                                      ", replicas ", o.hot_set.replicas))
-              << ")" << std::endl;
+              << ")";
   };
   hooks.stopping = [&] {
     service.Shutdown();

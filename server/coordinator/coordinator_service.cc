@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -107,8 +107,8 @@ absl::Status CoordinatorServiceImpl::AuthorizeShard(const grpc::CallbackServerCo
   if (!options_.shard_registration.has_value()) return absl::OkStatus();
   absl::Status allowed = AuthorizeAdmin(*context, *options_.shard_registration, who);
   if (!allowed.ok()) {
-    std::cerr << "ember-coordinator: refused " << method << " from " << context->peer() << ": "
-              << allowed.message() << std::endl;
+    EMBER_LOG(WARNING) << "refused " << method << " from " << context->peer() << ": "
+                       << allowed.message();
   }
   return allowed;
 }

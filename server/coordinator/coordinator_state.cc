@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <functional>
-#include <iostream>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/shared/slot_owners.h"
@@ -393,7 +393,7 @@ void CoordinatorState::AuditCommitted(uint64_t sequence) {
   if (audit_file_ == nullptr) return;
   // The change is durable in the database; the mirror failing must not undo it.
   if (absl::Status s = MirrorAudit(before, sequence); !s.ok()) {
-    std::cerr << "ember-coordinator: " << s.message() << std::endl;
+    EMBER_LOG(ERROR) << s.message();
   }
 }
 

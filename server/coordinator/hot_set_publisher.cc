@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/metric_families.h"
 
 namespace ember {
@@ -247,7 +247,7 @@ bool HotSetPublisher::Compute(const std::vector<v1::ShardInfo>& shards) {
       return false;
     }
     next.set_version(std::max(current_.version(), floor_) + 1);
-    log = absl::StrCat("ember-coordinator: hot set version ", next.version(), ":");
+    log = absl::StrCat("hot set version ", next.version(), ":");
     if (next.tables_size() == 0) absl::StrAppend(&log, " no hot keys");
     for (const v1::HotKeyTable& table : next.tables()) {
       absl::StrAppend(&log, " ", table.table(), "=", table.keys_size(),
@@ -259,7 +259,7 @@ bool HotSetPublisher::Compute(const std::vector<v1::ShardInfo>& shards) {
                     ", cluster load ", static_cast<int64_t>(std::llround(total)), " keys/s)");
     current_ = std::move(next);
   }
-  std::cerr << log << std::endl;
+  EMBER_LOG(INFO) << log;
   return true;
 }
 

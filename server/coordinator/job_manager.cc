@@ -3,7 +3,6 @@
 #include "server/coordinator/job_manager.h"
 
 #include <algorithm>
-#include <iostream>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "server/coordinator/run_parallel.h"
@@ -124,8 +124,8 @@ absl::StatusOr<uint64_t> JobManager::NextAttemptLocked() {
 }
 
 void JobManager::FailLocked(Job& job, const std::string& reason) {
-  std::cerr << "ember-coordinator: job " << job.record.job() << " attempt "
-            << job.record.attempt() << " ended: " << reason << std::endl;
+  EMBER_LOG(WARNING) << "job " << job.record.job() << " attempt " << job.record.attempt()
+                     << " ended: " << reason;
   job.record.set_failure(reason);
   if (options_.checkpoint_dir.empty()) {
     job.record.set_phase(v1::GetJobResponse::FAILED);
@@ -166,11 +166,10 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   job.record.set_resume_from(resume);
   job.record.set_config_digest(request.config_digest());
   EMBER_RETURN_IF_ERROR(PersistLocked(job));
-  std::cerr << "ember-coordinator: job " << request.job() << " generation "
-            << request.generation() << ": new run of " << request.world_size() << " worker(s)"
-            << (resume.empty() ? std::string(" from the shards' rows")
-                               : absl::StrCat(" from checkpoint ", resume))
-            << std::endl;
+  EMBER_LOG(INFO) << "job " << request.job() << " generation " << request.generation()
+                  << ": new run of " << request.world_size() << " worker(s)"
+                  << (resume.empty() ? std::string(" from the shards' rows")
+                                     : absl::StrCat(" from checkpoint ", resume));
   jobs_[request.job()] = std::move(job);
   return absl::OkStatus();
 }
@@ -266,8 +265,8 @@ absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
                                            request.job(), "' is not running"));
   }
   job.record.set_phase(v1::GetJobResponse::FINISHED);
-  std::cerr << "ember-coordinator: job " << request.job() << " finished (attempt "
-            << request.attempt() << ", " << job.record.recoveries() << " recoveries)" << std::endl;
+  EMBER_LOG(INFO) << "job " << request.job() << " finished (attempt " << request.attempt() << ", "
+                  << job.record.recoveries() << " recoveries)";
   return PersistLocked(job);
 }
 
@@ -372,8 +371,7 @@ void JobManager::Recover(const std::string& name) {
       job.record.set_phase(v1::GetJobResponse::FAILED);
       job.record.set_failure(absl::StrCat("no valid checkpoint left to recover from (refused: ",
                                           absl::StrJoin(job.bad_checkpoints, ", "), ")"));
-      std::cerr << "ember-coordinator: job " << name << " failed: " << job.record.failure()
-                << std::endl;
+      EMBER_LOG(ERROR) << "job " << name << " failed: " << job.record.failure();
       PersistLocked(job).IgnoreError();
       return;
     }
@@ -410,9 +408,8 @@ void JobManager::Recover(const std::string& name) {
   }
   if (!status.ok()) {
     if (absl::IsDataLoss(status) || absl::IsNotFound(status)) {
-      std::cerr << "ember-coordinator: job " << name << ": checkpoint " << candidate
-                << " refused, falling back to the previous one: " << status.message()
-                << std::endl;
+      EMBER_LOG(WARNING) << "job " << name << ": checkpoint " << candidate
+                         << " refused, falling back to the previous one: " << status.message();
       job.bad_checkpoints.insert(candidate);
     }
     return;  // other errors: retried at the next tick
@@ -424,10 +421,9 @@ void JobManager::Recover(const std::string& name) {
   job.incarnations = std::move(incarnations);
   job.restored_state = std::move(worker_state);
   PersistLocked(job).IgnoreError();
-  std::cerr << "ember-coordinator: job " << name << " attempt " << attempt << " ready"
-            << (candidate.empty() ? std::string(" (shards keep their rows)")
-                                  : absl::StrCat(" from checkpoint ", candidate))
-            << std::endl;
+  EMBER_LOG(INFO) << "job " << name << " attempt " << attempt << " ready"
+                  << (candidate.empty() ? std::string(" (shards keep their rows)")
+                                        : absl::StrCat(" from checkpoint ", candidate));
 }
 
 absl::Status JobManager::RestoreShards(const std::string& job, const std::string& checkpoint,
@@ -513,8 +509,8 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
     manifest = WriteCheckpoint(request, name, parent);
   }
   if (!manifest.ok()) {
-    std::cerr << "ember-coordinator: job " << name_of_job << ": checkpoint " << name
-              << " failed: " << manifest.status().message() << std::endl;
+    EMBER_LOG(ERROR) << "job " << name_of_job << ": checkpoint " << name
+                     << " failed: " << manifest.status().message();
     return manifest.status();
   }
   manifest->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
@@ -533,14 +529,15 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
   absl::StatusOr<std::vector<std::string>> deleted =
       catalog_.Retain(name_of_job, options_.keep_checkpoints, "");
   if (!deleted.ok()) {
-    std::cerr << "ember-coordinator: job " << name_of_job
-              << ": retention failed: " << deleted.status().message() << std::endl;
+    EMBER_LOG(WARNING) << "job " << name_of_job
+                       << ": retention failed: " << deleted.status().message();
   }
   uint64_t bytes = 0;
   for (const v1::ShardSnapshot& s : manifest->shards()) bytes += s.bytes();
-  std::cerr << "ember-coordinator: job " << name_of_job << ": checkpoint " << name << " at step "
-            << manifest->step() << (manifest->incremental() ? " (delta of " + parent + ")" : " (full)")
-            << ", " << bytes << " bytes, " << manifest->seconds() << " s" << std::endl;
+  EMBER_LOG(INFO) << "job " << name_of_job << ": checkpoint " << name << " at step "
+                  << manifest->step()
+                  << (manifest->incremental() ? " (delta of " + parent + ")" : " (full)") << ", "
+                  << bytes << " bytes, " << manifest->seconds() << " s";
   v1::CheckpointResponse response;
   *response.mutable_manifest() = *std::move(manifest);
   return response;

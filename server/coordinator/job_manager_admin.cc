@@ -3,10 +3,10 @@
 // JobManager, part 2: what operators see and do (AdminService): job and checkpoint
 // listings, restoring a stopped job's checkpoint, shards that take over slots.
 
-#include <iostream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "server/coordinator/job_manager.h"
 
@@ -88,8 +88,8 @@ absl::StatusOr<v1::RestoreCheckpointResponse> JobManager::RestoreCheckpoint(
   }
   std::map<uint32_t, uint64_t> incarnations;
   EMBER_RETURN_IF_ERROR(RestoreShards(job, checkpoint, attempt, &incarnations));
-  std::cerr << "ember-coordinator: job " << job << ": shards restored to checkpoint " << checkpoint
-            << " (attempt " << attempt << ") by an operator" << std::endl;
+  EMBER_LOG(INFO) << "job " << job << ": shards restored to checkpoint " << checkpoint
+                  << " (attempt " << attempt << ") by an operator";
   v1::RestoreCheckpointResponse response;
   response.set_name(checkpoint);
   response.set_attempt(attempt);

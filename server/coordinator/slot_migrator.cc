@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iostream>
 #include <optional>
 #include <set>
 #include <utility>
@@ -19,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_split.h"
+#include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
 #include "server/coordinator/rebalance_planner.h"
@@ -75,7 +75,7 @@ absl::Status SlotMigrator::Start() {
     if (resume.empty()) return absl::OkStatus();
     running_ = resume;
   }
-  std::cerr << "ember-coordinator: resuming migration " << resume << std::endl;
+  EMBER_LOG(INFO) << "resuming migration " << resume;
   thread_ = std::thread([this, resume] { Run(resume); });
   return absl::OkStatus();
 }
@@ -293,14 +293,13 @@ void SlotMigrator::Publish(const v1::Migration& op, bool persist) {
   absl::Status s = state_->KvPut(absl::StrCat(kOpPrefix, op.op_id()), copy.SerializeAsString());
   if (s.ok()) s = state_->KvPut(kIndexKey, index);
   if (!s.ok()) {
-    std::cerr << "ember-coordinator: cannot persist migration " << op.op_id() << ": " << s
-              << std::endl;
+    EMBER_LOG(ERROR) << "cannot persist migration " << op.op_id() << ": " << s;
   }
 }
 
 void SlotMigrator::MaybeCrash(absl::string_view point) const {
   if (options_.test_crash_at != point) return;
-  std::cerr << "ember-coordinator: test hook: crashing at migration point " << point << std::endl;
+  EMBER_LOG(WARNING) << "test hook: crashing at migration point " << point;
   kill(getpid(), SIGKILL);
 }
 
@@ -315,8 +314,8 @@ void SlotMigrator::Run(std::string op_id) {
   last_publish_ = absl::InfinitePast();
   const absl::Time began = absl::Now();
   const double seconds_before = op.seconds();
-  std::cerr << "ember-coordinator: migration " << op_id << " (" << op.spec().reason() << "): "
-            << op.spec().moves_size() - op.move() << " moves to go" << std::endl;
+  EMBER_LOG(INFO) << "migration " << op_id << " (" << op.spec().reason()
+                  << "): " << op.spec().moves_size() - op.move() << " moves to go";
   absl::Status status;
   int restarts = 0;
   absl::Time failing_since = absl::InfiniteFuture();
@@ -336,8 +335,7 @@ void SlotMigrator::Run(std::string op_id) {
     if ((absl::IsAborted(status) || absl::IsOutOfRange(status)) &&
         ++restarts <= options_.max_restarts) {
       op.set_restarts(op.restarts() + 1);
-      std::cerr << "ember-coordinator: migration " << op_id << ": copy starts over: " << status
-                << std::endl;
+      EMBER_LOG(WARNING) << "migration " << op_id << ": copy starts over: " << status;
       continue;
     }
     const bool retryable = absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status);
@@ -362,11 +360,11 @@ void SlotMigrator::Run(std::string op_id) {
     op.set_phase(v1::Migration::FAILED);
   }
   Publish(op, /*persist=*/true);
-  std::cerr << "ember-coordinator: migration " << op_id << " "
-            << v1::Migration::Phase_Name(op.phase()) << " after " << op.moves_done() << " moves, "
-            << op.rows_copied() << " rows, " << op.bytes_copied() << " bytes, "
-            << op.seconds() << " s, longest fence " << op.max_fence_ms() << " ms"
-            << (status.ok() ? std::string() : absl::StrCat(": ", status.message())) << std::endl;
+  EMBER_LOG(INFO) << "migration " << op_id << " " << v1::Migration::Phase_Name(op.phase())
+                  << " after " << op.moves_done() << " moves, " << op.rows_copied() << " rows, "
+                  << op.bytes_copied() << " bytes, " << op.seconds() << " s, longest fence "
+                  << op.max_fence_ms() << " ms"
+                  << (status.ok() ? std::string() : absl::StrCat(": ", status.message()));
   absl::MutexLock lock(&mu_);
   if (running_ == op_id) running_.clear();
 }

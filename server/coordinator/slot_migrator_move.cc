@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <future>
 #include <memory>
-#include <iostream>
 #include <utility>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "server/coordinator/rebalance_planner.h"
@@ -255,9 +255,9 @@ absl::Status SlotMigrator::Switch(v1::Migration& op, const v1::SlotMove& move,
   const double fence_ms = absl::ToDoubleMilliseconds(absl::Now() - fence_start);
   op.set_max_fence_ms(std::max(op.max_fence_ms(), fence_ms));
   if (on_switch_) on_switch_(target.id, target.incarnation);
-  std::cerr << "ember-coordinator: migration " << op.op_id() << ": " << slots.size()
-            << " slots from shard " << source.id << " to " << target.id << " at epoch " << epoch
-            << ", fenced " << fence_ms << " ms" << std::endl;
+  EMBER_LOG(INFO) << "migration " << op.op_id() << ": " << slots.size() << " slots from shard "
+                  << source.id << " to " << target.id << " at epoch " << epoch << ", fenced "
+                  << fence_ms << " ms";
   return installed;
 }
 

@@ -42,6 +42,7 @@
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
 #include "common/flags.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/slot_map.h"
 #include "common/status_macros.h"
@@ -259,8 +260,7 @@ class DiskFaultWindow {
     if (stop_.WaitForNotificationWithTimeout(after)) return;
     fs_->SetWriteFailureRate(rate);
     fs_->SetReadFailureRate(rate);
-    std::cerr << "ember-ps: test disk faults on: " << rate
-              << " of RocksDB file reads and writes fail" << std::endl;
+    EMBER_LOG(INFO) << "test disk faults on: " << rate << " of RocksDB file reads and writes fail";
     const absl::Time end =
         duration > absl::ZeroDuration() ? absl::Now() + duration : absl::InfiniteFuture();
     int64_t logged = 0;
@@ -275,9 +275,8 @@ class DiskFaultWindow {
     Log("off");
   }
   void Log(absl::string_view what) {
-    std::cerr << "ember-ps: test disk faults " << what << ": " << fs_->injected_write_failures()
-              << " write and " << fs_->injected_read_failures() << " read faults injected"
-              << std::endl;
+    EMBER_LOG(INFO) << "test disk faults " << what << ": " << fs_->injected_write_failures()
+                    << " write and " << fs_->injected_read_failures() << " read faults injected";
   }
 
   const std::shared_ptr<FaultInjectionFileSystem> fs_;
@@ -340,7 +339,6 @@ absl::Status Run(const PsMainOptions& o) {
   }
 
   ServeOptions serve;
-  serve.program = "ember-ps";
   serve.host = o.host;
   serve.port = o.port;
   serve.credentials = tls.Server();
@@ -392,11 +390,11 @@ absl::Status Run(const PsMainOptions& o) {
             std::make_unique<DiskFaultWindow>(faulty_disk, o.disk_fault_rate, after, duration);
       }
     }
-    std::cerr << "ember-ps: shard " << o.shard_id
+    EMBER_LOG(INFO) << "shard " << o.shard_id
               << (o.coordinator.empty() ? absl::StrCat(" of ", o.num_shards, " (static slot map)")
                                         : absl::StrCat(" (coordinator ", o.coordinator, ")"))
               << " serving " << o.data_dir << " on " << o.host << ":" << port
-              << (tls.enabled() ? " (mutual TLS)" : " (plaintext)") << std::endl;
+              << (tls.enabled() ? " (mutual TLS)" : " (plaintext)");
   };
   hooks.stopping = [&] {
     if (agent != nullptr) agent->Stop();
@@ -408,7 +406,7 @@ absl::Status Run(const PsMainOptions& o) {
     const absl::Status closed = storage->Close();
     metrics_server.reset();  // no scrape reads the store from here on
     if (!closed.ok()) return closed;
-    std::cerr << "ember-ps: flushed and closed" << std::endl;
+    EMBER_LOG(INFO) << "flushed and closed";
     return absl::OkStatus();
   };
   return ServeUntilStopped(serve, hooks);

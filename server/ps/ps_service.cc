@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "common/float16.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
 #include "grpc/grpc.h"
@@ -359,9 +359,9 @@ absl::Status PsServiceImpl::DoCheckpointShard(const v1::CheckpointShardRequest& 
     response->mutable_snapshot()->set_stream_id(stream_id_);
   }
   if (evicted.rows_removed > 0 || evicted.rows_decayed > 0) {
-    std::cerr << "ember-ps: shard " << shard_id_ << ": eviction at step " << request.step()
-              << " removed " << evicted.rows_removed << " of " << evicted.rows_scanned
-              << " rows (" << evicted.rows_decayed << " decayed)\n";
+    EMBER_LOG(INFO) << "shard " << shard_id_ << ": eviction at step " << request.step()
+                    << " removed " << evicted.rows_removed << " of " << evicted.rows_scanned
+                    << " rows (" << evicted.rows_decayed << " decayed)";
   }
   if (evicted.rows_removed > 0) {
     // Evicted rows read as their init vectors now: their replicas must follow before

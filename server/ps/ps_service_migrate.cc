@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <iostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/slot_ranges.h"
 #include "common/status_macros.h"
 #include "server/shared/slot_owners.h"
@@ -57,7 +57,7 @@ void PsServiceImpl::MaybeCrash(absl::string_view method) {
   absl::MutexLock lock(&crash_mu_);
   if (crash_countdown_ <= 0 || method != crash_method_) return;
   if (--crash_countdown_ == 0) {
-    std::cerr << "ember-ps: test hook: crashing on " << method << std::endl;
+    EMBER_LOG(WARNING) << "test hook: crashing on " << method;
     kill(getpid(), SIGKILL);
   }
 }
@@ -66,7 +66,7 @@ absl::Status PsServiceImpl::AuthorizeAdmin(const grpc::CallbackServerContext* co
   if (!admin_policy_.enabled()) return absl::OkStatus();
   std::string who;
   absl::Status status = ember::AuthorizeAdmin(*context, admin_policy_, &who);
-  if (!status.ok()) std::cerr << "ember-ps: refused an admin call: " << status.message() << "\n";
+  if (!status.ok()) EMBER_LOG(WARNING) << "refused an admin call: " << status.message();
   return status;
 }
 

@@ -3,12 +3,12 @@
 #include "server/ps/replica_owner.h"
 
 #include <algorithm>
-#include <iostream>
 #include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "server/ps/ps_metrics.h"
 
 namespace ember {
@@ -480,9 +480,10 @@ bool ReplicaOwner::Round() {
         // A shard that left the holders (dead, most likely) and has not answered for
         // drop_give_up serves no client with the current hot set: stop trying.
         if (view_->AddressOf(call->holder).empty() && now - since >= options_.drop_give_up) {
-          std::cerr << "ember-ps: shard " << shard_id_ << ": gave up dropping " << call->ids.size()
-                    << " replica copies of table " << call->table << " on former holder shard "
-                    << call->holder << ": " << call->status.message() << std::endl;
+          EMBER_LOG(WARNING) << "shard " << shard_id_ << ": gave up dropping " << call->ids.size()
+                             << " replica copies of table " << call->table
+                             << " on former holder shard " << call->holder << ": "
+                             << call->status.message();
           // Fall through: forget the holder for these keys as if acknowledged.
         } else {
           ok = false;

@@ -3,12 +3,12 @@
 #include "server/ps/shard_agent.h"
 
 #include <algorithm>
-#include <iostream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/tls.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -154,8 +154,8 @@ absl::Status ShardAgent::Heartbeat() {
   // After the map and tables: the hot set names owners and tables.
   if (on_hot_set_ && response.hot_set().version() > hot_set_version) {
     on_hot_set_(response.hot_set());
-    std::cerr << "shard agent: shard " << options_.shard_id << " applied hot set version "
-              << response.hot_set().version() << std::endl;
+    EMBER_LOG(INFO) << "shard agent: shard " << options_.shard_id << " applied hot set version "
+                    << response.hot_set().version();
     absl::MutexLock lock(&mu_);
     hot_set_version_ = response.hot_set().version();
   }
@@ -170,21 +170,20 @@ void ShardAgent::Apply(uint64_t epoch, const std::string& slot_owners,
     const absl::Status status = create_table_(config);
     if (status.ok()) {
       applied_tables_.insert(config.name());
-      std::cerr << "shard agent: table " << config.name() << " created" << std::endl;
+      EMBER_LOG(INFO) << "shard agent: table " << config.name() << " created";
     } else {
-      std::cerr << "shard agent: cannot create table " << config.name() << ": " << status
-                << std::endl;
+      EMBER_LOG(ERROR) << "shard agent: cannot create table " << config.name() << ": " << status;
     }
   }
   if (epoch == 0 || epoch <= this->epoch()) return;
   absl::StatusOr<SlotMap> map = UnpackSlotOwners(slot_owners, epoch);
   if (!map.ok()) {
-    std::cerr << "shard agent: bad slot map from coordinator: " << map.status() << std::endl;
+    EMBER_LOG(ERROR) << "shard agent: bad slot map from coordinator: " << map.status();
     return;
   }
   on_slot_map_(*map);
-  std::cerr << "shard agent: shard " << options_.shard_id << " now at epoch " << epoch << " with "
-            << map->SlotsOf(options_.shard_id).size() << " slots" << std::endl;
+  EMBER_LOG(INFO) << "shard agent: shard " << options_.shard_id << " now at epoch " << epoch
+                  << " with " << map->SlotsOf(options_.shard_id).size() << " slots";
   absl::MutexLock lock(&mu_);
   epoch_ = epoch;
 }
@@ -198,11 +197,10 @@ void ShardAgent::SetConnected(bool connected, const absl::Status& why) {
   }
   if (!changed) return;
   if (connected) {
-    std::cerr << "shard agent: connected to coordinator " << options_.coordinator_address
-              << std::endl;
+    EMBER_LOG(INFO) << "shard agent: connected to coordinator " << options_.coordinator_address;
   } else {
-    std::cerr << "shard agent: coordinator " << options_.coordinator_address
-              << " unreachable, serving with epoch " << epoch() << ": " << why << std::endl;
+    EMBER_LOG(WARNING) << "shard agent: coordinator " << options_.coordinator_address
+                       << " unreachable, serving with epoch " << epoch() << ": " << why;
   }
 }
 

@@ -7,10 +7,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iostream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -25,8 +25,6 @@ namespace fs = std::filesystem;
 
 constexpr char kStateKey[] = "serving/state";
 constexpr int kMaxMessageBytes = 256 << 20;
-
-void Log(const std::string& line) { std::cerr << "ember-serving: " << line << std::endl; }
 
 }  // namespace
 
@@ -100,9 +98,9 @@ absl::Status Follower::Open() {
       shard->stream_id = p.stream_id();
       shard->version = p.version();
     }
-    Log(absl::StrCat("resuming ", state.positions_size(), " shard position(s) of ",
-                     state.bootstrap_checkpoint().empty() ? "an empty start"
-                                                          : state.bootstrap_checkpoint()));
+    EMBER_LOG(INFO) << "resuming " << state.positions_size() << " shard position(s) of "
+                    << (state.bootstrap_checkpoint().empty() ? "an empty start"
+                                                             : state.bootstrap_checkpoint());
   }
   // The dense tower: the pinned checkpoint, else the newest.
   std::string pinned;
@@ -114,7 +112,7 @@ absl::Status Follower::Open() {
   if (valid.ok()) {
     for (const v1::CheckpointManifest& m : *valid) {
       if (m.name() == pinned && !LoadDense(m).ok()) {
-        Log(absl::StrCat("cannot load pinned ", pinned, "; following the newest"));
+        EMBER_LOG(WARNING) << "cannot load pinned " << pinned << "; following the newest";
         absl::MutexLock lock(&mu_);
         pinned_.clear();
       }
@@ -171,7 +169,7 @@ absl::Status Follower::Bootstrap() {
                            catalog.Chain(job, name));
     std::vector<std::string> dirs;
     for (const v1::CheckpointManifest& link : chain) dirs.push_back(catalog.Dir(job, link.name()));
-    Log(absl::StrCat("bootstrapping from ", name, " (", chain.size(), " link(s))"));
+    EMBER_LOG(INFO) << "bootstrapping from " << name << " (" << chain.size() << " link(s))";
     // The import runs next to the live store, which keeps serving meanwhile.
     EMBER_ASSIGN_OR_RETURN(const StagedRestore staged,
                            storage_->StageRestore(chain, dirs, [](uint32_t) { return true; }));
@@ -183,8 +181,8 @@ absl::Status Follower::Bootstrap() {
     for (const v1::ShardSnapshot& snap : newest.shards()) {
       from[snap.shard_id()] = {snap.stream_id(), snap.version()};
     }
-    Log(absl::StrCat("bootstrapped ", staged.rows, " rows from ", name, " in ", staged.seconds,
-                     " s"));
+    EMBER_LOG(INFO) << "bootstrapped " << staged.rows << " rows from " << name << " in "
+                    << staged.seconds << " s";
   }
   {
     absl::MutexLock lock(&mu_);
@@ -272,10 +270,10 @@ void Follower::MaybeAdvanceDense() {
     }
     const absl::Status loaded = LoadDense(*it);
     if (loaded.ok()) {
-      Log(absl::StrCat("serving dense parameters of ", it->name()));
+      EMBER_LOG(INFO) << "serving dense parameters of " << it->name();
       return;
     }
-    Log(absl::StrCat("cannot load dense parameters of ", it->name(), ": ", loaded.ToString()));
+    EMBER_LOG(WARNING) << "cannot load dense parameters of " << it->name() << ": " << loaded;
   }
 }
 
@@ -327,7 +325,7 @@ void Follower::ControlLoop() {
     if (bootstrap) {
       const absl::Status status = Bootstrap();
       if (!status.ok()) {
-        Log(absl::StrCat("bootstrap failed: ", status.ToString()));
+        EMBER_LOG(WARNING) << "bootstrap failed: " << status;
         absl::MutexLock lock(&mu_);
         bootstrap_requested_ = false;
       }
@@ -337,7 +335,7 @@ void Follower::ControlLoop() {
     if (absl::Now() - last_persist >= options_.persist_interval) {
       // Spread over a fifth of the interval: the applies keep their share of the CPU.
       const absl::Status persisted = PersistState(options_.persist_interval / 5);
-      if (!persisted.ok()) Log(absl::StrCat("persisting positions failed: ", persisted.ToString()));
+      if (!persisted.ok()) EMBER_LOG(WARNING) << "persisting positions failed: " << persisted;
       last_persist = absl::Now();
     }
   }

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -295,8 +295,7 @@ void Follower::RunShard(uint32_t shard_id) {
       if (generation_ != generation) continue;  // re-bootstrapped: reconnect at once
       shard.reconnects += 1;
       if (out_of_range) {
-        std::cerr << "ember-serving: shard " << shard_id << ": " << finished.error_message()
-                  << std::endl;
+        EMBER_LOG(WARNING) << "shard " << shard_id << ": " << finished.error_message();
         bootstrap_requested_ = true;
         auto rebootstrapped = [this, generation]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
           return stopping_ || generation_ != generation;

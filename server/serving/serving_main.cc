@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/flags.h"
+#include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -134,7 +135,6 @@ absl::Status Run(const ServingMainOptions& o) {
   }
   ServingServiceImpl service(follower.get(), rpc_metrics.get(), o.admin);
   ServeOptions serve;
-  serve.program = "ember-serving";
   serve.host = o.host;
   serve.port = o.port;
   serve.credentials = tls.Server();
@@ -147,13 +147,13 @@ absl::Status Run(const ServingMainOptions& o) {
   serve.shutdown_grace = absl::Milliseconds(o.shutdown_grace_ms);
   ServeHooks hooks;
   hooks.ready = [&](int port) {
-    std::cerr << "ember-serving: following " << o.follower.coordinator << " from "
-              << o.follower.data_dir << " on " << o.host << ":" << port << std::endl;
+    EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from "
+              << o.follower.data_dir << " on " << o.host << ":" << port;
   };
   hooks.stopped = [&]() -> absl::Status {
     metrics_server.reset();
     EMBER_RETURN_IF_ERROR(follower->Stop());
-    std::cerr << "ember-serving: positions persisted, store closed" << std::endl;
+    EMBER_LOG(INFO) << "positions persisted, store closed";
     return absl::OkStatus();
   };
   return ServeUntilStopped(serve, hooks);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/health.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
@@ -40,7 +41,7 @@ absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
   if (hooks.ready) hooks.ready(port);
 
   const int signal_number = WaitForStopSignal();
-  std::cerr << o.program << ": signal " << signal_number << ", shutting down" << std::endl;
+  EMBER_LOG(INFO) << "signal " << signal_number << ", shutting down";
   health.Shutdown();
   if (hooks.stopping) hooks.stopping();
   ShutdownServer(server.get(), &calls, absl::Now() + o.shutdown_grace);

@@ -18,7 +18,6 @@
 //   BlockStopSignals();  // first in Run, before any thread starts
 //   ...
 //   ServeOptions serve;
-//   serve.program = "ember-serving";
 //   serve.host = o.host; serve.port = o.port; serve.credentials = tls.Server();
 //   serve.services = {&service};
 //   serve.health_service = v1::ServingService::service_full_name();
@@ -44,7 +43,6 @@
 namespace ember {
 
 struct ServeOptions {
-  std::string program;  // "ember-ps": prefix of the log lines
   std::string host = "127.0.0.1";
   uint32_t port = 0;  // 0: the kernel picks a free one
   std::shared_ptr<grpc::ServerCredentials> credentials;

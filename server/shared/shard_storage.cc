@@ -7,7 +7,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "server/checkpoint/shard_snapshot.h"
 #include "server/shared/slot_owners.h"
@@ -218,12 +218,12 @@ void ShardStorage::ReopenOrDie(const std::vector<v1::TableConfig>& tables) {
       reopened = store_->CreateTable(tables[i]);
     }
     if (reopened.ok()) return;
-    std::cerr << "ember-ps: reopening " << options_.rocksdb.path
-              << " after a restore swap: " << reopened << std::endl;
+    EMBER_LOG(WARNING) << "reopening " << options_.rocksdb.path
+                       << " after a restore swap: " << reopened;
   }
   // No store at all: nothing this process could serve. Its supervisor restarts it on
   // the same directory, and the coordinator restores it again.
-  std::cerr << "ember-ps: FATAL: no store after a restore swap (" << reopened << ")" << std::endl;
+  EMBER_LOG(ERROR) << "FATAL: no store after a restore swap (" << reopened << ")";
   std::abort();
 }
 

@@ -10,12 +10,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "tools/bench/zipf.h"
 
@@ -195,7 +195,7 @@ absl::Status BenchDir::WriteMarker(const std::string& contents) const {
 }
 
 void Log(std::string_view suite, std::string_view message) {
-  std::cerr << "ember-bench " << suite << ": " << message << std::endl;
+  EMBER_LOG(INFO) << suite << ": " << message;
 }
 
 }  // namespace ember::bench

@@ -38,6 +38,7 @@ constexpr char kDefaultCoordinator[] = "127.0.0.1:6000";
 struct GlobalFlags {
   GlobalOptions options;
   std::string token_file;
+  LogFormat log_format = LogFormat::kText;
 };
 
 void DeclareGlobalFlags(FlagSet& flags, GlobalFlags& g) {
@@ -61,6 +62,7 @@ void DeclareGlobalFlags(FlagSet& flags, GlobalFlags& g) {
   flags.String("tls_key", &o.tls.key_file, "F", "its private key");
   flags.Bool("json", &o.json, "print one JSON object on stdout instead of text");
   flags.Number("timeout_ms", &o.timeout_ms, "N", "deadline of every RPC").Range(1, 3600000);
+  DeclareLogFormatFlag(flags, &g.log_format);
   flags.Custom("version", "", "print \"emberctl VERSION (commit COMMIT)\" and exit",
                [](const Flag&) { return absl::OkStatus(); });
   flags.Custom("help", "", "this text; after a command, the command's",
@@ -258,6 +260,7 @@ int Main(int argc, char** argv) {
   if (!runner.ok()) return usage_error(runner.status(), help_command);
   absl::Status parsed = global_set.Parse(line->global);
   if (!parsed.ok()) return usage_error(parsed, help_command);
+  InitLogging("emberctl", global_flags.log_format);
   absl::StatusOr<GlobalOptions> global = ParseGlobal(global_set, global_flags);
   if (!global.ok()) return usage_error(global.status(), help_command);
 
