@@ -58,9 +58,10 @@ std::string HelpText(const flags_internal::Entry& e) {
   std::string from_env;
   for (const std::string& var : e.env) absl::StrAppend(&from_env, "$", var, ", else ");
   if (e.required) {
-    sentence(e.env.empty() ? "Required."
-                           : absl::StrCat("Required; default: ",
-                                          from_env.substr(0, from_env.size() - 7), "."));
+    sentence(
+        e.env.empty()
+            ? "Required."
+            : absl::StrCat("Required; default: ", from_env.substr(0, from_env.size() - 7), "."));
   } else if (!e.default_text.empty() || !from_env.empty()) {
     std::string shown = e.default_text.empty() ? "none" : e.default_text;
     sentence(absl::StrCat("Default: ", from_env, shown, shown.back() == '.' ? "" : "."));
@@ -215,20 +216,20 @@ FlagSet::Decl FlagSet::AddChoice(absl::string_view name, absl::string_view help,
                         return absl::OkStatus();
                       }
                     }
-                    return absl::InvalidArgumentError(absl::StrCat(
-                        "--", flag.name, ": expected ", Alternatives(words), ", got '",
-                        flag.value, "'"));
+                    return absl::InvalidArgumentError(absl::StrCat("--", flag.name, ": expected ",
+                                                                   Alternatives(words), ", got '",
+                                                                   flag.value, "'"));
                   }));
 }
 
 FlagSet::Decl FlagSet::Custom(absl::string_view name, absl::string_view value_name,
                               absl::string_view help,
                               std::function<absl::Status(const Flag&)> parse) {
-  return Decl(Add(name, value_name, help, "",
-                  [parse = std::move(parse)](const Flag& flag) -> absl::Status {
-                    if (absl::Status s = RequireValue(flag); !s.ok()) return s;
-                    return parse(flag);
-                  }));
+  return Decl(
+      Add(name, value_name, help, "", [parse = std::move(parse)](const Flag& flag) -> absl::Status {
+        if (absl::Status s = RequireValue(flag); !s.ok()) return s;
+        return parse(flag);
+      }));
 }
 
 bool FlagSet::Has(absl::string_view name) const {
@@ -283,7 +284,8 @@ absl::Status FlagSet::Parse(const std::vector<Flag>& flags) {
     }
     if (!e.given && e.required) {
       std::string vars;
-      for (const std::string& var : e.env) absl::StrAppend(&vars, vars.empty() ? "" : " or ", "$", var);
+      for (const std::string& var : e.env)
+        absl::StrAppend(&vars, vars.empty() ? "" : " or ", "$", var);
       return absl::InvalidArgumentError(absl::StrCat(
           "--", e.name, vars.empty() ? "" : absl::StrCat(" (or ", vars, ")"), " is required"));
     }
@@ -304,8 +306,8 @@ absl::Status FlagSet::ParseCommandLine(int argc, char** argv, bool* help, bool* 
 }
 
 std::string FlagSet::Usage() const {
-  std::string out = absl::StrCat("usage: ", program_, synopsis_.empty() ? "" : " ", synopsis_,
-                                 "\n");
+  std::string out =
+      absl::StrCat("usage: ", program_, synopsis_.empty() ? "" : " ", synopsis_, "\n");
   if (!description_.empty()) absl::StrAppend(&out, "\n", description_, "\n");
   absl::StrAppend(&out, "\n", FlagsUsage());
   if (!epilog_.empty()) absl::StrAppend(&out, "\n", epilog_);
@@ -364,9 +366,8 @@ int RunMain(const char* name, const char* component, FlagSet& flags, int argc, c
   DeclareLogFormatFlag(flags, &log_format);
   flags.Custom("version", "", "print \"PROGRAM VERSION (commit COMMIT)\" and exit",
                [](const Flag&) { return absl::OkStatus(); });
-  flags.Custom("help", "", "this text; -h is the same", [](const Flag&) {
-    return absl::OkStatus();
-  });
+  flags.Custom("help", "", "this text; -h is the same",
+               [](const Flag&) { return absl::OkStatus(); });
   bool help = false, version = false;
   absl::Status parsed = flags.ParseCommandLine(argc, argv, &help, &version);
   if (parsed.ok() && help) {

@@ -178,8 +178,7 @@ class FlagSet {
   template <typename T>
   NumberDecl<T> Number(absl::string_view name, T* field, absl::string_view value_name,
                        absl::string_view help) {
-    return AddNumber<T>(name, value_name, help, FormatNumber(*field),
-                        [field](T v) { *field = v; });
+    return AddNumber<T>(name, value_name, help, FormatNumber(*field), [field](T v) { *field = v; });
   }
   // Unset (no default) unless given.
   template <typename T>
@@ -190,11 +189,9 @@ class FlagSet {
                         [field](T v) { *field = v; });
   }
   // Whole milliseconds into a duration.
-  NumberDecl<int64_t> Millis(absl::string_view name, absl::Duration* field,
-                             absl::string_view help);
+  NumberDecl<int64_t> Millis(absl::string_view name, absl::Duration* field, absl::string_view help);
   // Seconds (a decimal number) into a duration.
-  NumberDecl<double> Seconds(absl::string_view name, absl::Duration* field,
-                             absl::string_view help);
+  NumberDecl<double> Seconds(absl::string_view name, absl::Duration* field, absl::string_view help);
   Decl String(absl::string_view name, std::string* field, absl::string_view value_name,
               absl::string_view help);
   Decl String(absl::string_view name, std::optional<std::string>* field,
@@ -203,8 +200,8 @@ class FlagSet {
   Decl Bool(absl::string_view name, bool* field, absl::string_view help);
   // One of a fixed list of words: "--NAME: expected a, b or c, got 'x'" otherwise.
   template <typename T>
-  Decl Choice(absl::string_view name, T* field,
-              std::vector<std::pair<std::string, T>> choices, absl::string_view help) {
+  Decl Choice(absl::string_view name, T* field, std::vector<std::pair<std::string, T>> choices,
+              absl::string_view help) {
     std::string default_text;
     for (const auto& [word, value] : choices) {
       if (value == *field) default_text = word;
@@ -258,8 +255,9 @@ class FlagSet {
                           std::function<void(T)> store);
   Decl AddChoice(absl::string_view name, absl::string_view help, std::string default_text,
                  std::vector<std::string> words, std::function<void(size_t)> store);
-  flags_internal::Entry* Add(absl::string_view name, absl::string_view value_name, absl::string_view help,
-                   std::string default_text, std::function<absl::Status(const Flag&)> parse);
+  flags_internal::Entry* Add(absl::string_view name, absl::string_view value_name,
+                             absl::string_view help, std::string default_text,
+                             std::function<absl::Status(const Flag&)> parse);
   // The range's usage text and its error for `value` (empty when inside).
   template <typename T>
   static std::string RangeText(const NumberRange<T>& range);
@@ -318,23 +316,22 @@ FlagSet::NumberDecl<T> FlagSet::AddNumber(absl::string_view name, absl::string_v
                                           absl::string_view help, std::string default_text,
                                           std::function<void(T)> store) {
   auto range = std::make_shared<NumberRange<T>>();
-  flags_internal::Entry* entry =
-      Add(name, value_name, help, std::move(default_text),
-          [range, store = std::move(store)](const Flag& flag) -> absl::Status {
-            T value{};
-            if (absl::Status s = ParseNumber(flag, &value); !s.ok()) return s;
-            const NumberRange<T>& r = *range;
-            const bool low = r.lo && (r.lo_open ? !(value > *r.lo) : !(value >= *r.lo));
-            const bool high = r.hi && !(value <= *r.hi);
-            if (low || high) {
-              const std::string text = RangeText(r);
-              return absl::InvalidArgumentError(absl::StrCat(
-                  "--", flag.name, " must be ", r.lo && r.hi ? "in " : "", text, ", not ",
-                  flag.value));
-            }
-            store(value);
-            return absl::OkStatus();
-          });
+  flags_internal::Entry* entry = Add(
+      name, value_name, help, std::move(default_text),
+      [range, store = std::move(store)](const Flag& flag) -> absl::Status {
+        T value{};
+        if (absl::Status s = ParseNumber(flag, &value); !s.ok()) return s;
+        const NumberRange<T>& r = *range;
+        const bool low = r.lo && (r.lo_open ? !(value > *r.lo) : !(value >= *r.lo));
+        const bool high = r.hi && !(value <= *r.hi);
+        if (low || high) {
+          const std::string text = RangeText(r);
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--", flag.name, " must be ", r.lo && r.hi ? "in " : "", text, ", not ", flag.value));
+        }
+        store(value);
+        return absl::OkStatus();
+      });
   return NumberDecl<T>(entry, std::move(range));
 }
 

@@ -50,11 +50,13 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
   TrainerOptions& o = w.trainer;
   flags.Synopsis("--config=FILE --coordinator=HOST:PORT [--flag=value ...]");
   flags.Description("One stateless training worker (worker/training/trainer.h).");
-  flags.String("config", &w.config_path, "FILE",
-               "model config (text proto, or JSON if FILE ends in .json)")
+  flags
+      .String("config", &w.config_path, "FILE",
+              "model config (text proto, or JSON if FILE ends in .json)")
       .Required();
-  flags.String("coordinator", &o.coordinator_address, "HOST:PORT",
-               "the coordinator (cluster map, tables, rendezvous)")
+  flags
+      .String("coordinator", &o.coordinator_address, "HOST:PORT",
+              "the coordinator (cluster map, tables, rendezvous)")
       .Required()
       .Env({"EMBER_COORDINATOR"});
   flags.Number("rank", &o.rank, "N", "this worker's rank, below --world_size")
@@ -73,7 +75,8 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
       .Env({"EMBER_COLLECTIVE_HOST"});
   flags.String("run_dir", &o.run_dir, "DIR",
                "where rank 0 writes result.json, metrics.tsv and training.svg");
-  flags.Number("metrics_port", &o.metrics_port, "N", "Prometheus metrics port; 0 picks one, -1 none")
+  flags
+      .Number("metrics_port", &o.metrics_port, "N", "Prometheus metrics port; 0 picks one, -1 none")
       .Range(-1, 65535);
   flags.String("metrics_host", &o.metrics_host, "ADDR", "metrics bind address");
   flags.Choice<DenseDevice>("device", &o.dense_device.device,
@@ -101,11 +104,13 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
   flags.String("resume_from", &o.resume_from, "NAME",
                "a new run starts from checkpoint NAME of the job, or \"latest\"; empty: from "
                "the PS shards' rows");
-  flags.Number("max_recoveries", &o.max_recoveries, "N",
-               "failed attempts this worker rejoins before giving up")
+  flags
+      .Number("max_recoveries", &o.max_recoveries, "N",
+              "failed attempts this worker rejoins before giving up")
       .Min(0);
-  flags.Millis("recovery_timeout_ms", &o.recovery_timeout,
-               "longest wait for a recovery or a checkpoint")
+  flags
+      .Millis("recovery_timeout_ms", &o.recovery_timeout,
+              "longest wait for a recovery or a checkpoint")
       .Above(0);
 
   flags.Section("Overrides of the config's training section (for experiments and benchmarks):");
@@ -127,8 +132,9 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
   flags.Number("checkpoint_every_seconds", &w.checkpoint_every_seconds, "N",
                "a checkpoint every N seconds");
 
-  flags.Section("Overrides of the config's skew section (model.proto SkewConfig; all off by "
-                "default):");
+  flags.Section(
+      "Overrides of the config's skew section (model.proto SkewConfig; all off by "
+      "default):");
   flags.String("cold_features", &w.cold_features, "F1,F2",
                "features whose ID counts decide which examples are cold");
   flags.Number("cold_max_count", &w.cold_max_count, "N",

@@ -97,8 +97,9 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
               "a slot migration retries shards that do not answer this long before it stops "
               "as FAILED")
       .Min(0);
-  flags.Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
-               "time calls in flight get at shutdown")
+  flags
+      .Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
+              "time calls in flight get at shutdown")
       .Min(0);
   flags
       .Number("metrics_port", &o.metrics_port, "N",
@@ -119,8 +120,9 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
               "least share of the cluster's load (keys served/s) that makes a key hot; a hot "
               "key stays hot down to half of it")
       .RangeAbove(0, 1);
-  flags.Millis("hot_publish_interval_ms", &h.publish_interval,
-               "time between two hot set computations")
+  flags
+      .Millis("hot_publish_interval_ms", &h.publish_interval,
+              "time between two hot set computations")
       .Min(1);
   flags
       .Number("hot_replicas", &h.replicas, "N",
@@ -187,10 +189,9 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   EMBER_RETURN_IF_ERROR(jobs.Start());
   service.SetJobManager(&jobs);
   admin.SetJobManager(&jobs);
-  SlotMigrator migrator(state.get(), o.migration, stubs, &topology_mu,
-                        [&jobs](uint32_t target, uint64_t incarnation) {
-                          jobs.AdoptShard(target, incarnation);
-                        });
+  SlotMigrator migrator(
+      state.get(), o.migration, stubs, &topology_mu,
+      [&jobs](uint32_t target, uint64_t incarnation) { jobs.AdoptShard(target, incarnation); });
   admin.SetMigrator(&migrator, stubs);
   HotSetPublisher hot_set(o.hot_set);
   service.SetHotSetPublisher(&hot_set);
@@ -225,21 +226,21 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     return hot_set.Start([&state] { return state->Shards(); });
   };
   hooks.ready = [&](int port) {
-    EMBER_LOG(INFO) << "serving " << o.state.data_dir << " on " << o.host << ":"
-              << port << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards
-              << " shards, " << (tls.enabled() ? "mutual TLS" : "plaintext") << ", admin "
-              << (!o.admin.enabled()
-                      ? std::string("disabled")
-                      : absl::StrCat(o.admin.token.empty() ? "" : TokenId(o.admin.token),
-                                     o.admin.identities.empty() ? "" : " identities ",
-                                     absl::StrJoin(o.admin.identities, ",")))
-              << ", "
-              << (o.hot_set.keys_per_table == 0
-                      ? std::string("hot keys disabled")
-                      : absl::StrCat("hot keys: <= ", o.hot_set.keys_per_table,
-                                     " per table at share >= ", o.hot_set.min_share,
-                                     ", replicas ", o.hot_set.replicas))
-              << ")";
+    EMBER_LOG(INFO) << "serving " << o.state.data_dir << " on " << o.host << ":" << port
+                    << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards
+                    << " shards, " << (tls.enabled() ? "mutual TLS" : "plaintext") << ", admin "
+                    << (!o.admin.enabled()
+                            ? std::string("disabled")
+                            : absl::StrCat(o.admin.token.empty() ? "" : TokenId(o.admin.token),
+                                           o.admin.identities.empty() ? "" : " identities ",
+                                           absl::StrJoin(o.admin.identities, ",")))
+                    << ", "
+                    << (o.hot_set.keys_per_table == 0
+                            ? std::string("hot keys disabled")
+                            : absl::StrCat("hot keys: <= ", o.hot_set.keys_per_table,
+                                           " per table at share >= ", o.hot_set.min_share,
+                                           ", replicas ", o.hot_set.replicas))
+                    << ")";
   };
   hooks.stopping = [&] {
     service.Shutdown();

@@ -48,15 +48,15 @@
 #include "common/status_macros.h"
 #include "common/tls.h"
 #include "prometheus/registry.h"
-#include "server/store/embedding_store.h"
-#include "server/store/fault_injection_fs.h"
-#include "server/shared/graceful_shutdown.h"
-#include "server/shared/serve.h"
 #include "server/ps/heavy_hitters.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
+#include "server/shared/graceful_shutdown.h"
+#include "server/shared/serve.h"
 #include "server/shared/shard_storage.h"
+#include "server/store/embedding_store.h"
+#include "server/store/fault_injection_fs.h"
 #include "server/store/rocksdb_backend.h"
 
 namespace ember {
@@ -113,7 +113,8 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
   flags.String("data_dir", &o.data_dir, "DIR", "RocksDB directory of this shard").Required();
   flags.String("host", &o.host, "ADDR", "address to bind");
   flags.Number("port", &o.port, "N", "port to bind; 0 picks a free one").Max(65535);
-  flags.Number("shard_id", &o.shard_id, "N", "this shard's id; below --num_shards without a "
+  flags.Number("shard_id", &o.shard_id, "N",
+               "this shard's id; below --num_shards without a "
                "coordinator");
   flags
       .Number("num_shards", &o.num_shards, "N",
@@ -122,8 +123,9 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
   flags.String("coordinator", &o.coordinator, "HOST:PORT",
                "register with this coordinator and take the slot map and tables from it (then "
                "--num_shards is ignored)");
-  flags.String("advertise_address", &o.advertise_address, "A",
-               "host:port clients reach this shard at")
+  flags
+      .String("advertise_address", &o.advertise_address, "A",
+              "host:port clients reach this shard at")
       .DefaultText("HOST:bound port");
   flags.Number("heartbeat_ms", &o.heartbeat_ms, "N", "coordinator heartbeat interval").Above(0);
   flags
@@ -152,8 +154,9 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
               "change-log entries kept in memory (32 bytes each): how far back WatchUpdates, "
               "ExportChanges and delta checkpoints reach")
       .Range(1, uint64_t{1} << 30);
-  flags.Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
-               "time calls in flight get at shutdown")
+  flags
+      .Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
+              "time calls in flight get at shutdown")
       .Min(0);
   flags
       .Number("metrics_port", &o.metrics_port, "N",
@@ -170,8 +173,9 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
               "keys tracked per table for the hot-key reports (a Space-Saving summary, "
               "server/ps/heavy_hitters.h)")
       .Range(0, size_t{1} << 20);
-  flags.Seconds("heavy_hitters_half_life_s", &hh.half_life,
-                "half-life of the decayed key rates, in seconds")
+  flags
+      .Seconds("heavy_hitters_half_life_s", &hh.half_life,
+               "half-life of the decayed key rates, in seconds")
       .RangeAbove(0, 86400);
   flags
       .Number("heavy_hitters_sample", &hh.sample_every, "N",
@@ -211,15 +215,18 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
               "the shard serves, for --test_disk_faults_for_ms (0: until shutdown; the flush "
               "at shutdown runs without faults)")
       .Range(0, 1);
-  flags.Number("test_disk_faults_after_ms", &o.disk_faults_after_ms, "N",
-               "the start of the --test_disk_fault_rate window")
+  flags
+      .Number("test_disk_faults_after_ms", &o.disk_faults_after_ms, "N",
+              "the start of the --test_disk_fault_rate window")
       .Min(0);
-  flags.Number("test_disk_faults_for_ms", &o.disk_faults_for_ms, "N",
-               "the length of the --test_disk_fault_rate window")
+  flags
+      .Number("test_disk_faults_for_ms", &o.disk_faults_for_ms, "N",
+              "the length of the --test_disk_fault_rate window")
       .Min(0);
-  flags.Number("test_disk_faults_until_unix_ms", &o.disk_faults_until_unix_ms, "T",
-               "and no faults after this wall-clock time (ms since 1970), also in a restarted "
-               "process; 0 none")
+  flags
+      .Number("test_disk_faults_until_unix_ms", &o.disk_faults_until_unix_ms, "T",
+              "and no faults after this wall-clock time (ms since 1970), also in a restarted "
+              "process; 0 none")
       .Min(0);
 }
 
@@ -391,10 +398,11 @@ absl::Status Run(const PsMainOptions& o) {
       }
     }
     EMBER_LOG(INFO) << "shard " << o.shard_id
-              << (o.coordinator.empty() ? absl::StrCat(" of ", o.num_shards, " (static slot map)")
-                                        : absl::StrCat(" (coordinator ", o.coordinator, ")"))
-              << " serving " << o.data_dir << " on " << o.host << ":" << port
-              << (tls.enabled() ? " (mutual TLS)" : " (plaintext)");
+                    << (o.coordinator.empty()
+                            ? absl::StrCat(" of ", o.num_shards, " (static slot map)")
+                            : absl::StrCat(" (coordinator ", o.coordinator, ")"))
+                    << " serving " << o.data_dir << " on " << o.host << ":" << port
+                    << (tls.enabled() ? " (mutual TLS)" : " (plaintext)");
   };
   hooks.stopping = [&] {
     if (agent != nullptr) agent->Stop();

@@ -26,10 +26,10 @@
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
-#include "server/shared/graceful_shutdown.h"
-#include "server/shared/serve.h"
 #include "server/serving/follower.h"
 #include "server/serving/serving_service.h"
+#include "server/shared/graceful_shutdown.h"
+#include "server/shared/serve.h"
 
 namespace ember {
 namespace {
@@ -48,13 +48,13 @@ struct ServingMainOptions {
 
 void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
   FollowerOptions& f = o.follower;
-  flags.Synopsis(
-      "--coordinator=HOST:PORT --checkpoint_dir=DIR --data_dir=DIR [--flag=value ...]");
+  flags.Synopsis("--coordinator=HOST:PORT --checkpoint_dir=DIR --data_dir=DIR [--flag=value ...]");
   flags.Description(
       "A read-only follower for online inference: bootstraps from the newest checkpoint of a\n"
       "training job, follows every PS shard's update stream and answers Lookup.");
-  flags.String("coordinator", &f.coordinator, "HOST:PORT",
-               "the cluster's coordinator (shards and tables)")
+  flags
+      .String("coordinator", &f.coordinator, "HOST:PORT",
+              "the cluster's coordinator (shards and tables)")
       .Required();
   flags.String("checkpoint_dir", &f.checkpoint_root, "DIR", "the coordinator's --checkpoint_dir")
       .Required();
@@ -78,8 +78,9 @@ void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
       .Number("memory_budget_mb", &o.memory_budget_mb, "N",
               "memory tier budget in MiB; 0 = unlimited")
       .Range(0, int64_t{1} << 40);
-  flags.Millis("persist_interval_ms", &f.persist_interval,
-               "how often stream positions are made durable")
+  flags
+      .Millis("persist_interval_ms", &f.persist_interval,
+              "how often stream positions are made durable")
       .Min(1);
   flags
       .Number("progress_interval_ms", &f.progress_interval_ms, "N",
@@ -91,8 +92,9 @@ void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
       .Range(-1, 65535);
   flags.String("metrics_host", &o.metrics_host, "ADDR", "address the metrics server binds")
       .DefaultText("--host");
-  flags.Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
-               "time calls in flight get at shutdown")
+  flags
+      .Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
+              "time calls in flight get at shutdown")
       .Min(0);
 
   flags.Section("Admin credential:");
@@ -147,8 +149,8 @@ absl::Status Run(const ServingMainOptions& o) {
   serve.shutdown_grace = absl::Milliseconds(o.shutdown_grace_ms);
   ServeHooks hooks;
   hooks.ready = [&](int port) {
-    EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from "
-              << o.follower.data_dir << " on " << o.host << ":" << port;
+    EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from " << o.follower.data_dir
+                    << " on " << o.host << ":" << port;
   };
   hooks.stopped = [&]() -> absl::Status {
     metrics_server.reset();

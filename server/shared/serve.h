@@ -46,11 +46,11 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   uint32_t port = 0;  // 0: the kernel picks a free one
   std::shared_ptr<grpc::ServerCredentials> credentials;
-  std::vector<grpc::Service*> services;  // not owned; registered in this order
-  std::string health_service;            // the readiness service name of the health service
-  int health_port = -1;                  // the plaintext probe port; -1: none, 0: a free one
-  int max_receive_message_bytes = -1;    // -1: gRPC's default (4 MiB)
-  int max_send_message_bytes = -1;       // -1: gRPC's default (unlimited)
+  std::vector<grpc::Service*> services;    // not owned; registered in this order
+  std::string health_service;              // the readiness service name of the health service
+  int health_port = -1;                    // the plaintext probe port; -1: none, 0: a free one
+  int max_receive_message_bytes = -1;      // -1: gRPC's default (4 MiB)
+  int max_send_message_bytes = -1;         // -1: gRPC's default (unlimited)
   const MetricsServer* metrics = nullptr;  // announced on stdout when set; not owned
   absl::Duration shutdown_grace = absl::Seconds(5);  // for calls in flight
 };

@@ -193,14 +193,13 @@ TEST(FlagSetTest, EnvironmentFillsFlagsNotGiven) {
 
 // RunMain with `args`; sets *out and *err to what it printed.
 int RunTest(std::vector<std::string> args, std::string* out, std::string* err,
-        absl::Status run_status = absl::OkStatus()) {
+            absl::Status run_status = absl::OkStatus()) {
   std::vector<char*> argv = {const_cast<char*>("ember-test")};
   for (std::string& a : args) argv.push_back(a.data());
   testing::internal::CaptureStdout();
   testing::internal::CaptureStderr();
   const int code = RunMain<Options>(
-      {"ember-test", "test", Declare, nullptr,
-       [run_status](const Options&) { return run_status; }},
+      {"ember-test", "test", Declare, nullptr, [run_status](const Options&) { return run_status; }},
       static_cast<int>(argv.size()), argv.data());
   *out = testing::internal::GetCapturedStdout();
   *err = testing::internal::GetCapturedStderr();

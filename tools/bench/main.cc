@@ -43,10 +43,10 @@ absl::Status CheckDir(const Flag& flag) {
   std::filesystem::path path = std::filesystem::path(std::string(flag.value)).lexically_normal();
   if (!path.has_filename()) path = path.parent_path();  // "a/b/" is "a/b"
   std::error_code ec;
-  const bool ok = std::filesystem::exists(path, ec)
-                      ? std::filesystem::is_directory(path, ec)
-                      : std::filesystem::is_directory(
-                            path.has_parent_path() ? path.parent_path() : ".", ec);
+  const bool ok =
+      std::filesystem::exists(path, ec)
+          ? std::filesystem::is_directory(path, ec)
+          : std::filesystem::is_directory(path.has_parent_path() ? path.parent_path() : ".", ec);
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(
       absl::StrCat("--dir: '", flag.value, "' is not a directory and cannot be created"));
@@ -76,8 +76,9 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
       .Range(1000, int64_t{1} << 32);
   flags.Number("rows_large", &o.rows_large, "N", "rows of the tiered RocksDB-backed table")
       .Range(1000, int64_t{1} << 34);
-  flags.Number("budget_fraction", &o.budget_fraction, "F",
-               "share of rows_large the memory tier holds")
+  flags
+      .Number("budget_fraction", &o.budget_fraction, "F",
+              "share of rows_large the memory tier holds")
       .RangeAbove(0, 1);
   flags.Number("zipf", &o.zipf, "S", "Zipf exponent of skewed key streams").RangeAbove(0, 20);
   flags
@@ -86,16 +87,19 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
       .NonEmpty()
       .Check(CheckDir)
       .DefaultText("a fresh /tmp/ember-bench-XXXXXX, removed at the end");
-  flags.Number("min_time", &o.min_time_s, "SECONDS",
-               "minimum measured seconds per benchmark repetition")
+  flags
+      .Number("min_time", &o.min_time_s, "SECONDS",
+              "minimum measured seconds per benchmark repetition")
       .RangeAbove(0, 600);
-  flags.Number("warmup", &o.warmup_s, "SECONDS", "seconds each benchmark runs before it is measured")
+  flags
+      .Number("warmup", &o.warmup_s, "SECONDS", "seconds each benchmark runs before it is measured")
       .Range(0, 600);
-  flags.Number("repetitions", &o.repetitions, "N",
-               "repetitions per benchmark (figures are medians)")
+  flags
+      .Number("repetitions", &o.repetitions, "N", "repetitions per benchmark (figures are medians)")
       .Range(1, 100);
-  flags.Number("train_examples", &o.train_examples, "N",
-               "training examples of the training suite's data")
+  flags
+      .Number("train_examples", &o.train_examples, "N",
+              "training examples of the training suite's data")
       .Range(10000, int64_t{1} << 32);
   flags.Number("seed", &o.seed, "N", "seed of the key and gradient streams");
 }
@@ -103,7 +107,8 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
 // The suite: exactly one, known.
 absl::Status FinishFlags(BenchMain& m) {
   const std::string known = absl::StrJoin(SuiteNames(), ", ");
-  if (m.words.empty()) return absl::InvalidArgumentError(absl::StrCat("no suite given; known: ", known));
+  if (m.words.empty())
+    return absl::InvalidArgumentError(absl::StrCat("no suite given; known: ", known));
   if (m.words.size() > 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("one suite per run; got '", m.words[0], "' and '", m.words[1], "'"));

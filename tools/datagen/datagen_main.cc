@@ -33,8 +33,7 @@ void DeclareFlags(FlagSet& flags, DatagenOptions& o) {
   flags.Number("train_examples", &o.train_examples, "N", "training examples").Min(1);
   flags.Number("test_examples", &o.test_examples, "N", "test examples");
   flags.Number("train_files", &o.train_files, "N", "training files").Range(1, 100000);
-  flags.Number("users", &o.users, "N", "users of the training population")
-      .Range(1, kMaxEntities);
+  flags.Number("users", &o.users, "N", "users of the training population").Range(1, kMaxEntities);
   flags.Number("items", &o.items, "N", "items").Range(1, kMaxEntities);
   flags.Number("categories", &o.categories, "N", "item categories").Range(1, kMaxEntities);
   flags.Number("shops", &o.shops, "N", "shops").Range(1, kMaxEntities);

@@ -48,8 +48,9 @@ void DeclareGlobalFlags(FlagSet& flags, GlobalFlags& g) {
   flags.String("coordinator", &o.coordinator, "HOST:PORT", "the coordinator")
       .NonEmpty()
       .Env({"EMBER_COORDINATOR"});
-  flags.String("admin_token", &o.admin_token, "T",
-               "credential of AdminService calls (metadata ember-admin-token)")
+  flags
+      .String("admin_token", &o.admin_token, "T",
+              "credential of AdminService calls (metadata ember-admin-token)")
       .NonEmpty();
   flags.String("admin_token_file", &g.token_file, "F",
                "read the credential from F; without it and --admin_token, from the file "
@@ -74,14 +75,14 @@ std::string GlobalUsage() {
   GlobalFlags unused;
   FlagSet flags("emberctl");
   DeclareGlobalFlags(flags, unused);
-  return absl::StrCat(flags.FlagsUsage(), "\nExit codes: 0 ok, 1 the operation failed, 2 bad usage.\n");
+  return absl::StrCat(flags.FlagsUsage(),
+                      "\nExit codes: 0 ok, 1 the operation failed, 2 bad usage.\n");
 }
 
 std::vector<CommandSpec> AllCommands() {
   std::vector<CommandSpec> all;
-  for (auto list :
-       {StatusCommands, TableCommands, SlotCommands, MigrationCommands, CheckpointCommands,
-        ExportCommands, ServingCommands, HotKeyCommands}) {
+  for (auto list : {StatusCommands, TableCommands, SlotCommands, MigrationCommands,
+                    CheckpointCommands, ExportCommands, ServingCommands, HotKeyCommands}) {
     for (const CommandSpec& c : list()) all.push_back(c);
   }
   return all;
@@ -157,7 +158,8 @@ absl::StatusOr<CommandLine> Split(int argc, char** argv, const FlagSet& global) 
 absl::StatusOr<std::string> ReadToken(const std::string& path, absl::string_view source) {
   absl::StatusOr<std::string> token = ReadAdminTokenFile(path);
   if (!token.ok()) {
-    return absl::Status(token.status().code(), absl::StrCat(source, ": ", token.status().message()));
+    return absl::Status(token.status().code(),
+                        absl::StrCat(source, ": ", token.status().message()));
   }
   return token;
 }
