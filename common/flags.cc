@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "common/build_info.h"
@@ -14,9 +15,10 @@
 namespace ember {
 namespace {
 
-constexpr size_t kFlagColumn = 2;   // "  --name=VALUE"
-constexpr size_t kHelpColumn = 29;  // where the help text starts
-constexpr size_t kWidth = 92;       // help lines wrap before this column
+constexpr size_t kFlagColumn = 2;    // "  --name=VALUE"
+constexpr size_t kHelpColumn = 29;   // where the help text starts
+constexpr size_t kWidth = 92;        // help lines wrap before this column
+constexpr char kNoBreak[] = "\x01";  // a space AppendWrapped does not break at
 
 // "a, b or c".
 std::string Alternatives(const std::vector<std::string>& words) {
@@ -39,7 +41,7 @@ void AppendWrapped(std::string* out, absl::string_view text) {
       out->push_back(' ');
       ++column;
     }
-    absl::StrAppend(out, word);
+    absl::StrAppend(out, absl::StrReplaceAll(word, {{kNoBreak, " "}}));
     column += word.size();
     first = false;
   }
@@ -54,7 +56,10 @@ std::string HelpText(const flags_internal::Entry& e) {
     if (!text.empty()) text.push_back(' ');
     absl::StrAppend(&text, s);
   };
-  if (!e.range_text.empty()) sentence(absl::StrCat("Range: ", e.range_text, "."));
+  // A range does not break across lines: its spaces are kNoBreak until printed.
+  if (!e.range_text.empty()) {
+    sentence(absl::StrCat("Range: ", absl::StrReplaceAll(e.range_text, {{" ", kNoBreak}}), "."));
+  }
   std::string from_env;
   for (const std::string& var : e.env) absl::StrAppend(&from_env, "$", var, ", else ");
   if (e.required) {
