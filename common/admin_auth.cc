@@ -104,14 +104,6 @@ std::vector<std::string> ParseIdentityList(absl::string_view text) {
   return out;
 }
 
-bool ParseAdminFlag(const Flag& flag, AdminFlags* flags, absl::Status* status) {
-  return ParseStringOf(flag,
-                       {{"admin_token", &flags->token},
-                        {"admin_token_file", &flags->token_file},
-                        {"admin_identities", &flags->identities}},
-                       status);
-}
-
 absl::StatusOr<AdminPolicy> LoadAdminPolicy(const AdminFlags& flags) {
   AdminPolicy policy;
   if (!flags.token.empty() && !flags.token_file.empty()) {
@@ -127,12 +119,18 @@ absl::StatusOr<AdminPolicy> LoadAdminPolicy(const AdminFlags& flags) {
   return policy;
 }
 
-bool ParseServerSecurityFlag(const Flag& flag, ServerSecurityFlags* flags, absl::Status* status) {
-  if (flag.name == "health_port") {
-    *status = ParseNumber(flag, &flags->health_port);
-    return true;
-  }
-  return ParseAdminFlag(flag, &flags->admin, status) || ParseTlsFlag(flag, &flags->tls, status);
+void DeclareServerSecurityFlags(FlagSet& flags, const AdminFlagsHelp& help,
+                                ServerSecurityFlags* security) {
+  flags.String("admin_token", &security->admin.token, "TOKEN", help.token);
+  flags.String("admin_token_file", &security->admin.token_file, "FILE",
+               "read the token from FILE (surrounding whitespace dropped)");
+  flags.String("admin_identities", &security->admin.identities, "A,B", help.identities);
+  DeclareTlsFlags(flags, &security->tls);
+  flags
+      .Number("health_port", &security->health_port, "N",
+              "also serve the gRPC health service (alone, plaintext: for Kubernetes probes) on "
+              "this port; 0 picks one, -1 none")
+      .Range(-1, 65535);
 }
 
 absl::StatusOr<AdminPolicy> CheckServerSecurityFlags(const ServerSecurityFlags& flags,
@@ -143,9 +141,6 @@ absl::StatusOr<AdminPolicy> CheckServerSecurityFlags(const ServerSecurityFlags& 
   if (flags.tls.enabled() && !policy->enabled()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "with --tls_* give --admin_token_file or --admin_identities: otherwise ", risk));
-  }
-  if (flags.health_port < -1 || flags.health_port > 65535) {
-    return absl::InvalidArgumentError("--health_port must be in [-1, 65535]");
   }
   return policy;
 }

@@ -71,9 +71,11 @@ struct AdminFlags {
   std::string identities;
 };
 
-// True (and parses the flag into *flags) for the three admin flags; false for any
-// other. *status is INVALID_ARGUMENT for a flag without a value.
-bool ParseAdminFlag(const Flag& flag, AdminFlags* flags, absl::Status* status);
+// What a server's --help says of its admin flags.
+struct AdminFlagsHelp {
+  absl::string_view token;       // --admin_token
+  absl::string_view identities;  // --admin_identities
+};
 
 // The policy the flags give: reads the token file. INVALID_ARGUMENT for both
 // --admin_token and --admin_token_file, or an unreadable or empty file.
@@ -87,8 +89,10 @@ struct ServerSecurityFlags {
   int32_t health_port = -1;  // -1: no probe port
 };
 
-// True (and parses the flag into *flags) for any of them; *status as ParseAdminFlag.
-bool ParseServerSecurityFlag(const Flag& flag, ServerSecurityFlags* flags, absl::Status* status);
+// Declares the admin flags (with `help`), then the TLS flags and --health_port under
+// a "Transport security and probes" heading, into *flags.
+void DeclareServerSecurityFlags(FlagSet& flags, const AdminFlagsHelp& help,
+                                ServerSecurityFlags* security);
 
 // Checks the flags together and returns the admin policy. INVALID_ARGUMENT (a usage
 // error) for a bad token file, unreadable or wrong TLS files, TLS without a token or

@@ -33,13 +33,6 @@
 
 namespace ember {
 
-// The usage line of --health_port, for a binary's --help.
-inline constexpr char kHealthPortUsage[] =
-    R"(  --health_port=N            also serve the gRPC health service (alone, plaintext:
-                             for Kubernetes probes) on this port; 0 picks one, -1
-                             none. Default: -1
-)";
-
 // Makes every server built from here on carry the health service. Idempotent.
 void EnableHealthService();
 

@@ -6,9 +6,26 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/build_info.h"
 #include "prometheus/exposer.h"
+#include "prometheus/gauge.h"
 
 namespace ember {
+namespace {
+
+// ember_build_info{version,commit} 1.
+std::shared_ptr<prometheus::Registry> BuildInfoRegistry() {
+  auto registry = std::make_shared<prometheus::Registry>();
+  prometheus::BuildGauge()
+      .Name("ember_build_info")
+      .Help("The build of this process: its version and git commit; always 1")
+      .Register(*registry)
+      .Add({{"version", std::string(BuildVersion())}, {"commit", std::string(BuildCommit())}})
+      .Set(1);
+  return registry;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& host,
                                                                     int port) {
@@ -32,7 +49,12 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
 
 MetricsServer::MetricsServer(std::string host, std::unique_ptr<prometheus::Exposer> exposer,
                              int port)
-    : host_(std::move(host)), exposer_(std::move(exposer)), port_(port) {}
+    : host_(std::move(host)),
+      build_info_(BuildInfoRegistry()),
+      exposer_(std::move(exposer)),
+      port_(port) {
+  exposer_->RegisterCollectable(build_info_);
+}
 
 MetricsServer::~MetricsServer() = default;
 

@@ -53,7 +53,9 @@ class Exposer;
 
 namespace ember {
 
-// Serves registered collectables over HTTP at /metrics until destroyed.
+// Serves registered collectables over HTTP at /metrics until destroyed. Every scrape
+// also carries ember_build_info{version="0.2.0",commit="a78bb8c"} 1
+// (common/build_info.h), so a dashboard can tell which build each process runs.
 class MetricsServer {
  public:
   // Binds HOST:PORT (port 0: the kernel picks a free one, see port()) and starts
@@ -81,6 +83,8 @@ class MetricsServer {
   MetricsServer(std::string host, std::unique_ptr<prometheus::Exposer> exposer, int port);
 
   const std::string host_;
+  // Declared before the exposer, so it outlives every scrape.
+  const std::shared_ptr<prometheus::Registry> build_info_;
   const std::unique_ptr<prometheus::Exposer> exposer_;
   const int port_;
 };

@@ -8,7 +8,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/health.h"
 #include "grpcpp/security/auth_context.h"
 
 namespace ember {
@@ -36,17 +35,14 @@ absl::StatusOr<std::string> ReadPem(absl::string_view flag, const std::string& p
 
 }  // namespace
 
-std::string SecurityUsage(bool server) {
-  return absl::StrCat("\nTransport security", server ? " and probes" : "", ":\n", kTlsUsage,
-                      server ? kHealthPortUsage : "");
-}
-
-bool ParseTlsFlag(const Flag& flag, TlsOptions* options, absl::Status* status) {
-  return ParseStringOf(flag,
-                       {{"tls_ca", &options->ca_file},
-                        {"tls_cert", &options->cert_file},
-                        {"tls_key", &options->key_file}},
-                       status);
+void DeclareTlsFlags(FlagSet& flags, TlsOptions* options) {
+  flags.Section("Transport security:");
+  flags.String("tls_ca", &options->ca_file, "FILE",
+               "mutual TLS: the CA (PEM) that signs every peer's certificate. Give all three "
+               "--tls_* flags or none (plaintext). tools/gen-certs.sh makes a test CA");
+  flags.String("tls_cert", &options->cert_file, "FILE",
+               "this process's certificate (PEM), signed by --tls_ca");
+  flags.String("tls_key", &options->key_file, "FILE", "its private key (PEM)");
 }
 
 TlsCredentials::TlsCredentials()

@@ -8,7 +8,7 @@
 //
 //   --tls_ca=ca.pem --tls_cert=server.pem --tls_key=server.key
 //
-//   TlsOptions tls;                      // filled by ParseTlsFlag in the binary's Parse
+//   TlsOptions tls;                      // bound by DeclareTlsFlags in the binary's flags
 //   EMBER_ASSIGN_OR_RETURN(TlsCredentials creds, TlsCredentials::Load(tls));
 //   builder.AddListeningPort(address, creds.Server(), &port);
 //   auto channel = grpc::CreateCustomChannel(peer, creds.Channel(), args);
@@ -40,22 +40,9 @@ struct TlsOptions {
   bool enabled() const { return !ca_file.empty() || !cert_file.empty() || !key_file.empty(); }
 };
 
-// The usage lines of the three flags, for a binary's --help.
-inline constexpr char kTlsUsage[] =
-    R"(  --tls_ca=FILE              mutual TLS: the CA (PEM) that signs every peer's
-                             certificate. Give all three --tls_* flags or none
-                             (plaintext). tools/gen-certs.sh makes a test CA.
-  --tls_cert=FILE            this process's certificate (PEM), signed by --tls_ca
-  --tls_key=FILE             its private key (PEM)
-)";
-
-// The --help section of the transport flags: kTlsUsage, and for a server also
-// --health_port (common/health.h).
-std::string SecurityUsage(bool server);
-
-// True (and parses the flag into *options) for --tls_ca, --tls_cert and --tls_key;
-// false for any other flag. *status is INVALID_ARGUMENT for a flag without a value.
-bool ParseTlsFlag(const Flag& flag, TlsOptions* options, absl::Status* status);
+// Declares --tls_ca, --tls_cert and --tls_key into *options, under a "Transport
+// security" heading.
+void DeclareTlsFlags(FlagSet& flags, TlsOptions* options);
 
 // Loaded credentials; copyable and cheap to share (the gRPC objects are shared).
 class TlsCredentials {

@@ -72,9 +72,11 @@ namespace ember {
 // Hot-key settings of a shard (ember-ps flags). Plain values; see each default.
 struct HotKeyOptions {
   // Per-table heavy hitters (--heavy_hitters_capacity, --heavy_hitters_half_life_s,
-  // --heavy_hitters_sample). Default: 256 counters, 10 s, every key.
+  // --heavy_hitters_sample). Default: HeavyHittersOptions' (256 counters, 10 s, 1 key
+  // in 16 sampled).
   HeavyHittersOptions heavy_hitters;
-  // Keys per table in GetShardInfoResponse.hot_keys. Default: 16.
+  // Keys per table in GetShardInfoResponse.hot_keys. Default: 16 (ember-ps sets
+  // --heavy_hitters_report, default 32).
   size_t shard_info_top_n = 16;
   // Owner side: copies to replica holders.
   ReplicaOwnerOptions owner;

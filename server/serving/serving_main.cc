@@ -9,7 +9,8 @@
 // Once bootstrapped and serving, the process prints exactly one line
 // "listening on HOST:PORT" to stdout (tests and scripts wait for it), then, with
 // --metrics_port, "metrics on HOST:PORT"; logs go to stderr. SIGTERM or SIGINT stops
-// following, persists the stream positions and exits 0. Bad flags exit 2.
+// following, persists the stream positions and exits 0 (server/shared/serve.h). Bad
+// flags exit 2 (common/flags.h).
 
 #include <cstdint>
 #include <iostream>
@@ -21,53 +22,17 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/flags.h"
-#include "common/health.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
-#include "server/shared/graceful_shutdown.h"
 #include "server/serving/follower.h"
 #include "server/serving/serving_service.h"
+#include "server/shared/graceful_shutdown.h"
+#include "server/shared/serve.h"
 
 namespace ember {
 namespace {
-
-constexpr char kUsage[] =
-    R"(usage: ember-serving --coordinator=HOST:PORT --checkpoint_dir=DIR --data_dir=DIR [--flag=value ...]
-
-A read-only follower for online inference: bootstraps from the newest checkpoint of a
-training job, follows every PS shard's update stream and answers Lookup.
-
-  --coordinator=HOST:PORT  the cluster's coordinator (shards and tables). Required.
-  --checkpoint_dir=DIR     the coordinator's --checkpoint_dir. Required.
-  --job=NAME               the training job whose checkpoints to use. Default: the only
-                           job directory under --checkpoint_dir
-  --data_dir=DIR           this follower's own RocksDB (rows and stream positions).
-                           Required. A restart resumes from it.
-  --host=ADDR              address to bind. Default: 127.0.0.1
-  --port=N                 port to bind; 0 picks a free one. Default: 0
-  --unknown_ids=init|zeros what an id without a stored row reads as: its deterministic
-                           init vector (what the PS answers) or zeros. Default: init
-  --max_batch_keys=N       most ids per Lookup. Default: 100000
-  --max_staleness_steps=N  never apply rows trained more than N steps after the served
-                           dense tower's checkpoint; 0: unbounded. Default: 0
-  --memory_budget_mb=N     memory tier budget in MiB; 0 = unlimited. Default: 1024
-  --persist_interval_ms=N  how often stream positions are made durable. Default: 5000
-  --progress_interval_ms=N progress marks asked of every shard when idle. Default: 100
-  --metrics_port=N         serve Prometheus metrics at /metrics; 0 picks a free port,
-                           -1 disables. Default: -1
-  --metrics_host=ADDR      address the metrics server binds. Default: --host
-  --admin_token=TOKEN      require this token for PinModelVersion. Default: none
-  --admin_token_file=FILE  read the token from FILE
-  --admin_identities=A,B   client-certificate common names that may pin (mutual
-                           TLS); with TLS a token or identities are required
-  --shutdown_grace_ms=N    time calls in flight get at shutdown. Default: 2000
-  --help                   this text
-)";
 
 struct ServingMainOptions {
   FollowerOptions follower;
@@ -77,81 +42,78 @@ struct ServingMainOptions {
   std::string metrics_host;
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
-  int64_t memory_budget_mb = 1024;
-  int64_t persist_interval_ms = 5000;
+  int64_t memory_budget_mb = FollowerOptions().memory_budget_bytes >> 20;
   int64_t shutdown_grace_ms = 2000;
 };
 
-absl::StatusOr<ServingMainOptions> ParseFlags(const std::vector<Flag>& flags) {
-  ServingMainOptions o;
+void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
   FollowerOptions& f = o.follower;
-  for (const Flag& flag : flags) {
-    const absl::string_view name = flag.name;
-    if (name == "coordinator") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &f.coordinator));
-    } else if (name == "checkpoint_dir") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &f.checkpoint_root));
-    } else if (name == "job") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &f.job));
-    } else if (name == "data_dir") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &f.data_dir));
-    } else if (name == "host") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.host));
-    } else if (name == "port") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.port));
-    } else if (name == "unknown_ids") {
-      std::string mode;
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &mode));
-      if (mode != "init" && mode != "zeros") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--unknown_ids: expected init or zeros, got '", mode, "'"));
-      }
-      f.unknown_as_zeros = mode == "zeros";
-    } else if (name == "max_batch_keys") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &f.max_batch_keys));
-    } else if (name == "max_staleness_steps") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &f.max_staleness_steps));
-    } else if (name == "memory_budget_mb") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.memory_budget_mb));
-    } else if (name == "persist_interval_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.persist_interval_ms));
-    } else if (name == "progress_interval_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &f.progress_interval_ms));
-    } else if (name == "metrics_port") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.metrics_port));
-    } else if (name == "metrics_host") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.metrics_host));
-    } else if (absl::Status s; ParseServerSecurityFlag(flag, &o.security, &s)) {
-      EMBER_RETURN_IF_ERROR(s);
-    } else if (name == "shutdown_grace_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shutdown_grace_ms));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
-    }
-  }
-  if (f.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is required");
-  if (f.checkpoint_root.empty()) return absl::InvalidArgumentError("--checkpoint_dir is required");
-  if (f.data_dir.empty()) return absl::InvalidArgumentError("--data_dir is required");
-  if (o.port > 65535) return absl::InvalidArgumentError("--port must be <= 65535");
-  if (f.max_batch_keys == 0) return absl::InvalidArgumentError("--max_batch_keys must be >= 1");
-  if (o.memory_budget_mb < 0 || o.memory_budget_mb > (int64_t{1} << 40)) {
-    return absl::InvalidArgumentError("--memory_budget_mb must be in [0, 2^40]");
-  }
-  if (o.persist_interval_ms < 1) return absl::InvalidArgumentError("--persist_interval_ms must be >= 1");
-  if (f.progress_interval_ms < 1 || f.progress_interval_ms > 60000) {
-    return absl::InvalidArgumentError("--progress_interval_ms must be in [1, 60000]");
-  }
-  if (o.metrics_port < -1 || o.metrics_port > 65535) {
-    return absl::InvalidArgumentError("--metrics_port must be in [-1, 65535]");
-  }
-  if (o.shutdown_grace_ms < 0) return absl::InvalidArgumentError("--shutdown_grace_ms < 0");
+  flags.Synopsis("--coordinator=HOST:PORT --checkpoint_dir=DIR --data_dir=DIR [--flag=value ...]");
+  flags.Description(
+      "A read-only follower for online inference: bootstraps from the newest checkpoint of a\n"
+      "training job, follows every PS shard's update stream and answers Lookup.");
+  flags
+      .String("coordinator", &f.coordinator, "HOST:PORT",
+              "the cluster's coordinator (shards and tables)")
+      .Required();
+  flags.String("checkpoint_dir", &f.checkpoint_root, "DIR", "the coordinator's --checkpoint_dir")
+      .Required();
+  flags.String("job", &f.job, "NAME", "the training job whose checkpoints to use")
+      .DefaultText("the only job directory under --checkpoint_dir");
+  flags
+      .String("data_dir", &f.data_dir, "DIR",
+              "this follower's own RocksDB (rows and stream positions); a restart resumes "
+              "from it")
+      .Required();
+  flags.String("host", &o.host, "ADDR", "address to bind");
+  flags.Number("port", &o.port, "N", "port to bind; 0 picks a free one").Max(65535);
+  flags.Choice<bool>("unknown_ids", &f.unknown_as_zeros, {{"init", false}, {"zeros", true}},
+                     "what an id without a stored row reads as: its deterministic init vector "
+                     "(what the PS answers) or zeros");
+  flags.Number("max_batch_keys", &f.max_batch_keys, "N", "most ids per Lookup").Min(1);
+  flags.Number("max_staleness_steps", &f.max_staleness_steps, "N",
+               "never apply rows trained more than N steps after the served dense tower's "
+               "checkpoint; 0: unbounded");
+  flags
+      .Number("memory_budget_mb", &o.memory_budget_mb, "N",
+              "memory tier budget in MiB; 0 = unlimited")
+      .Range(0, int64_t{1} << 40);
+  flags
+      .Millis("persist_interval_ms", &f.persist_interval,
+              "how often stream positions are made durable")
+      .Min(1);
+  flags
+      .Number("progress_interval_ms", &f.progress_interval_ms, "N",
+              "progress marks asked of every shard when idle")
+      .Range(1, 60000);
+  flags
+      .Number("metrics_port", &o.metrics_port, "N",
+              "serve Prometheus metrics at /metrics; 0 picks a free port, -1 disables")
+      .Range(-1, 65535);
+  flags.String("metrics_host", &o.metrics_host, "ADDR", "address the metrics server binds")
+      .DefaultText("--host");
+  flags
+      .Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
+              "time calls in flight get at shutdown")
+      .Min(0);
+
+  flags.Section("Admin credential:");
+  DeclareServerSecurityFlags(
+      flags,
+      {.token = "require this token for PinModelVersion",
+       .identities = "client-certificate common names that may pin (mutual TLS); with TLS a "
+                     "token or identities are required"},
+      &o.security);
+}
+
+// The checks of flags together, after parsing.
+absl::Status FinishFlags(ServingMainOptions& o) {
   if (o.metrics_host.empty()) o.metrics_host = o.host;
   EMBER_ASSIGN_OR_RETURN(
       o.admin,
       CheckServerSecurityFlags(o.security, "any certificate of the CA could pin model versions"));
-  f.memory_budget_bytes = o.memory_budget_mb << 20;
-  f.persist_interval = absl::Milliseconds(o.persist_interval_ms);
-  return o;
+  o.follower.memory_budget_bytes = o.memory_budget_mb << 20;
+  return absl::OkStatus();
 }
 
 absl::Status Run(const ServingMainOptions& o) {
@@ -174,46 +136,36 @@ absl::Status Run(const ServingMainOptions& o) {
     metrics_server->Register(collector);
   }
   ServingServiceImpl service(follower.get(), rpc_metrics.get(), o.admin);
-  ServerCallTracker calls;
-  EnableHealthService();
-  grpc::ServerBuilder builder;
-  calls.Install(&builder);
-  int port = 0;
-  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), tls.Server(), &port);
-  builder.SetMaxReceiveMessageSize(64 << 20);
-  builder.SetMaxSendMessageSize(256 << 20);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
-  }
-  HealthReporter health(server.get(), v1::ServingService::service_full_name());
-  EMBER_ASSIGN_OR_RETURN(const int health_port, health.ServeProbes(o.host, o.security.health_port));
-  health.SetReady(true);
-  std::cout << "listening on " << o.host << ":" << port << std::endl;
-  if (metrics_server != nullptr) {
-    std::cout << "metrics on " << metrics_server->address() << std::endl;
-  }
-  if (health_port >= 0) std::cout << "health on " << o.host << ":" << health_port << std::endl;
-  EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from " << o.follower.data_dir
-                  << " on " << o.host << ":" << port;
-
-  const int signal_number = WaitForStopSignal();
-  EMBER_LOG(INFO) << "signal " << signal_number << ", shutting down";
-  health.Shutdown();
-  ShutdownServer(server.get(), &calls, absl::Now() + absl::Milliseconds(o.shutdown_grace_ms));
-  metrics_server.reset();
-  EMBER_RETURN_IF_ERROR(follower->Stop());
-  EMBER_LOG(INFO) << "positions persisted, store closed";
-  return absl::OkStatus();
+  ServeOptions serve;
+  serve.host = o.host;
+  serve.port = o.port;
+  serve.credentials = tls.Server();
+  serve.services = {&service};
+  serve.health_service = v1::ServingService::service_full_name();
+  serve.health_port = o.security.health_port;
+  serve.max_receive_message_bytes = 64 << 20;
+  serve.max_send_message_bytes = 256 << 20;
+  serve.metrics = metrics_server.get();
+  serve.shutdown_grace = absl::Milliseconds(o.shutdown_grace_ms);
+  ServeHooks hooks;
+  hooks.ready = [&](int port) {
+    EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from " << o.follower.data_dir
+                    << " on " << o.host << ":" << port;
+  };
+  hooks.stopped = [&]() -> absl::Status {
+    metrics_server.reset();
+    EMBER_RETURN_IF_ERROR(follower->Stop());
+    EMBER_LOG(INFO) << "positions persisted, store closed";
+    return absl::OkStatus();
+  };
+  return ServeUntilStopped(serve, hooks);
 }
 
 }  // namespace
 }  // namespace ember
 
 int main(int argc, char** argv) {
-  static const std::string* const usage =
-      new std::string(absl::StrCat(ember::kUsage, ember::SecurityUsage(/*server=*/true)));
-  return ember::RunMain<ember::ServingMainOptions>("ember-serving", usage->c_str(), argc, argv,
-                                                   ember::ParseFlags, ember::Run);
+  return ember::RunMain<ember::ServingMainOptions>(
+      {"ember-serving", "serving", ember::DeclareFlags, ember::FinishFlags, ember::Run}, argc,
+      argv);
 }

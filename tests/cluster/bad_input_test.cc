@@ -703,7 +703,7 @@ TEST(PsFlagsTest, BadFlagsExitTwoNamingTheFlag) {
       {"--data_dir=/tmp/x --max_message_mb=4096", "--max_message_mb must be in [1, 2047]"},
       {"--data_dir=/tmp/x --max_batch_keys=0", "--max_batch_keys must be >= 1"},
       {"--data_dir=/tmp/x --max_batch_keys=1e6", "--max_batch_keys: bad number '1e6'"},
-      {"--data_dir=/tmp/x --shutdown_grace_ms=-5", "--shutdown_grace_ms < 0"},
+      {"--data_dir=/tmp/x --shutdown_grace_ms=-5", "--shutdown_grace_ms must be >= 0"},
       {"--data_dir=/tmp/x --metrics_port=-2", "--metrics_port must be in [-1, 65535]"},
       {"--data_dir=/tmp/x --wal=maybe", "--wal: expected true or false"},
       {"--data_dir=/tmp/x --port", "--port needs =value"},
@@ -712,7 +712,7 @@ TEST(PsFlagsTest, BadFlagsExitTwoNamingTheFlag) {
   };
   ExpectUsageErrors(
       EMBER_PS_BINARY, cases,
-      UsageErrorChecks().FirstLinePrefix("ember-ps: ").OutputContains("usage: ember-ps"));
+      UsageErrorChecks().FirstLinePrefix("ember-ps: ").HintOnly("see 'ember-ps --help'"));
 }
 
 TEST(CoordinatorFlagsTest, HelpAndBadFlags) {
@@ -722,7 +722,7 @@ TEST(CoordinatorFlagsTest, HelpAndBadFlags) {
   const std::vector<UsageErrorCase> cases = {
       {"--data_dir=/tmp/x --port=abc", "--port: bad number 'abc'"},
       {"--data_dir=/tmp/x --heartbeat_timeout_ms=0", "--heartbeat_timeout_ms must be > 0"},
-      {"--data_dir=/tmp/x --shutdown_grace_ms=-1", "--shutdown_grace_ms < 0"},
+      {"--data_dir=/tmp/x --shutdown_grace_ms=-1", "--shutdown_grace_ms must be >= 0"},
       {"--data_dir=/tmp/x --admin_token=a --admin_token_file=/f", "not both"},
   };
   ExpectUsageErrors(EMBER_COORDINATOR_BINARY, cases);

@@ -638,9 +638,9 @@ TEST(HotKeysFlagsTest, BadHotFlagsAreRefused) {
       {"--hot_min_share=0", "--hot_min_share must be in (0, 1]"},
       {"--hot_min_share=1.5", "--hot_min_share must be in (0, 1]"},
       {"--hot_min_share=abc", "--hot_min_share: bad number 'abc'"},
-      {"--hot_keys_per_table=-1", "--hot_keys_per_table must be >= 0"},
+      {"--hot_keys_per_table=-1", "--hot_keys_per_table: bad number '-1'"},
       {"--hot_keys_per_table=2000000", "--hot_keys_per_table must be <= 1000000"},
-      {"--hot_replicas=-2", "--hot_replicas must be >= 0"},
+      {"--hot_replicas=-2", "--hot_replicas: bad number '-2'"},
       {"--hot_replicas=5000", "--hot_replicas must be <= 1024"},
       {"--hot_publish_interval_ms=0", "--hot_publish_interval_ms must be >= 1"},
       {"--hot_refresh_ms=x", "--hot_refresh_ms: bad number 'x'"},
@@ -654,7 +654,7 @@ TEST(HotKeysFlagsTest, BadHotFlagsAreRefused) {
       [](const std::string& args) {
         return RunBinary(EMBER_COORDINATOR_BINARY, "--data_dir=/tmp/x " + args);
       },
-      cases, UsageErrorChecks().OutputContains("usage: ember-coordinator"));
+      cases, UsageErrorChecks().HintOnly("see 'ember-coordinator --help'"));
 }
 
 }  // namespace

@@ -15,8 +15,9 @@ const OVERLAYS = {
 };
 const ONE_OFF = ["deploy/k8s/jobs/quickstart-data"];
 
-// The flags each binary accepts: its usage text (kUsage in its main.cc), plus the ones
-// being added with TLS and health checks (remove them here once in kUsage).
+// The flags each binary accepts: the flags its main.cc declares (common/flags.h:
+// flags.Number("name", ...), flags.String(...), ...), plus the ones every server or
+// binary declares through a shared function (security, TLS, RunMain's own).
 const MAINS = {
   "ember-coordinator": "server/coordinator/coordinator_main.cc",
   "ember-ps": "server/ps/ps_main.cc",
@@ -24,26 +25,23 @@ const MAINS = {
   "ember-worker": "worker/worker_main.cc",
   "ember-datagen": "tools/datagen/datagen_main.cc",
 };
-const NEW_FLAGS = {
-  "ember-coordinator": ["tls_ca", "tls_cert", "tls_key", "health_port", "audit_log"],
-  "ember-ps": ["tls_ca", "tls_cert", "tls_key", "health_port"],
-  "ember-serving": ["tls_ca", "tls_cert", "tls_key", "health_port"],
-  "ember-worker": ["tls_ca", "tls_cert", "tls_key"],
+const EVERY_BINARY = ["help", "version", "log_format"];
+const TLS = ["tls_ca", "tls_cert", "tls_key"];
+const SERVER = [...TLS, "health_port", "admin_token", "admin_token_file", "admin_identities"];
+const SHARED_FLAGS = {
+  "ember-coordinator": SERVER,
+  "ember-ps": SERVER,
+  "ember-serving": SERVER,
+  "ember-worker": TLS,
   "ember-datagen": [],
 };
 function knownFlags(binary) {
-  let file = repoPath(MAINS[binary]);
-  if (!fs.existsSync(file)) {
-    // ember-datagen's main may live under another name; find the file with its usage.
-    const dir = repoPath("tools/datagen");
-    file = fs.readdirSync(dir).map((f) => `${dir}/${f}`)
-      .find((f) => fs.readFileSync(f, "utf8").includes(`usage: ${binary}`));
-  }
+  const file = repoPath(MAINS[binary]);
   const src = fs.readFileSync(file, "utf8");
-  const usage = /kUsage\[\]\s*=\s*(?:\n\s*)?R"\(([\s\S]*?)\)"/.exec(src);
-  assert.ok(usage, `no kUsage in ${file}`);
-  const names = new Set([...usage[1].matchAll(/--([a-z_0-9]+)/g)].map((m) => m[1]));
-  for (const f of NEW_FLAGS[binary]) names.add(f);
+  const declared = /\.(?:Number|String|Bool|Choice(?:<[^>]*>)?|Custom|Millis|Seconds)\(\s*"([a-z_0-9]+)"/g;
+  const names = new Set([...src.matchAll(declared)].map((m) => m[1]));
+  assert.ok(names.size > 0, `no flag declarations in ${file}`);
+  for (const f of [...SHARED_FLAGS[binary], ...EVERY_BINARY]) names.add(f);
   return names;
 }
 

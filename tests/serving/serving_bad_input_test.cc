@@ -1,7 +1,7 @@
 // Copyright 2026 The Ember Authors.
 //
 // Bad input at ember-serving's door, the real binary: --help, every kind of bad flag
-// (exit 2, the flag named on the first line, the usage after it), and a data
+// (exit 2, the flag named on the first line, a hint to --help after it), and a data
 // directory it must not start from: a corrupt follower state (exit 1 with DATA_LOSS
 // naming the directory, and the state left as it was: nothing bootstraps over it) and
 // a --data_dir that is a file. The serving RPCs' bad input is in serving_cluster_test
@@ -77,7 +77,7 @@ TEST_F(ServingBadInputTest, BadFlagsExitTwoNamingTheFlag) {
       {ok + " --progress_interval_ms=0", "--progress_interval_ms must be in [1, 60000]"},
       {ok + " --progress_interval_ms=60001", "--progress_interval_ms must be in [1, 60000]"},
       {ok + " --metrics_port=-2", "--metrics_port must be in [-1, 65535]"},
-      {ok + " --shutdown_grace_ms=-1", "--shutdown_grace_ms < 0"},
+      {ok + " --shutdown_grace_ms=-1", "--shutdown_grace_ms must be >= 0"},
       {ok + " --admin_token=a --admin_token_file=/f", "not both"},
       {ok + " --port", "--port needs =value"},
       {ok + " --no_such_flag=1", "unknown flag --no_such_flag"},
@@ -85,7 +85,7 @@ TEST_F(ServingBadInputTest, BadFlagsExitTwoNamingTheFlag) {
   };
   ExpectUsageErrors(
       EMBER_SERVING_BINARY, cases,
-      UsageErrorChecks().FirstLinePrefix("ember-serving: ").OutputContains("usage: ember-serving"));
+      UsageErrorChecks().FirstLinePrefix("ember-serving: ").HintOnly("see 'ember-serving --help'"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/data")) << "a refused start creates nothing";
 }
 

@@ -2,6 +2,8 @@
 
 #include "tests/support/usage_errors.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
@@ -24,6 +26,13 @@ void ExpectUsageErrors(const std::function<RunResult(const std::string& args)>& 
     }
     if (!checks.output_contains.empty()) {
       EXPECT_TRUE(absl::StrContains(r.output, checks.output_contains)) << args << ": " << r.output;
+    }
+    if (!checks.hint_only.empty()) {
+      const size_t second = r.output.find('\n') + 1;
+      EXPECT_TRUE(absl::StartsWith(absl::string_view(r.output).substr(second), checks.hint_only))
+          << args << "\n"
+          << r.output;
+      EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 2) << args << "\n" << r.output;
     }
   }
 }

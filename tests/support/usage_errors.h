@@ -6,8 +6,8 @@
 //   ExpectUsageErrors(EMBER_PS_BINARY,
 //                     {{"--port=0", "--data_dir is required"},
 //                      {"--data_dir=/tmp/x --port=abc", "--port: bad number 'abc'"}},
-//                     UsageErrorChecks().FirstLinePrefix("ember-ps: ").OutputContains(
-//                         "usage: ember-ps"));
+//                     UsageErrorChecks().FirstLinePrefix("ember-ps: ").HintOnly(
+//                         "see 'ember-ps --help'"));
 //
 // Each failed expectation names the arguments and shows the output.
 
@@ -36,6 +36,10 @@ struct UsageErrorChecks {
   std::string first_line_prefix;
   // The output contains this (e.g. "usage: ember-ps"); empty: not checked.
   std::string output_contains;
+  // The output is exactly two lines: the message, then a line starting with this hint
+  // (e.g. "see 'ember-ps --help'"), so that the help text never pushes the message off
+  // the screen; empty: not checked.
+  std::string hint_only;
 
   // Setters, to state only what a test checks.
   UsageErrorChecks& MessageAnywhere() {
@@ -48,6 +52,10 @@ struct UsageErrorChecks {
   }
   UsageErrorChecks& OutputContains(std::string text) {
     output_contains = std::move(text);
+    return *this;
+  }
+  UsageErrorChecks& HintOnly(std::string hint) {
+    hint_only = std::move(hint);
     return *this;
   }
 };

@@ -36,25 +36,25 @@ TEST(BenchFlagsTest, BadArgumentsExitTwoNamingThem) {
       {"nosuchsuite", "unknown suite 'nosuchsuite'; known:"},
       {"storage cluster", "one suite per run; got 'storage' and 'cluster'"},
       {"storage --bogus", "unknown flag --bogus"},
-      {"storage --json=maybe", "--json takes no value"},
-      {"storage --rows_small", "--rows_small needs a value"},
-      {"storage --rows_small=abc", "bad value in --rows_small=abc (expected"},
-      {"storage --rows_small=5", "bad value in --rows_small=5 (expected"},
-      {"storage --rows_large=999", "bad value in --rows_large=999 (expected"},
-      {"storage --budget_fraction=0", "bad value in --budget_fraction=0 (expected"},
-      {"storage --budget_fraction=1.5", "bad value in --budget_fraction=1.5 (expected"},
-      {"storage --zipf=0", "bad value in --zipf=0 (expected"},
-      {"storage --min_time=601", "bad value in --min_time=601 (expected"},
-      {"storage --warmup=-1", "bad value in --warmup=-1 (expected"},
-      {"storage --repetitions=0", "bad value in --repetitions=0 (expected"},
-      {"storage --repetitions=101", "bad value in --repetitions=101 (expected"},
-      {"training --train_examples=10", "bad value in --train_examples=10 (expected"},
-      {"storage --seed=x", "bad value in --seed=x (expected"},
+      {"storage --json=maybe", "--json: expected true or false"},
+      {"storage --rows_small", "--rows_small needs =value"},
+      {"storage --rows_small=abc", "--rows_small: bad number 'abc'"},
+      {"storage --rows_small=5", "--rows_small must be in [1000, 2^32], not 5"},
+      {"storage --rows_large=999", "--rows_large must be in [1000, 2^34], not 999"},
+      {"storage --budget_fraction=0", "--budget_fraction must be in (0, 1], not 0"},
+      {"storage --budget_fraction=1.5", "--budget_fraction must be in (0, 1], not 1.5"},
+      {"storage --zipf=0", "--zipf must be in (0, 20], not 0"},
+      {"storage --min_time=601", "--min_time must be in (0, 600], not 601"},
+      {"storage --warmup=-1", "--warmup must be in [0, 600], not -1"},
+      {"storage --repetitions=0", "--repetitions must be in [1, 100], not 0"},
+      {"storage --repetitions=101", "--repetitions must be in [1, 100], not 101"},
+      {"training --train_examples=10", "--train_examples must be in [10000, 2^32], not 10"},
+      {"storage --seed=x", "--seed: bad number 'x'"},
   };
   ExpectUsageErrors(EMBER_BENCH_BINARY, cases,
                     UsageErrorChecks()
                         .FirstLinePrefix("ember-bench: ")
-                        .OutputContains("ember-bench --help lists suites and flags"));
+                        .HintOnly("see 'ember-bench --help'"));
 }
 
 }  // namespace

@@ -269,7 +269,7 @@ TEST_F(EmberctlTest, UsageErrorsExit2) {
         EXPECT_EQ(r.out, "") << args << "\n" << r;
         return RunResult{r.exit_code, r.err};
       },
-      cases, UsageErrorChecks().MessageAnywhere().OutputContains("usage: emberctl"));
+      cases, UsageErrorChecks().MessageAnywhere().HintOnly("see 'emberctl"));
   // --help at every level: exit 0, usage on stdout.
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--help"}, {"slots", "--help"}, {"slots", "move", "--help"}, {"-h", "status"}}) {

@@ -22,62 +22,29 @@
 namespace ember::datagen {
 namespace {
 
-constexpr char kUsage[] = R"(usage: ember-datagen --out=DIR [--flag=value ...]
-
-Writes DIR/train/part-NNNNN.tsv, DIR/test/part-00000.tsv, DIR/oracle.json (AUC and
-logloss of the true click probabilities on the test set) and DIR/datagen.json (the
-flags). The same flags always give the same files.
-
-  --out=DIR                 output directory (created). Required.
-  --train_examples=N        training examples. Default: 1000000
-  --test_examples=N         test examples. Default: 100000
-  --train_files=N           training files. Default: 8
-  --users=N                 users of the training population. Default: 200000
-  --items=N                 items. Default: 100000
-  --categories=N            item categories. Default: 500
-  --shops=N                 shops. Default: 5000
-  --zipf=S                  popularity exponent of users and items. Default: 1.1
-  --cold_user_fraction=F    share of test examples whose user never appears in
-                            training (IDs above --users). Default: 0.1
-  --seed=N                  random seed. Default: 1
-  --gzip                    write .tsv.gz files (zlib). Default: false
-  --help                    this text
-)";
-
-absl::StatusOr<DatagenOptions> ParseFlags(const std::vector<Flag>& flags) {
-  DatagenOptions o;
-  for (const Flag& flag : flags) {
-    const absl::string_view name = flag.name;
-    if (name == "out") {
-      EMBER_RETURN_IF_ERROR(ParseString(flag, &o.out));
-    } else if (name == "train_examples") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.train_examples));
-    } else if (name == "test_examples") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.test_examples));
-    } else if (name == "train_files") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.train_files));
-    } else if (name == "users") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.users));
-    } else if (name == "items") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.items));
-    } else if (name == "categories") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.categories));
-    } else if (name == "shops") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.shops));
-    } else if (name == "zipf") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.zipf));
-    } else if (name == "cold_user_fraction") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.cold_user_fraction));
-    } else if (name == "seed") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(flag, &o.seed));
-    } else if (name == "gzip") {
-      EMBER_RETURN_IF_ERROR(ParseBool(flag, &o.gzip));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
-    }
-  }
-  EMBER_RETURN_IF_ERROR(Validate(o));
-  return o;
+void DeclareFlags(FlagSet& flags, DatagenOptions& o) {
+  flags.Synopsis("--out=DIR [--flag=value ...]");
+  flags.Description(
+      "Writes DIR/train/part-NNNNN.tsv, DIR/test/part-00000.tsv, DIR/oracle.json (AUC and\n"
+      "logloss of the true click probabilities on the test set) and DIR/datagen.json (the\n"
+      "flags). The same flags always give the same files.");
+  constexpr uint64_t kMaxEntities = 100000000;  // the world keeps ~50 bytes per entity
+  flags.String("out", &o.out, "DIR", "output directory (created)").Required();
+  flags.Number("train_examples", &o.train_examples, "N", "training examples").Min(1);
+  flags.Number("test_examples", &o.test_examples, "N", "test examples");
+  flags.Number("train_files", &o.train_files, "N", "training files").Range(1, 100000);
+  flags.Number("users", &o.users, "N", "users of the training population").Range(1, kMaxEntities);
+  flags.Number("items", &o.items, "N", "items").Range(1, kMaxEntities);
+  flags.Number("categories", &o.categories, "N", "item categories").Range(1, kMaxEntities);
+  flags.Number("shops", &o.shops, "N", "shops").Range(1, kMaxEntities);
+  flags.Number("zipf", &o.zipf, "S", "popularity exponent of users and items").Range(0, 10);
+  flags
+      .Number("cold_user_fraction", &o.cold_user_fraction, "F",
+              "share of test examples whose user never appears in training (IDs above "
+              "--users)")
+      .Range(0, 1);
+  flags.Number("seed", &o.seed, "N", "random seed");
+  flags.Bool("gzip", &o.gzip, "write .tsv.gz files (zlib)");
 }
 
 absl::Status Run(const DatagenOptions& options) {
@@ -94,7 +61,9 @@ absl::Status Run(const DatagenOptions& options) {
 }  // namespace ember::datagen
 
 int main(int argc, char** argv) {
-  return ember::RunMain<ember::datagen::DatagenOptions>("ember-datagen", ember::datagen::kUsage,
-                                                        argc, argv, ember::datagen::ParseFlags,
-                                                        ember::datagen::Run);
+  // Validate (generator.h) checks the options again for callers of Generate.
+  return ember::RunMain<ember::datagen::DatagenOptions>(
+      {"ember-datagen", "datagen", ember::datagen::DeclareFlags, ember::datagen::Validate,
+       ember::datagen::Run},
+      argc, argv);
 }

@@ -8,8 +8,9 @@
 //
 // Global flags may appear anywhere. The environment is read here only:
 // EMBER_COORDINATOR (default of --coordinator) and EMBER_ADMIN_TOKEN_FILE (default of
-// --admin_token_file). Exit codes: 0 success (and --help), 1 the operation failed
-// ("emberctl: <status>" on stderr), 2 bad usage (the message and the usage on stderr).
+// --admin_token_file). Exit codes: 0 success (and --help, --version), 1 the operation
+// failed ("emberctl: <status>" on stderr), 2 bad usage (the message and which --help to
+// run on stderr; common/flags.h).
 
 #include <cstdlib>
 #include <iostream>
@@ -33,26 +34,55 @@ namespace {
 
 constexpr char kDefaultCoordinator[] = "127.0.0.1:6000";
 
-constexpr char kGlobalFlags[] = R"(Global flags (anywhere on the command line):
-  --coordinator=HOST:PORT  the coordinator. Default: $EMBER_COORDINATOR, else 127.0.0.1:6000
-  --admin_token=T          credential of AdminService calls (metadata ember-admin-token)
-  --admin_token_file=F     read the credential from F. Default: $EMBER_ADMIN_TOKEN_FILE
-  --tls_ca=F --tls_cert=F --tls_key=F
-                           mutual TLS to a cluster that runs with it (an admin
-                           certificate is an admin credential). Default:
-                           $EMBER_TLS_CA, $EMBER_TLS_CERT, $EMBER_TLS_KEY
-  --json                   print one JSON object on stdout instead of text
-  --timeout_ms=N           deadline of every RPC. Default: 10000
-  --help                   this text; after a command, the command's
+// The global flags as parsed; ParseGlobal turns them into GlobalOptions.
+struct GlobalFlags {
+  GlobalOptions options;
+  std::string token_file;
+  LogFormat log_format = LogFormat::kText;
+};
 
-Exit codes: 0 ok, 1 the operation failed, 2 bad usage.
-)";
+void DeclareGlobalFlags(FlagSet& flags, GlobalFlags& g) {
+  GlobalOptions& o = g.options;
+  o.coordinator = kDefaultCoordinator;
+  flags.Section("Global flags (anywhere on the command line):");
+  flags.String("coordinator", &o.coordinator, "HOST:PORT", "the coordinator")
+      .NonEmpty()
+      .Env({"EMBER_COORDINATOR"});
+  flags
+      .String("admin_token", &o.admin_token, "T",
+              "credential of AdminService calls (metadata ember-admin-token)")
+      .NonEmpty();
+  flags.String("admin_token_file", &g.token_file, "F",
+               "read the credential from F; without it and --admin_token, from the file "
+               "$EMBER_ADMIN_TOKEN_FILE names");
+  flags.String("tls_ca", &o.tls.ca_file, "F",
+               "mutual TLS to a cluster that runs with it: the CA (an admin certificate is an "
+               "admin credential). Without any --tls_* flag: $EMBER_TLS_CA, $EMBER_TLS_CERT, "
+               "$EMBER_TLS_KEY");
+  flags.String("tls_cert", &o.tls.cert_file, "F", "this client's certificate");
+  flags.String("tls_key", &o.tls.key_file, "F", "its private key");
+  flags.Bool("json", &o.json, "print one JSON object on stdout instead of text");
+  flags.Number("timeout_ms", &o.timeout_ms, "N", "deadline of every RPC").Range(1, 3600000);
+  DeclareLogFormatFlag(flags, &g.log_format);
+  flags.Custom("version", "", "print \"emberctl VERSION (commit COMMIT)\" and exit",
+               [](const Flag&) { return absl::OkStatus(); });
+  flags.Custom("help", "", "this text; after a command, the command's",
+               [](const Flag&) { return absl::OkStatus(); });
+}
+
+// The global flags' usage, the end of every usage text.
+std::string GlobalUsage() {
+  GlobalFlags unused;
+  FlagSet flags("emberctl");
+  DeclareGlobalFlags(flags, unused);
+  return absl::StrCat(flags.FlagsUsage(),
+                      "\nExit codes: 0 ok, 1 the operation failed, 2 bad usage.\n");
+}
 
 std::vector<CommandSpec> AllCommands() {
   std::vector<CommandSpec> all;
-  for (auto list :
-       {StatusCommands, TableCommands, SlotCommands, MigrationCommands, CheckpointCommands,
-        ExportCommands, ServingCommands, HotKeyCommands}) {
+  for (auto list : {StatusCommands, TableCommands, SlotCommands, MigrationCommands,
+                    CheckpointCommands, ExportCommands, ServingCommands, HotKeyCommands}) {
     for (const CommandSpec& c : list()) all.push_back(c);
   }
   return all;
@@ -64,7 +94,7 @@ std::string Overview(const std::vector<CommandSpec>& all) {
   absl::StrAppend(&out,
                   "\n`emberctl COMMAND [SUBCOMMAND] --help` describes a command. Flags are "
                   "--name=value;\n'-' and '_' in names are the same (--dry-run = --dry_run).\n\n",
-                  kGlobalFlags);
+                  GlobalUsage());
   return out;
 }
 
@@ -75,34 +105,31 @@ std::string GroupUsage(const std::vector<CommandSpec>& all, absl::string_view gr
     if (c.group != nullptr && group == c.group) absl::StrAppend(&out, "  ", c.synopsis, "\n");
   }
   absl::StrAppend(&out, "\n`emberctl ", group, " SUBCOMMAND --help` describes one.\n\n",
-                  kGlobalFlags);
+                  GlobalUsage());
   return out;
 }
 
 std::string LeafUsage(const CommandSpec& c) {
   return absl::StrCat("usage: emberctl [global flags] ", c.synopsis, "\n\n", c.usage, "\n",
-                      kGlobalFlags);
+                      GlobalUsage());
 }
 
 struct CommandLine {
   bool help = false;
+  bool version = false;
   std::vector<absl::string_view> words;  // command, subcommand, positional arguments
   std::vector<Flag> global;
   std::vector<Flag> local;
 };
 
-bool IsGlobal(absl::string_view name) {
-  return name == "coordinator" || name == "admin_token" || name == "admin_token_file" ||
-         name == "json" || name == "timeout_ms" || name == "tls_ca" || name == "tls_cert" ||
-         name == "tls_key";
-}
-
-absl::StatusOr<CommandLine> Split(int argc, char** argv) {
+absl::StatusOr<CommandLine> Split(int argc, char** argv, const FlagSet& global) {
   CommandLine line;
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       line.help = true;
+    } else if (arg == "--version") {
+      line.version = true;
     } else if (arg.substr(0, 2) == "--" && arg.size() > 2) {
       // --dry-run and --dry_run are the same flag: names are normalized to '_' in place.
       for (char* c = argv[i] + 2; *c != '\0' && *c != '='; ++c) {
@@ -115,7 +142,7 @@ absl::StatusOr<CommandLine> Split(int argc, char** argv) {
       flag.name = arg.substr(0, eq);
       flag.has_value = eq != absl::string_view::npos;
       if (flag.has_value) flag.value = arg.substr(eq + 1);
-      (IsGlobal(flag.name) ? line.global : line.local).push_back(flag);
+      (global.Has(flag.name) ? line.global : line.local).push_back(flag);
     } else if (!arg.empty() && arg[0] == '-') {
       return absl::InvalidArgumentError(
           absl::StrCat("unexpected argument '", arg, "' (flags are --name=value)"));
@@ -131,37 +158,18 @@ absl::StatusOr<CommandLine> Split(int argc, char** argv) {
 absl::StatusOr<std::string> ReadToken(const std::string& path, absl::string_view source) {
   absl::StatusOr<std::string> token = ReadAdminTokenFile(path);
   if (!token.ok()) {
-    return absl::Status(token.status().code(), absl::StrCat(source, ": ", token.status().message()));
+    return absl::Status(token.status().code(),
+                        absl::StrCat(source, ": ", token.status().message()));
   }
   return token;
 }
 
-absl::StatusOr<GlobalOptions> ParseGlobal(const std::vector<Flag>& flags) {
-  GlobalOptions o;
-  std::string token_file;
-  bool have_token = false;
-  for (const Flag& f : flags) {
-    if (f.name == "coordinator") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &o.coordinator));
-      if (o.coordinator.empty()) return absl::InvalidArgumentError("--coordinator is empty");
-    } else if (f.name == "admin_token") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &o.admin_token));
-      if (o.admin_token.empty()) return absl::InvalidArgumentError("--admin_token is empty");
-      have_token = true;
-    } else if (f.name == "admin_token_file") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &token_file));
-    } else if (absl::Status s; ParseTlsFlag(f, &o.tls, &s)) {
-      EMBER_RETURN_IF_ERROR(s);
-    } else if (f.name == "json") {
-      EMBER_RETURN_IF_ERROR(ParseBool(f, &o.json));
-    } else if (f.name == "timeout_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &o.timeout_ms));
-      if (o.timeout_ms < 1 || o.timeout_ms > 3600000) {
-        return absl::InvalidArgumentError("--timeout_ms must be in [1, 3600000]");
-      }
-    }
-  }
-  if (have_token && !token_file.empty()) {
+// The global flags, then the environment: $EMBER_TLS_* without any --tls_* flag, the
+// token file of $EMBER_ADMIN_TOKEN_FILE without --admin_token(_file).
+absl::StatusOr<GlobalOptions> ParseGlobal(FlagSet& flags, GlobalFlags& g) {
+  GlobalOptions& o = g.options;
+  const bool have_token = flags.Given("admin_token");
+  if (have_token && !g.token_file.empty()) {
     return absl::InvalidArgumentError("give --admin_token or --admin_token_file, not both");
   }
   if (!o.tls.enabled()) {
@@ -172,12 +180,8 @@ absl::StatusOr<GlobalOptions> ParseGlobal(const std::vector<Flag>& flags) {
       if (env != nullptr) *file = env;
     }
   }
-  if (o.coordinator.empty()) {
-    const char* env = std::getenv("EMBER_COORDINATOR");
-    o.coordinator = env != nullptr && env[0] != '\0' ? env : kDefaultCoordinator;
-  }
-  if (!token_file.empty()) {
-    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadToken(token_file, "--admin_token_file"));
+  if (!g.token_file.empty()) {
+    EMBER_ASSIGN_OR_RETURN(o.admin_token, ReadToken(g.token_file, "--admin_token_file"));
   } else if (!have_token) {
     const char* env = std::getenv("EMBER_ADMIN_TOKEN_FILE");
     if (env != nullptr && env[0] != '\0') {
@@ -187,22 +191,28 @@ absl::StatusOr<GlobalOptions> ParseGlobal(const std::vector<Flag>& flags) {
   return o;
 }
 
-int UsageError(const absl::Status& status, const std::string& usage) {
-  std::cerr << "emberctl: " << status.message() << "\n\n" << usage;
-  return 2;
-}
-
 int Main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const std::vector<CommandSpec> all = AllCommands();
-  absl::StatusOr<CommandLine> line = Split(argc, argv);
-  if (!line.ok()) return UsageError(line.status(), Overview(all));
+  GlobalFlags global_flags;
+  FlagSet global_set("emberctl");
+  DeclareGlobalFlags(global_set, global_flags);
+  // A usage error: the message, and which --help to run.
+  auto usage_error = [](const absl::Status& status, absl::string_view command) {
+    return UsageError("emberctl", status.message(), command);
+  };
+  absl::StatusOr<CommandLine> line = Split(argc, argv, global_set);
+  if (!line.ok()) return usage_error(line.status(), "emberctl");
+  if (line->version && !line->help) {
+    std::cout << VersionLine("emberctl") << std::endl;
+    return 0;
+  }
   if (line->words.empty()) {
     if (line->help) {
       std::cout << Overview(all);
       return 0;
     }
-    return UsageError(absl::InvalidArgumentError("missing command"), Overview(all));
+    return usage_error(absl::InvalidArgumentError("missing command"), "emberctl");
   }
 
   // Find the command: a group and its subcommand, or a command of its own.
@@ -231,12 +241,12 @@ int Main(int argc, char** argv) {
           line->words.size() == 1
               ? absl::StrCat("'", first, "' needs a subcommand: ", absl::StrJoin(subcommands, ", "))
               : absl::StrCat("unknown subcommand '", line->words[1], "' for '", first, "'");
-      return UsageError(absl::InvalidArgumentError(message), GroupUsage(all, first));
+      return usage_error(absl::InvalidArgumentError(message), absl::StrCat("emberctl ", first));
     }
   }
   if (spec == nullptr) {
-    return UsageError(absl::InvalidArgumentError(absl::StrCat("unknown command '", first, "'")),
-                      Overview(all));
+    return usage_error(absl::InvalidArgumentError(absl::StrCat("unknown command '", first, "'")),
+                       "emberctl");
   }
   if (line->help) {
     std::cout << LeafUsage(*spec);
@@ -247,13 +257,17 @@ int Main(int argc, char** argv) {
   args.command = spec->group == nullptr ? spec->name : absl::StrCat(spec->group, " ", spec->name);
   args.positionals.assign(line->words.begin() + used_words, line->words.end());
   args.flags = line->local;
+  const std::string help_command = absl::StrCat("emberctl ", args.command);
   absl::StatusOr<Runner> runner = spec->parse(args);
-  if (!runner.ok()) return UsageError(runner.status(), LeafUsage(*spec));
-  absl::StatusOr<GlobalOptions> global = ParseGlobal(line->global);
-  if (!global.ok()) return UsageError(global.status(), LeafUsage(*spec));
+  if (!runner.ok()) return usage_error(runner.status(), help_command);
+  absl::Status parsed = global_set.Parse(line->global);
+  if (!parsed.ok()) return usage_error(parsed, help_command);
+  InitLogging("emberctl", global_flags.log_format);
+  absl::StatusOr<GlobalOptions> global = ParseGlobal(global_set, global_flags);
+  if (!global.ok()) return usage_error(global.status(), help_command);
 
   absl::StatusOr<TlsCredentials> tls = TlsCredentials::Load(global->tls);
-  if (!tls.ok()) return UsageError(tls.status(), LeafUsage(*spec));
+  if (!tls.ok()) return usage_error(tls.status(), help_command);
   ClientOptions client_options;
   if (tls->enabled()) client_options.channel_credentials = tls->Channel();
   client_options.coordinator = global->coordinator;

@@ -1,0 +1,51 @@
+// Copyright 2026 The Ember Authors.
+
+#include "server/shared/serve.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/health.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "grpcpp/server.h"
+#include "grpcpp/server_builder.h"
+#include "server/shared/graceful_shutdown.h"
+
+namespace ember {
+
+absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
+  ServerCallTracker calls;  // outlives the server
+  EnableHealthService();
+  grpc::ServerBuilder builder;
+  calls.Install(&builder);
+  int port = 0;
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), o.credentials, &port);
+  if (o.max_receive_message_bytes >= 0) {
+    builder.SetMaxReceiveMessageSize(o.max_receive_message_bytes);
+  }
+  if (o.max_send_message_bytes >= 0) builder.SetMaxSendMessageSize(o.max_send_message_bytes);
+  for (grpc::Service* service : o.services) builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
+  }
+  HealthReporter health(server.get(), o.health_service);
+  EMBER_ASSIGN_OR_RETURN(const int health_port, health.ServeProbes(o.host, o.health_port));
+  if (hooks.started) EMBER_RETURN_IF_ERROR(hooks.started(port));
+  health.SetReady(true);
+  std::cout << "listening on " << o.host << ":" << port << std::endl;
+  if (o.metrics != nullptr) std::cout << "metrics on " << o.metrics->address() << std::endl;
+  if (health_port >= 0) std::cout << "health on " << o.host << ":" << health_port << std::endl;
+  if (hooks.ready) hooks.ready(port);
+
+  const int signal_number = WaitForStopSignal();
+  EMBER_LOG(INFO) << "signal " << signal_number << ", shutting down";
+  health.Shutdown();
+  if (hooks.stopping) hooks.stopping();
+  ShutdownServer(server.get(), &calls, absl::Now() + o.shutdown_grace);
+  return hooks.stopped ? hooks.stopped() : absl::OkStatus();
+}
+
+}  // namespace ember

@@ -1,0 +1,80 @@
+// Copyright 2026 The Ember Authors.
+//
+// Serve until stopped: the one serve-and-shut-down sequence of ember-ps,
+// ember-coordinator and ember-serving. It builds the gRPC server (with the health
+// service and the call tracker of graceful_shutdown.h), starts it, lets the binary
+// start what answers through it, reports ready, prints the lines scripts and tests
+// wait for on stdout:
+//
+//   listening on HOST:PORT
+//   metrics on HOST:PORT      (with a metrics server)
+//   health on HOST:PORT       (with --health_port)
+//
+// then waits for SIGTERM or SIGINT and shuts down in order: the health service goes
+// NOT_SERVING (probes and load balancers stop sending first), the binary stops what
+// feeds the server, calls in flight get the grace period (idle client connections do
+// not hold it), and the binary flushes.
+//
+//   BlockStopSignals();  // first in Run, before any thread starts
+//   ...
+//   ServeOptions serve;
+//   serve.host = o.host; serve.port = o.port; serve.credentials = tls.Server();
+//   serve.services = {&service};
+//   serve.health_service = v1::ServingService::service_full_name();
+//   ServeHooks hooks;
+//   hooks.stopped = [&] { return follower->Stop(); };
+//   return ServeUntilStopped(serve, hooks);
+
+#ifndef EMBER_SERVER_SHARED_SERVE_H_
+#define EMBER_SERVER_SHARED_SERVE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/metrics.h"
+#include "grpcpp/impl/service_type.h"
+#include "grpcpp/security/server_credentials.h"
+
+namespace ember {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  uint32_t port = 0;  // 0: the kernel picks a free one
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  std::vector<grpc::Service*> services;    // not owned; registered in this order
+  std::string health_service;              // the readiness service name of the health service
+  int health_port = -1;                    // the plaintext probe port; -1: none, 0: a free one
+  int max_receive_message_bytes = -1;      // -1: gRPC's default (4 MiB)
+  int max_send_message_bytes = -1;         // -1: gRPC's default (unlimited)
+  const MetricsServer* metrics = nullptr;  // announced on stdout when set; not owned
+  absl::Duration shutdown_grace = absl::Seconds(5);  // for calls in flight
+};
+
+// The binary's steps around the sequence; each may be empty.
+struct ServeHooks {
+  // The server listens on `port` but is not ready yet: start what answers through it
+  // (a shard agent, a migration resumed). An error stops the server and is returned.
+  std::function<absl::Status(int port)> started;
+  // Ready and announced on stdout: log what is served, start test fault windows.
+  std::function<void(int port)> ready;
+  // The stop signal arrived and the health service is NOT_SERVING; the server still
+  // runs: stop what feeds it or waits in it (agents, watches, waiting calls).
+  std::function<void()> stopping;
+  // The server has stopped: flush and close. Its error is ServeUntilStopped's.
+  std::function<absl::Status()> stopped;
+};
+
+// Serves until SIGTERM or SIGINT, then shuts down as above and returns OK (or the
+// `stopped` hook's error). UNAVAILABLE when the server or its probe port cannot listen;
+// `started`'s error. REQUIRES: BlockStopSignals() (graceful_shutdown.h) was called
+// before any thread started.
+absl::Status ServeUntilStopped(const ServeOptions& options, const ServeHooks& hooks);
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_SHARED_SERVE_H_
