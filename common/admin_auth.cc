@@ -147,7 +147,8 @@ absl::StatusOr<AdminPolicy> CheckServerSecurityFlags(const ServerSecurityFlags& 
 
 absl::StatusOr<std::string> ReadAdminTokenFile(const std::string& path) {
   std::ifstream file(path);
-  if (!file) return absl::InvalidArgumentError(absl::StrCat("cannot read admin token file '", path, "'"));
+  if (!file)
+    return absl::InvalidArgumentError(absl::StrCat("cannot read admin token file '", path, "'"));
   std::stringstream text;
   text << file.rdbuf();
   std::string token(absl::StripAsciiWhitespace(text.str()));

@@ -33,7 +33,8 @@ class FamilyWriter {
     Add(std::move(name), std::move(help), prometheus::MetricType::Counter, {}, value);
   }
   // Adds one family with one sample per (label value, value) pair, all labelled `label`.
-  void Labelled(std::string name, std::string help, prometheus::MetricType type, const std::string& label,
+  void Labelled(std::string name, std::string help, prometheus::MetricType type,
+                const std::string& label,
                 const std::vector<std::pair<std::string, double>>& samples) {
     prometheus::MetricFamily family{std::move(name), std::move(help), type, {}};
     for (const auto& [label_value, value] : samples) {
@@ -43,8 +44,9 @@ class FamilyWriter {
   }
 
  private:
-  static prometheus::ClientMetric Sample(prometheus::MetricType type, std::vector<prometheus::ClientMetric::Label> labels,
-                             double value) {
+  static prometheus::ClientMetric Sample(prometheus::MetricType type,
+                                         std::vector<prometheus::ClientMetric::Label> labels,
+                                         double value) {
     prometheus::ClientMetric m;
     m.label = std::move(labels);
     if (type == prometheus::MetricType::Counter) {

@@ -38,8 +38,8 @@ struct HotSetCache::Fetch {
   }
 };
 
-HotSetCache::HotSetCache(v1::CoordinatorService::Stub* coordinator,
-                         absl::Duration refresh_interval, absl::Duration rpc_timeout)
+HotSetCache::HotSetCache(v1::CoordinatorService::Stub* coordinator, absl::Duration refresh_interval,
+                         absl::Duration rpc_timeout)
     : coordinator_(coordinator),
       refresh_interval_(refresh_interval),
       rpc_timeout_(rpc_timeout),

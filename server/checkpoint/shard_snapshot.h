@@ -56,7 +56,7 @@ namespace ember {
 // Every regular file under <checkpoint_dir>/<subdir>, sorted by path, with sizes and
 // crc32s; paths are relative to checkpoint_dir. IO errors as UNAVAILABLE.
 absl::StatusOr<std::vector<v1::CheckpointFile>> DigestFiles(const std::string& checkpoint_dir,
-                                                           const std::string& subdir);
+                                                            const std::string& subdir);
 
 // The crc32 (zlib) and size of one file.
 absl::StatusOr<v1::CheckpointFile> DigestFile(const std::string& checkpoint_dir,
@@ -73,17 +73,17 @@ absl::Status VerifyFiles(const std::string& checkpoint_dir,
 // Fills shard_snapshot fields except shard_id. Errors: ALREADY_EXISTS for an existing
 // directory; store flush and IO errors.
 absl::StatusOr<v1::ShardSnapshot> WriteFullSnapshot(EmbeddingStore& store, RocksDbBackend& backend,
-                                                   const std::string& checkpoint_dir,
-                                                   const std::string& subdir);
+                                                    const std::string& checkpoint_dir,
+                                                    const std::string& subdir);
 
 // Writes a DELTA snapshot: <checkpoint_dir>/<subdir>/delta.bin with every row of
 // `store` changed after `base_version`. OUT_OF_RANGE when the store's change log no
 // longer holds every change after base_version (the caller takes a full snapshot);
 // INVALID_ARGUMENT when base_version is above the store's version.
 absl::StatusOr<v1::ShardSnapshot> WriteDeltaSnapshot(EmbeddingStore& store, RowBackend& backend,
-                                                    uint64_t base_version,
-                                                    const std::string& checkpoint_dir,
-                                                    const std::string& subdir);
+                                                     uint64_t base_version,
+                                                     const std::string& checkpoint_dir,
+                                                     const std::string& subdir);
 
 // One checkpoint of a chain: its directory and what every source shard wrote.
 struct SnapshotChainLink {
@@ -112,8 +112,8 @@ struct ImportReport {
 // `target`. INVALID_ARGUMENT for an empty chain, a chain not starting FULL or
 // continuing with a FULL link.
 absl::StatusOr<ImportReport> ImportSnapshots(absl::Span<const SnapshotChainLink> chain,
-                                            const std::function<bool(uint32_t slot)>& owns,
-                                            RowBackend& target);
+                                             const std::function<bool(uint32_t slot)>& owns,
+                                             RowBackend& target);
 
 }  // namespace ember
 

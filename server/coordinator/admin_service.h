@@ -25,9 +25,9 @@
 #include "absl/strings/string_view.h"
 #include "common/admin_auth.h"
 #include "ember/v1/admin.grpc.pb.h"
+#include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/job_manager.h"
 #include "server/coordinator/slot_migrator.h"
-#include "server/coordinator/coordinator_state.h"
 
 namespace ember {
 

@@ -122,8 +122,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::CancelMigration(
   return Reply(context, op.status());
 }
 
-absl::StatusOr<std::vector<uint64_t>> AdminServiceImpl::SlotWeights(
-    v1::PlanRebalanceRequest::By by, const SlotMap& map) {
+absl::StatusOr<std::vector<uint64_t>> AdminServiceImpl::SlotWeights(v1::PlanRebalanceRequest::By by,
+                                                                    const SlotMap& map) {
   std::vector<uint64_t> weights(kNumSlots, 1);
   if (by == v1::PlanRebalanceRequest::SLOTS) return weights;
   std::vector<v1::ShardInfo> owners;
@@ -142,8 +142,8 @@ absl::StatusOr<std::vector<uint64_t>> AdminServiceImpl::SlotWeights(
            status = absl::InternalError("malformed slot statistics");
          }
          if (status.ok()) return status;
-         return absl::Status(status.code(), absl::StrCat("shard ", owners[i].shard_id(), ": ",
-                                                         status.message()));
+         return absl::Status(status.code(),
+                             absl::StrCat("shard ", owners[i].shard_id(), ": ", status.message()));
        })) {
     EMBER_RETURN_IF_ERROR(s);
   }
@@ -168,20 +168,22 @@ grpc::ServerUnaryReactor* AdminServiceImpl::PlanRebalance(grpc::CallbackServerCo
     if (input.map.epoch() == 0) return absl::FailedPreconditionError("slots are not assigned yet");
     input.drain.assign(request->drain().begin(), request->drain().end());
     for (const v1::ShardInfo& shard : state_->Shards()) {
-      const bool drained = std::find(input.drain.begin(), input.drain.end(), shard.shard_id()) !=
-                           input.drain.end();
-      if (shard.state() == v1::ShardInfo::ALIVE && !drained) input.shards.push_back(shard.shard_id());
+      const bool drained =
+          std::find(input.drain.begin(), input.drain.end(), shard.shard_id()) != input.drain.end();
+      if (shard.state() == v1::ShardInfo::ALIVE && !drained)
+        input.shards.push_back(shard.shard_id());
     }
     if (request->tolerance() > 0) input.tolerance = request->tolerance();
-    const v1::PlanRebalanceRequest::By by = request->by() == v1::PlanRebalanceRequest::BY_UNSPECIFIED
-                                                ? v1::PlanRebalanceRequest::ROWS
-                                                : request->by();
+    const v1::PlanRebalanceRequest::By by =
+        request->by() == v1::PlanRebalanceRequest::BY_UNSPECIFIED ? v1::PlanRebalanceRequest::ROWS
+                                                                  : request->by();
     EMBER_ASSIGN_OR_RETURN(input.slot_weight, SlotWeights(by, input.map));
     EMBER_ASSIGN_OR_RETURN(*response, ::ember::PlanRebalance(input));
     response->set_epoch(input.map.epoch());
-    std::string reason = absl::StrCat("rebalance by ",
-                                      absl::AsciiStrToLower(v1::PlanRebalanceRequest::By_Name(by)));
-    if (!input.drain.empty()) reason = absl::StrCat("drain shard ", absl::StrJoin(input.drain, ","));
+    std::string reason =
+        absl::StrCat("rebalance by ", absl::AsciiStrToLower(v1::PlanRebalanceRequest::By_Name(by)));
+    if (!input.drain.empty())
+      reason = absl::StrCat("drain shard ", absl::StrJoin(input.drain, ","));
     response->mutable_spec()->set_reason(reason);
     return absl::OkStatus();
   });
@@ -215,9 +217,8 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RestoreCheckpoint(
   const std::string who = Who(context);
   return RunDetached(context, [this, request, response, who]() -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(*response, jobs_->RestoreCheckpoint(request->job(), request->name()));
-    return state_->Audit(who, absl::StrCat("restore_checkpoint job=", request->job(),
-                                           " name=", response->name(), " attempt=",
-                                           response->attempt()));
+    return state_->Audit(who, absl::StrCat("restore_checkpoint job=", request->job(), " name=",
+                                           response->name(), " attempt=", response->attempt()));
   });
 }
 

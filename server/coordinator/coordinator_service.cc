@@ -123,7 +123,8 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
   absl::StatusOr<v1::RegisterShardResponse> result =
       state_->RegisterShard(request->shard_id(), request->address(), who);
   if (result.ok()) *response = *std::move(result);
-  if (result.ok() && jobs_ != nullptr) jobs_->OnShardSeen(request->shard_id(), request->incarnation());
+  if (result.ok() && jobs_ != nullptr)
+    jobs_->OnShardSeen(request->shard_id(), request->incarnation());
   if (result.ok() && hot_set_ != nullptr) {
     hot_set_->ShardRegistered(request->shard_id(), request->incarnation());
   }
@@ -141,7 +142,8 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::Heartbeat(grpc::CallbackServer
   }
   absl::StatusOr<v1::HeartbeatResponse> result = state_->Heartbeat(*request);
   if (result.ok()) *response = *std::move(result);
-  if (result.ok() && jobs_ != nullptr) jobs_->OnShardSeen(request->shard_id(), request->incarnation());
+  if (result.ok() && jobs_ != nullptr)
+    jobs_->OnShardSeen(request->shard_id(), request->incarnation());
   if (result.ok() && hot_set_ != nullptr) {
     hot_set_->Report(request->shard_id(), request->incarnation(), request->hot_keys(),
                      request->hot_set_version());

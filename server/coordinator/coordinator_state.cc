@@ -330,8 +330,8 @@ absl::StatusOr<uint64_t> CoordinatorState::SetSlotOwner(uint32_t slot, uint32_t 
       [&](SlotMap& map) -> absl::StatusOr<std::string> {
         const uint32_t previous = map.OwnerOf(slot);
         map.SetOwner(slot, shard_id);
-        return absl::StrCat("set_slot_owner slot=", slot, " shard=", shard_id, " (was ",
-                            previous, ")");
+        return absl::StrCat("set_slot_owner slot=", slot, " shard=", shard_id, " (was ", previous,
+                            ")");
       },
       who);
 }
@@ -348,8 +348,8 @@ absl::StatusOr<uint64_t> CoordinatorState::MoveSlots(const std::vector<uint32_t>
             return absl::InvalidArgumentError(absl::StrCat("slot ", slot, " >= ", kNumSlots));
           }
           if (map.OwnerOf(slot) != source) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                "slot ", slot, " is owned by shard ", map.OwnerOf(slot), ", not ", source));
+            return absl::FailedPreconditionError(absl::StrCat("slot ", slot, " is owned by shard ",
+                                                              map.OwnerOf(slot), ", not ", source));
           }
         }
         for (uint32_t slot : slots) map.SetOwner(slot, target);

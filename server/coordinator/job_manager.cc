@@ -126,7 +126,7 @@ absl::StatusOr<uint64_t> JobManager::NextAttemptLocked() {
 
 void JobManager::FailLocked(Job& job, const std::string& reason) {
   EMBER_LOG(WARNING) << "job " << job.record.job() << " attempt " << job.record.attempt()
-            << " ended: " << reason;
+                     << " ended: " << reason;
   job.record.set_failure(reason);
   if (options_.checkpoint_dir.empty()) {
     job.record.set_phase(v1::GetJobResponse::FAILED);
@@ -168,9 +168,9 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   job.record.set_config_digest(request.config_digest());
   EMBER_RETURN_IF_ERROR(PersistLocked(job));
   EMBER_LOG(INFO) << "job " << request.job() << " generation " << request.generation()
-            << ": new run of " << request.world_size() << " worker(s)"
-            << (resume.empty() ? std::string(" from the shards' rows")
-                               : absl::StrCat(" from checkpoint ", resume));
+                  << ": new run of " << request.world_size() << " worker(s)"
+                  << (resume.empty() ? std::string(" from the shards' rows")
+                                     : absl::StrCat(" from checkpoint ", resume));
   jobs_[request.job()] = std::move(job);
   return absl::OkStatus();
 }
@@ -264,8 +264,8 @@ absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
                                            request.job(), "' is not running"));
   }
   job.record.set_phase(v1::GetJobResponse::FINISHED);
-  EMBER_LOG(INFO) << "job " << request.job() << " finished (attempt "
-            << request.attempt() << ", " << job.record.recoveries() << " recoveries)";
+  EMBER_LOG(INFO) << "job " << request.job() << " finished (attempt " << request.attempt() << ", "
+                  << job.record.recoveries() << " recoveries)";
   return PersistLocked(job);
 }
 
@@ -409,7 +409,7 @@ void JobManager::Recover(const std::string& name) {
   if (!status.ok()) {
     if (absl::IsDataLoss(status) || absl::IsNotFound(status)) {
       EMBER_LOG(WARNING) << "job " << name << ": checkpoint " << candidate
-                << " refused, falling back to the previous one: " << status.message();
+                         << " refused, falling back to the previous one: " << status.message();
       job.bad_checkpoints.insert(candidate);
     }
     return;  // other errors: retried at the next tick
@@ -422,8 +422,8 @@ void JobManager::Recover(const std::string& name) {
   job.restored_state = std::move(worker_state);
   PersistLocked(job).IgnoreError();
   EMBER_LOG(INFO) << "job " << name << " attempt " << attempt << " ready"
-            << (candidate.empty() ? std::string(" (shards keep their rows)")
-                                  : absl::StrCat(" from checkpoint ", candidate));
+                  << (candidate.empty() ? std::string(" (shards keep their rows)")
+                                        : absl::StrCat(" from checkpoint ", candidate));
 }
 
 absl::Status JobManager::RestoreShards(const std::string& job, const std::string& checkpoint,
@@ -511,7 +511,7 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
   }
   if (!manifest.ok()) {
     EMBER_LOG(ERROR) << "job " << name_of_job << ": checkpoint " << name
-              << " failed: " << manifest.status().message();
+                     << " failed: " << manifest.status().message();
     return manifest.status();
   }
   manifest->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
@@ -531,14 +531,14 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
       catalog_.Retain(name_of_job, options_.keep_checkpoints, "");
   if (!deleted.ok()) {
     EMBER_LOG(WARNING) << "job " << name_of_job
-              << ": retention failed: " << deleted.status().message();
+                       << ": retention failed: " << deleted.status().message();
   }
   uint64_t bytes = 0;
   for (const v1::ShardSnapshot& s : manifest->shards()) bytes += s.bytes();
   EMBER_LOG(INFO) << "job " << name_of_job << ": checkpoint " << name << " at step "
-            << manifest->step()
-            << (manifest->incremental() ? " (delta of " + parent + ")" : " (full)") << ", " << bytes
-            << " bytes, " << manifest->seconds() << " s";
+                  << manifest->step()
+                  << (manifest->incremental() ? " (delta of " + parent + ")" : " (full)") << ", "
+                  << bytes << " bytes, " << manifest->seconds() << " s";
   v1::CheckpointResponse response;
   *response.mutable_manifest() = *std::move(manifest);
   return response;

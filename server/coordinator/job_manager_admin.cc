@@ -79,10 +79,9 @@ absl::StatusOr<v1::RestoreCheckpointResponse> JobManager::RestoreCheckpoint(
     auto it = jobs_.find(job);
     if (it != jobs_.end() && (it->second.record.phase() == v1::GetJobResponse::RUNNING ||
                               it->second.record.phase() == v1::GetJobResponse::RECOVERING)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job '", job, "' is ",
-                       v1::GetJobResponse::Phase_Name(it->second.record.phase()),
-                       ": stop it before restoring a checkpoint"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job '", job, "' is ", v1::GetJobResponse::Phase_Name(it->second.record.phase()),
+          ": stop it before restoring a checkpoint"));
     }
     EMBER_ASSIGN_OR_RETURN(attempt, NextAttemptLocked());
   }

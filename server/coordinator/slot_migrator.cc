@@ -13,11 +13,11 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
@@ -34,8 +34,8 @@ int64_t NowMillis() { return absl::ToUnixMillis(absl::Now()); }
 
 }  // namespace
 
-SlotMigrator::SlotMigrator(CoordinatorState* state, SlotMigratorOptions options,
-                           StubFactory stubs, absl::Mutex* topology_mu, SwitchListener on_switch)
+SlotMigrator::SlotMigrator(CoordinatorState* state, SlotMigratorOptions options, StubFactory stubs,
+                           absl::Mutex* topology_mu, SwitchListener on_switch)
     : state_(state),
       options_(std::move(options)),
       stubs_(std::move(stubs)),
@@ -121,8 +121,7 @@ absl::StatusOr<v1::MigrationSpec> SlotMigrator::Normalize(const v1::MigrationSpe
       // A resumed operation may find its slots already on the target.
       if (map.OwnerOf(slot) != move.source() && map.OwnerOf(slot) != move.target()) {
         return absl::InvalidArgumentError(absl::StrCat("slot ", slot, " is owned by shard ",
-                                                       map.OwnerOf(slot), ", not ",
-                                                       move.source()));
+                                                       map.OwnerOf(slot), ", not ", move.source()));
       }
     }
     for (size_t begin = 0; begin < slots.size(); begin += options_.max_slots_per_move) {
@@ -208,8 +207,9 @@ absl::StatusOr<v1::Migration> SlotMigrator::StartMigration(const v1::MigrationSp
   }
   if (thread_.joinable()) thread_.join();  // the previous operation's thread has ended
   Publish(op, /*persist=*/true);
-  state_->Audit(who, absl::StrCat("start_migration op=", op.op_id(), " moves=",
-                                  op.spec().moves_size(), " reason=\"", op.spec().reason(), "\""))
+  state_
+      ->Audit(who, absl::StrCat("start_migration op=", op.op_id(), " moves=",
+                                op.spec().moves_size(), " reason=\"", op.spec().reason(), "\""))
       .IgnoreError();
   thread_ = std::thread([this, id = op.op_id()] { Run(id); });
   return op;
@@ -241,7 +241,8 @@ absl::StatusOr<v1::Migration> SlotMigrator::Cancel(const std::string& op_id,
   {
     absl::MutexLock lock(&mu_);
     auto it = ops_.find(op_id);
-    if (it == ops_.end()) return absl::NotFoundError(absl::StrCat("unknown migration '", op_id, "'"));
+    if (it == ops_.end())
+      return absl::NotFoundError(absl::StrCat("unknown migration '", op_id, "'"));
     if (Terminal(it->second.phase()) && it->second.phase() != v1::Migration::FAILED) {
       return it->second;
     }

@@ -25,10 +25,10 @@
 // that spans a shard restart or a checkpoint restore fails with ABORTED and the move
 // starts over. Shards that do not answer are retried for `retry_for`, then the
 // operation is FAILED (the fence lifted); StartMigration with the same spec resumes
-// it (as does the same request without the slots already moved). The operation is persisted at every phase; a restarted coordinator resumes an
-// unfinished one: a move whose slots the map already gives to T is finished (cleanup),
-// any other starts its copy over. Cancel rolls back the current move if it has not
-// switched.
+// it (as does the same request without the slots already moved). The operation is persisted at
+// every phase; a restarted coordinator resumes an unfinished one: a move whose slots the map
+// already gives to T is finished (cleanup), any other starts its copy over. Cancel rolls back the
+// current move if it has not switched.
 //
 // Thread-safety: all methods may be called concurrently; one operation runs at a time
 // on the migrator's own thread.

@@ -37,7 +37,8 @@ absl::Status Call(v1::PsService::Stub* stub,
   context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   const absl::Status s = FromGrpcStatus((stub->*method)(&context, request, response), &context);
   if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat("shard ", shard_id, " (", address, "): ", s.message()));
+  return absl::Status(s.code(),
+                      absl::StrCat("shard ", shard_id, " (", address, "): ", s.message()));
 }
 
 template <typename Request>
@@ -47,9 +48,9 @@ void AddRanges(const v1::SlotMove& move, Request* request) {
 
 }  // namespace
 
-#define EMBER_PS_CALL(shard, Method, request, response)                                      \
-  Call(stubs_((shard).address).get(), &v1::PsService::Stub::Method, (shard).id,              \
-       (shard).address, options_.rpc_timeout, (request), (response))
+#define EMBER_PS_CALL(shard, Method, request, response)                                          \
+  Call(stubs_((shard).address).get(), &v1::PsService::Stub::Method, (shard).id, (shard).address, \
+       options_.rpc_timeout, (request), (response))
 
 absl::StatusOr<SlotMigrator::Shard> SlotMigrator::Describe(uint32_t shard_id) const {
   Shard shard;
@@ -84,9 +85,9 @@ absl::Status SlotMigrator::RunMove(v1::Migration& op, const v1::SlotMove& move) 
   // Switched before an interruption (the map is the truth): only the cleanup is left.
   if (on_target == slots.size()) return Cleanup(op, move, map.epoch());
   if (on_source != slots.size()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "slots of the move from shard ", move.source(), " to ", move.target(),
-        " changed owner outside the migration (epoch ", map.epoch(), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("slots of the move from shard ", move.source(), " to ", move.target(),
+                     " changed owner outside the migration (epoch ", map.epoch(), ")"));
   }
   EMBER_ASSIGN_OR_RETURN(const Shard source, Describe(move.source()));
   EMBER_ASSIGN_OR_RETURN(const Shard target, Describe(move.target()));
@@ -177,9 +178,8 @@ absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, con
   return join();
 }
 
-absl::Status SlotMigrator::CatchUp(v1::Migration& op, const v1::SlotMove& move,
-                                   const Shard& source, const Shard& target, uint64_t* version,
-                                   uint64_t through) {
+absl::Status SlotMigrator::CatchUp(v1::Migration& op, const v1::SlotMove& move, const Shard& source,
+                                   const Shard& target, uint64_t* version, uint64_t through) {
   size_t max_row_bytes = RowBytesBound(1);
   const v1::GetClusterMapResponse cluster = state_->ClusterMap();
   for (const v1::TableConfig& table : cluster.tables()) {
@@ -217,8 +217,8 @@ absl::Status SlotMigrator::CatchUp(v1::Migration& op, const v1::SlotMove& move,
   }
 }
 
-absl::Status SlotMigrator::Switch(v1::Migration& op, const v1::SlotMove& move,
-                                  const Shard& source, const Shard& target, uint64_t* version) {
+absl::Status SlotMigrator::Switch(v1::Migration& op, const v1::SlotMove& move, const Shard& source,
+                                  const Shard& target, uint64_t* version) {
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint32_t> slots, FromRanges(move.ranges()));
   // Most rows become durable on the target before the fence, so that the sync inside
   // it (below) has little left to write.

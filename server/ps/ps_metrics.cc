@@ -202,7 +202,8 @@ void PsStoreCollector::CollectStore(const EmbeddingStore& store, std::vector<Met
           static_cast<double>(s.disk_bytes));
 }
 
-void PsStoreCollector::CollectRocksDb(const RocksDbBackend& rocksdb, std::vector<MetricFamily>* out) {
+void PsStoreCollector::CollectRocksDb(const RocksDbBackend& rocksdb,
+                                      std::vector<MetricFamily>* out) {
   rocksdb::DB* db = rocksdb.db();
   if (db == nullptr) return;
   FamilyWriter w(out);

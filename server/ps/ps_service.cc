@@ -19,8 +19,8 @@
 #include "common/status_macros.h"
 #include "grpc/grpc.h"
 #include "grpcpp/support/server_interceptor.h"
-#include "server/shared/slot_owners.h"
 #include "server/ps/request_codec.h"
+#include "server/shared/slot_owners.h"
 
 namespace ember {
 
@@ -38,8 +38,8 @@ PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap s
   if (metrics_ != nullptr) metrics_->SetEpoch(slot_map_->epoch());
   stream_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
   stream_origin_empty_ = store_->version() == 0;
-  owner_ = std::make_unique<ReplicaOwner>(static_cast<ReplicaHost*>(this), shard_id_,
-                                          incarnation_, hot_options_.owner, metrics_);
+  owner_ = std::make_unique<ReplicaOwner>(static_cast<ReplicaHost*>(this), shard_id_, incarnation_,
+                                          hot_options_.owner, metrics_);
 }
 
 PsServiceImpl::~PsServiceImpl() { owner_->Stop(); }
@@ -400,8 +400,7 @@ absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& reques
       return absl::FailedPreconditionError(
           absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));
     }
-    const std::vector<v1::CheckpointManifest> chain(request.chain().begin(),
-                                                    request.chain().end());
+    const std::vector<v1::CheckpointManifest> chain(request.chain().begin(), request.chain().end());
     const std::vector<std::string> dirs(request.chain_dirs().begin(), request.chain_dirs().end());
     const uint32_t me = shard_id_;
     absl::StatusOr<ShardRestoreReport> report = storage_->Restore(
@@ -493,13 +492,12 @@ grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* conte
   const absl::Time client_deadline = absl::FromChrono(context->deadline());
   if (client_deadline < deadline) deadline = now + (client_deadline - now) * 9 / 10;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  owner_->AfterPush(
-      request->table(), ids, request->step(), deadline,
-      [this, context, reactor, request, response, start, began](absl::Status copied) {
-        RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
-        RecordCall(&PsMetrics::push, "Push", start, copied, *request, *response);
-        reactor->Finish(ToGrpcStatus(copied, context));
-      });
+  owner_->AfterPush(request->table(), ids, request->step(), deadline,
+                    [this, context, reactor, request, response, start, began](absl::Status copied) {
+                      RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
+                      RecordCall(&PsMetrics::push, "Push", start, copied, *request, *response);
+                      reactor->Finish(ToGrpcStatus(copied, context));
+                    });
   return reactor;
 }
 
@@ -533,7 +531,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::CheckpointShard(grpc::CallbackServerCon
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
   if (status.ok()) status = DoCheckpointShard(*request, response);
-  return FinishCall(context, &PsMetrics::checkpoint_shard, "CheckpointShard", start, status, *request, *response);
+  return FinishCall(context, &PsMetrics::checkpoint_shard, "CheckpointShard", start, status,
+                    *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::RestoreShard(grpc::CallbackServerContext* context,
@@ -542,7 +541,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::RestoreShard(grpc::CallbackServerContex
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
   if (status.ok()) status = DoRestoreShard(*request, response);
-  return FinishCall(context, &PsMetrics::restore_shard, "RestoreShard", start, status, *request, *response);
+  return FinishCall(context, &PsMetrics::restore_shard, "RestoreShard", start, status, *request,
+                    *response);
 }
 
 }  // namespace ember

@@ -59,13 +59,13 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "server/store/embedding_store.h"
 #include "server/ps/heavy_hitters.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
 #include "server/ps/replica_owner.h"
 #include "server/ps/replica_store.h"
 #include "server/shared/shard_storage.h"
+#include "server/store/embedding_store.h"
 
 namespace ember {
 
@@ -353,8 +353,8 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   // latencies (GetShardInfo).
   std::unique_ptr<std::atomic<uint64_t>[]> slot_load_;
   std::atomic<uint64_t> data_calls_{0};
-  static constexpr std::array<double, 14> kLatencyBoundsMs = {
-      0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 5000};
+  static constexpr std::array<double, 14> kLatencyBoundsMs = {0.1, 0.25, 0.5, 1,   2.5, 5,    10,
+                                                              25,  50,   100, 250, 500, 1000, 5000};
   std::array<std::atomic<uint64_t>, kLatencyBoundsMs.size() + 1> latency_counts_{};
 
   AdminPolicy admin_policy_;  // set before serving, then read-only
@@ -362,8 +362,8 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
 
   // The update stream (WatchUpdates); guarded by store_mu_ (a restore replaces it).
   uint64_t stream_id_ = 0;
-  bool stream_origin_empty_ = false;  // the stream began at version 0 (an empty store)
-  uint64_t stream_parent_id_ = 0;     // restored from (parent id, parent version): a
+  bool stream_origin_empty_ = false;    // the stream began at version 0 (an empty store)
+  uint64_t stream_parent_id_ = 0;       // restored from (parent id, parent version): a
   uint64_t stream_parent_version_ = 0;  // position there continues this stream
   std::atomic<bool> watches_stopped_{false};
   std::atomic<int> active_watches_{0};

@@ -24,9 +24,9 @@
 #include "common/log.h"
 #include "common/slot_ranges.h"
 #include "common/status_macros.h"
-#include "server/shared/slot_owners.h"
 #include "server/ps/ps_service.h"
 #include "server/shared/row_block.h"
+#include "server/shared/slot_owners.h"
 
 namespace ember {
 namespace {
@@ -88,10 +88,9 @@ absl::Status PsServiceImpl::CheckOwnership(const SlotSet& slots, bool owned) con
   for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
     if (!slots[slot]) continue;
     if ((map->OwnerOf(slot) == shard_id_) != owned) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("shard ", shard_id_, (owned ? " does not own" : " owns"), " slot ", slot,
-                       " at epoch ", map->epoch(),
-                       (owned ? ": nothing to export" : ": refusing to overwrite a live owner")));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", shard_id_, (owned ? " does not own" : " owns"), " slot ", slot, " at epoch ",
+          map->epoch(), (owned ? ": nothing to export" : ": refusing to overwrite a live owner")));
     }
   }
   return absl::OkStatus();
@@ -133,7 +132,8 @@ absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& requ
   EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
   const size_t max = request.max_changes() == 0 ? kDefaultMaxChanges : request.max_changes();
-  EMBER_ASSIGN_OR_RETURN(const ChangeBatch batch, store_->ReadChanges(request.after_version(), max));
+  EMBER_ASSIGN_OR_RETURN(const ChangeBatch batch,
+                         store_->ReadChanges(request.after_version(), max));
   // Fewer entries than asked for: everything up to the watermark was read.
   const uint64_t through =
       batch.changes.size() < max ? batch.watermark : batch.changes.back().version;
@@ -258,7 +258,8 @@ absl::Status PsServiceImpl::DoInstallSlotMap(const v1::InstallSlotMapRequest& re
   EMBER_ASSIGN_OR_RETURN(SlotMap map, UnpackSlotOwners(request.slot_owners(), request.epoch()));
   if (request.attempt() != 0) {
     uint64_t current = attempt_.load();
-    while (current < request.attempt() && !attempt_.compare_exchange_weak(current, request.attempt())) {
+    while (current < request.attempt() &&
+           !attempt_.compare_exchange_weak(current, request.attempt())) {
     }
   }
   SetSlotMap(std::move(map));
@@ -297,7 +298,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::FinishNamed(grpc::CallbackServerContext
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::ExportRows(grpc::CallbackServerContext* context,
-    const v1::ExportRowsRequest* request, v1::ExportRowsResponse* response) {
+                                                    const v1::ExportRowsRequest* request,
+                                                    v1::ExportRowsResponse* response) {
   MaybeCrash("ExportRows");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
@@ -306,7 +308,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::ExportRows(grpc::CallbackServerContext*
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::ExportChanges(grpc::CallbackServerContext* context,
-    const v1::ExportChangesRequest* request, v1::ExportChangesResponse* response) {
+                                                       const v1::ExportChangesRequest* request,
+                                                       v1::ExportChangesResponse* response) {
   MaybeCrash("ExportChanges");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
@@ -315,7 +318,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::ExportChanges(grpc::CallbackServerConte
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::ImportRows(grpc::CallbackServerContext* context,
-    const v1::ImportRowsRequest* request, v1::ImportRowsResponse* response) {
+                                                    const v1::ImportRowsRequest* request,
+                                                    v1::ImportRowsResponse* response) {
   MaybeCrash("ImportRows");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
@@ -324,7 +328,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::ImportRows(grpc::CallbackServerContext*
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::FenceSlots(grpc::CallbackServerContext* context,
-    const v1::FenceSlotsRequest* request, v1::FenceSlotsResponse* response) {
+                                                    const v1::FenceSlotsRequest* request,
+                                                    v1::FenceSlotsResponse* response) {
   MaybeCrash("FenceSlots");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
@@ -333,7 +338,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::FenceSlots(grpc::CallbackServerContext*
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::DropSlots(grpc::CallbackServerContext* context,
-    const v1::DropSlotsRequest* request, v1::DropSlotsResponse* response) {
+                                                   const v1::DropSlotsRequest* request,
+                                                   v1::DropSlotsResponse* response) {
   MaybeCrash("DropSlots");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
@@ -342,7 +348,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::DropSlots(grpc::CallbackServerContext* 
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::InstallSlotMap(grpc::CallbackServerContext* context,
-    const v1::InstallSlotMapRequest* request, v1::InstallSlotMapResponse* response) {
+                                                        const v1::InstallSlotMapRequest* request,
+                                                        v1::InstallSlotMapResponse* response) {
   MaybeCrash("InstallSlotMap");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
@@ -351,7 +358,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::InstallSlotMap(grpc::CallbackServerCont
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::GetSlotStats(grpc::CallbackServerContext* context,
-    const v1::GetSlotStatsRequest* request, v1::GetSlotStatsResponse* response) {
+                                                      const v1::GetSlotStatsRequest* request,
+                                                      v1::GetSlotStatsResponse* response) {
   MaybeCrash("GetSlotStats");
   const int64_t start = CallStart();
   return FinishNamed(context, "GetSlotStats", start, DoGetSlotStats(response), *request, *response);

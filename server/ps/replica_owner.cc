@@ -494,8 +494,9 @@ bool ReplicaOwner::SettleDrops(absl::Span<const std::shared_ptr<DropCall>> calls
       // drop_give_up serves no client with the current hot set: stop trying.
       if (view_->AddressOf(call->holder).empty() && now - since >= options_.drop_give_up) {
         EMBER_LOG(WARNING) << "shard " << shard_id_ << ": gave up dropping " << call->ids.size()
-                  << " replica copies of table " << call->table << " on former holder shard "
-                  << call->holder << ": " << call->status.message();
+                           << " replica copies of table " << call->table
+                           << " on former holder shard " << call->holder << ": "
+                           << call->status.message();
         // Fall through: forget the holder for these keys as if acknowledged.
       } else {
         ok = false;

@@ -28,8 +28,7 @@ constexpr int kMaxMessageBytes = 256 << 20;
 
 }  // namespace
 
-Follower::Follower(const FollowerOptions& options)
-    : options_(options), slot_epoch_(kNumSlots, 0) {}
+Follower::Follower(const FollowerOptions& options) : options_(options), slot_epoch_(kNumSlots, 0) {}
 
 Follower::~Follower() { Stop().IgnoreError(); }
 
@@ -314,9 +313,8 @@ void Follower::ControlLoop() {
     bool bootstrap = false;
     {
       absl::MutexLock lock(&mu_);
-      auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return stopping_ || bootstrap_requested_;
-      };
+      auto wake = [this]()
+                      ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || bootstrap_requested_; };
       mu_.AwaitWithTimeout(absl::Condition(&wake),
                            std::min(options_.refresh_interval, options_.persist_interval));
       if (stopping_) return;
@@ -385,9 +383,8 @@ absl::StatusOr<uint32_t> Follower::Lookup(const std::string& table, absl::Span<c
                                           std::vector<float>* out, v1::ModelVersion* version) {
   if (ids.empty()) return absl::InvalidArgumentError("Lookup needs at least one id");
   if (ids.size() > options_.max_batch_keys) {
-    return absl::InvalidArgumentError(absl::StrCat("Lookup of ", ids.size(),
-                                                   " ids; the most is ", options_.max_batch_keys,
-                                                   " (--max_batch_keys)"));
+    return absl::InvalidArgumentError(absl::StrCat("Lookup of ", ids.size(), " ids; the most is ",
+                                                   options_.max_batch_keys, " (--max_batch_keys)"));
   }
   std::vector<uint8_t> unknown;
   size_t dim = 0;

@@ -25,7 +25,8 @@ ServingServiceImpl::ServingServiceImpl(Follower* follower, RpcMetrics* metrics, 
 
 grpc::Status ServingServiceImpl::Finish(const char* method, int64_t start_micros,
                                         const absl::Status& status) {
-  if (metrics_ != nullptr) metrics_->Method(method).Record(status.code(), NowMicros() - start_micros);
+  if (metrics_ != nullptr)
+    metrics_->Method(method).Record(status.code(), NowMicros() - start_micros);
   return ToGrpcStatus(status, nullptr);
 }
 
@@ -115,9 +116,9 @@ grpc::Status ServingServiceImpl::PinModelVersion(grpc::ServerContext* context,
   return Finish("PinModelVersion", start, status);
 }
 
-grpc::Status ServingServiceImpl::GetDenseParameters(grpc::ServerContext* /*context*/,
-                                                    const v1::GetDenseParametersRequest* /*request*/,
-                                                    v1::GetDenseParametersResponse* response) {
+grpc::Status ServingServiceImpl::GetDenseParameters(
+    grpc::ServerContext* /*context*/, const v1::GetDenseParametersRequest* /*request*/,
+    v1::GetDenseParametersResponse* response) {
   const int64_t start = NowMicros();
   absl::StatusOr<v1::GetDenseParametersResponse> dense = follower_->DenseParameters();
   if (dense.ok()) *response = std::move(*dense);
@@ -151,7 +152,8 @@ std::vector<prometheus::MetricFamily> FollowerCollector::Collect() const {
     held.emplace_back(shard, s.held_for_staleness() ? 1 : 0);
   }
   using prometheus::MetricType;
-  w.Labelled("ember_serving_lag_versions", "Versions the shard has committed and the follower not applied yet.",
+  w.Labelled("ember_serving_lag_versions",
+             "Versions the shard has committed and the follower not applied yet.",
              MetricType::Gauge, "shard", lag_versions);
   w.Labelled("ember_serving_lag_seconds",
              "Estimated age of the oldest change not applied yet (0 when caught up).",
@@ -162,12 +164,14 @@ std::vector<prometheus::MetricFamily> FollowerCollector::Collect() const {
              MetricType::Gauge, "shard", connected);
   w.Labelled("ember_serving_rows_applied_total", "Rows applied from the shard's stream.",
              MetricType::Counter, "shard", rows);
-  w.Labelled("ember_serving_tombstones_applied_total", "Row removals applied from the shard's stream.",
-             MetricType::Counter, "shard", tombstones);
+  w.Labelled("ember_serving_tombstones_applied_total",
+             "Row removals applied from the shard's stream.", MetricType::Counter, "shard",
+             tombstones);
   w.Labelled("ember_serving_reconnects_total", "Times the shard's stream ended and was reopened.",
              MetricType::Counter, "shard", reconnects);
-  w.Labelled("ember_serving_held_for_staleness", "1 while the shard's stream waits for a newer dense tower.",
-             MetricType::Gauge, "shard", held);
+  w.Labelled("ember_serving_held_for_staleness",
+             "1 while the shard's stream waits for a newer dense tower.", MetricType::Gauge,
+             "shard", held);
   w.Counter("ember_serving_bootstraps_total", "Bootstraps from a checkpoint since the start.",
             static_cast<double>(status.bootstraps()));
   w.Gauge("ember_serving_ready", "1 once bootstrapped and following every shard.",

@@ -12,7 +12,8 @@ namespace ember {
 void AppendRows(absl::Span<const EncodedRow> rows, v1::RowBlock* block) {
   std::string* out = block->mutable_rows();
   size_t bytes = 0;
-  for (const EncodedRow& row : rows) bytes += sizeof(uint64_t) + sizeof(uint32_t) + row.value.size();
+  for (const EncodedRow& row : rows)
+    bytes += sizeof(uint64_t) + sizeof(uint32_t) + row.value.size();
   out->reserve(out->size() + bytes);
   for (const EncodedRow& row : rows) {
     const uint32_t n = static_cast<uint32_t>(row.value.size());

@@ -58,13 +58,10 @@ absl::Status ShardStorage::OpenStore() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::ShardSnapshot> ShardStorage::Checkpoint(uint32_t shard_id,
-                                                           const std::string& checkpoint_dir,
-                                                           const std::string& name,
-                                                           const std::string& base_name,
-                                                           uint64_t base_version,
-                                                           int64_t evict_step,
-                                                           EvictionReport* evicted) {
+absl::StatusOr<v1::ShardSnapshot> ShardStorage::Checkpoint(
+    uint32_t shard_id, const std::string& checkpoint_dir, const std::string& name,
+    const std::string& base_name, uint64_t base_version, int64_t evict_step,
+    EvictionReport* evicted) {
   if (evict_step > 0) {
     EMBER_ASSIGN_OR_RETURN(EvictionReport report, store_->Evict(evict_step));
     if (evicted != nullptr) *evicted = report;

@@ -79,8 +79,8 @@ class ShardStorage {
   // receives what it did.
   absl::StatusOr<v1::ShardSnapshot> Checkpoint(uint32_t shard_id, const std::string& checkpoint_dir,
                                                const std::string& name,
-                                               const std::string& base_name,
-                                               uint64_t base_version, int64_t evict_step = 0,
+                                               const std::string& base_name, uint64_t base_version,
+                                               int64_t evict_step = 0,
                                                EvictionReport* evicted = nullptr);
 
   // Replaces every row with the rows of the slots `owns` accepts from `chain` (full

@@ -26,9 +26,9 @@
 #include "common/slot_map.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "server/shared/slot_owners.h"
 #include "server/ps/ps_service.h"
 #include "server/shared/shard_storage.h"
+#include "server/shared/slot_owners.h"
 #include "tests/cluster/in_process_shard.h"
 
 namespace ember {

@@ -221,9 +221,9 @@ class HotKeysTest : public ::testing::Test {
     seed_ = table->seed();
   }
 
-  PsClient* NewClient(bool read_replicas,
-                      std::shared_ptr<grpc::experimental::ClientInterceptorFactoryInterface>
-                          faults = nullptr) {
+  PsClient* NewClient(
+      bool read_replicas,
+      std::shared_ptr<grpc::experimental::ClientInterceptorFactoryInterface> faults = nullptr) {
     PsClientOptions options;
     if (faults != nullptr) {
       options.shard_interceptors = [faults] {
@@ -247,9 +247,9 @@ class HotKeysTest : public ::testing::Test {
     v1::GetHotSetRequest request;
     request.set_known_version(known_version);
     v1::GetHotSetResponse response;
-    EXPECT_TRUE(Call(coordinator_stub_.get(), &v1::CoordinatorService::Stub::GetHotSet, request,
-                     &response)
-                    .ok());
+    EXPECT_TRUE(
+        Call(coordinator_stub_.get(), &v1::CoordinatorService::Stub::GetHotSet, request, &response)
+            .ok());
     return response.hot_set();
   }
 
@@ -531,8 +531,8 @@ TEST_F(HotKeysTest, ReplicaReadsAreExactAndTakeLoadOffTheOwner) {
     EXPECT_EQ(row[3], "0") << "owner of " << id << "\n" << text;
     EXPECT_TRUE(absl::EndsWith(row[2], "%")) << text;
   }
-  CtlResult json = RunCtl({absl::StrCat("--coordinator=", address_), "hotkeys", "--json",
-                           "--table=item", "--top=2"});
+  CtlResult json = RunCtl(
+      {absl::StrCat("--coordinator=", address_), "hotkeys", "--json", "--table=item", "--top=2"});
   ASSERT_EQ(json.exit_code, 0) << json;
   EXPECT_TRUE(IsJsonObject(json.out)) << json;
   EXPECT_TRUE(absl::StrContains(json.out, "\"load_skew_index\":")) << json;
@@ -559,15 +559,15 @@ TEST_F(HotKeysTest, ReplicaReadsAreExactAndTakeLoadOffTheOwner) {
 // The shard side of the protocol in this process: a ShardAgent's heartbeats carry its
 // report, and it hands each newer hot set to on_hot_set once.
 TEST(HotKeysAgentTest, HeartbeatsCarryReportsAndBringHotSets) {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           absl::StrCat("ember-hot-keys-agent-", getpid()))
-                              .string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / absl::StrCat("ember-hot-keys-agent-", getpid()))
+          .string();
   std::filesystem::remove_all(dir);
-  absl::StatusOr<std::unique_ptr<Process>> coordinator = Process::Start(
-      EMBER_COORDINATOR_BINARY,
-      {absl::StrCat("--data_dir=", dir), "--port=0", "--expected_shards=1",
-       "--hot_publish_interval_ms=50", "--hot_replicas=1"},
-      "listening on ", absl::Seconds(30));
+  absl::StatusOr<std::unique_ptr<Process>> coordinator =
+      Process::Start(EMBER_COORDINATOR_BINARY,
+                     {absl::StrCat("--data_dir=", dir), "--port=0", "--expected_shards=1",
+                      "--hot_publish_interval_ms=50", "--hot_replicas=1"},
+                     "listening on ", absl::Seconds(30));
   ASSERT_TRUE(coordinator.ok()) << coordinator.status();
   const std::string address = (*coordinator)->ready_text();
 

@@ -140,9 +140,9 @@ TEST_F(MigrationTest, ShardsWithATokenRefuseMigrationCallsWithoutIt) {
   v1::RestoreShardRequest restore;
   restore.set_attempt(99);
   v1::RestoreShardResponse restored;
-  EXPECT_EQ(Call(ps_stub_[1].get(), &v1::PsService::Stub::RestoreShard, restore, &restored)
-                .error_code(),
-            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(
+      Call(ps_stub_[1].get(), &v1::PsService::Stub::RestoreShard, restore, &restored).error_code(),
+      grpc::StatusCode::UNAUTHENTICATED);
   // With it, the shard's own checks apply: it owns these slots, so it keeps them.
   EXPECT_EQ(
       Call(ps_stub_[0].get(), &v1::PsService::Stub::DropSlots, drop, &dropped, true).error_code(),
@@ -188,8 +188,8 @@ TEST_P(MigrationFaultTest, AKillAtAnyPhaseEndsWithOneOwnerPerSlotAndEveryRow) {
   // it); should it have stopped, the same request resumes it.
   v1::Migration op = WaitForEnd("");
   if (op.phase() != v1::Migration::DONE) {
-    std::cerr << "after the fault: " << v1::Migration::Phase_Name(op.phase()) << " ("
-              << op.error() << "); re-running the request" << std::endl;
+    std::cerr << "after the fault: " << v1::Migration::Phase_Name(op.phase()) << " (" << op.error()
+              << "); re-running the request" << std::endl;
     op = WaitForEnd(Start(spec).op_id());
   }
   ASSERT_EQ(op.phase(), v1::Migration::DONE) << op.error();
@@ -198,18 +198,17 @@ TEST_P(MigrationFaultTest, AKillAtAnyPhaseEndsWithOneOwnerPerSlotAndEveryRow) {
 
 INSTANTIATE_TEST_SUITE_P(
     Phases, MigrationFaultTest,
-    ::testing::Values(Fault{"SourceWhileCopying", 0, "--test_crash_on_migration=ExportRows:3"},
-                      Fault{"SourceWhileCatchingUp", 0,
-                            "--test_crash_on_migration=ExportChanges:1"},
-                      Fault{"SourceAtTheFence", 0, "--test_crash_on_migration=FenceSlots:2"},
-                      Fault{"SourceWhileCleaningUp", 0, "--test_crash_on_migration=DropSlots:1"},
-                      Fault{"TargetWhileCopying", 1, "--test_crash_on_migration=ImportRows:2"},
-                      Fault{"TargetAtTheSwitch", 1, "--test_crash_on_migration=InstallSlotMap:1"},
-                      Fault{"CoordinatorWhileCopying", -1, "--test_crash_migration_at=copying"},
-                      Fault{"CoordinatorWhileCatchingUp", -1,
-                            "--test_crash_migration_at=catching_up"},
-                      Fault{"CoordinatorWhileFenced", -1, "--test_crash_migration_at=fenced"},
-                      Fault{"CoordinatorAfterTheSwitch", -1, "--test_crash_migration_at=switched"}),
+    ::testing::Values(
+        Fault{"SourceWhileCopying", 0, "--test_crash_on_migration=ExportRows:3"},
+        Fault{"SourceWhileCatchingUp", 0, "--test_crash_on_migration=ExportChanges:1"},
+        Fault{"SourceAtTheFence", 0, "--test_crash_on_migration=FenceSlots:2"},
+        Fault{"SourceWhileCleaningUp", 0, "--test_crash_on_migration=DropSlots:1"},
+        Fault{"TargetWhileCopying", 1, "--test_crash_on_migration=ImportRows:2"},
+        Fault{"TargetAtTheSwitch", 1, "--test_crash_on_migration=InstallSlotMap:1"},
+        Fault{"CoordinatorWhileCopying", -1, "--test_crash_migration_at=copying"},
+        Fault{"CoordinatorWhileCatchingUp", -1, "--test_crash_migration_at=catching_up"},
+        Fault{"CoordinatorWhileFenced", -1, "--test_crash_migration_at=fenced"},
+        Fault{"CoordinatorAfterTheSwitch", -1, "--test_crash_migration_at=switched"}),
     [](const ::testing::TestParamInfo<Fault>& info) { return info.param.name; });
 
 }  // namespace

@@ -344,9 +344,8 @@ TEST_F(SecurityTest, WorkerCertificateCannotCallAdminRpcs) {
   forged.set_shard_id(0);
   forged.set_incarnation(12345);
   v1::HeartbeatResponse beat;
-  EXPECT_TRUE(absl::IsPermissionDenied(Call([&](grpc::ClientContext* ctx) {
-    return coordinator->Heartbeat(ctx, forged, &beat);
-  })));
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      Call([&](grpc::ClientContext* ctx) { return coordinator->Heartbeat(ctx, forged, &beat); })));
   const std::vector<v1::ShardInfo> after = ListShards();
   ASSERT_EQ(after.size(), before.size());
   for (size_t i = 0; i < after.size(); ++i) {

@@ -21,9 +21,9 @@
 #include "common/slot_map.h"
 #include "ember/v1/ps.pb.h"
 #include "google/protobuf/stubs/logging.h"
+#include "server/ps/ps_service.h"
 #include "server/store/embedding_store.h"
 #include "server/store/in_memory_backend.h"
-#include "server/ps/ps_service.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

@@ -45,10 +45,10 @@
 #include "ember/v1/serving.grpc.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "grpcpp/grpcpp.h"
-#include "server/shared/row_block.h"
-#include "server/store/row_layout.h"
 #include "server/serving/follower.h"
 #include "server/serving/serving_service.h"
+#include "server/shared/row_block.h"
+#include "server/store/row_layout.h"
 #include "server/store/table_config.h"
 #include "tests/fuzz/fuzz_check.h"
 

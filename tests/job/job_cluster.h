@@ -8,12 +8,12 @@
 #ifndef EMBER_TESTS_JOB_JOB_CLUSTER_H_
 #define EMBER_TESTS_JOB_JOB_CLUSTER_H_
 
+#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -171,10 +171,10 @@ class JobClusterTest : public ::testing::Test {
     root_ = new std::string(
         (std::filesystem::temp_directory_path() / absl::StrCat(name, "-", getpid())).string());
     std::filesystem::remove_all(*root_);
-    const std::string cmd = absl::StrCat(
-        EMBER_DATAGEN_BINARY, " --out=", *root_, "/data",
-        " --train_examples=24000 --test_examples=1000 --train_files=4 --users=3000",
-        " --items=2000 --categories=50 --shops=200 --seed=11 > /dev/null");
+    const std::string cmd =
+        absl::StrCat(EMBER_DATAGEN_BINARY, " --out=", *root_, "/data",
+                     " --train_examples=24000 --test_examples=1000 --train_files=4 --users=3000",
+                     " --items=2000 --categories=50 --shops=200 --seed=11 > /dev/null");
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
 

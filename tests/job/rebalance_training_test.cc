@@ -14,8 +14,8 @@
 
 #include <cstring>
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -124,9 +124,8 @@ class RebalanceTrainingTest : public JobClusterTest {
       done = true;
       // The job was still training: the moves happened under load.
       EXPECT_FALSE(c.worker(0)->Wait(absl::ZeroDuration()).ok());
-      std::cerr << "migration " << op_id << ": " << op.rows_copied() << " rows, "
-                << op.seconds() << " s, longest fence " << op.max_fence_ms() << " ms"
-                << std::endl;
+      std::cerr << "migration " << op_id << ": " << op.rows_copied() << " rows, " << op.seconds()
+                << " s, longest fence " << op.max_fence_ms() << " ms" << std::endl;
     });
     EXPECT_TRUE(done) << "the migration did not finish before the job";
     return result;

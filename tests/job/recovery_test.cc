@@ -32,8 +32,8 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
-#include "tools/harness/process.h"
 #include "tests/job/job_cluster.h"
+#include "tools/harness/process.h"
 #include "tools/harness/result_json.h"
 
 namespace ember {
@@ -157,9 +157,10 @@ TEST_F(RecoveryTest, ACorruptNewestCheckpointIsRefusedAndTheJobRollsBackFurther)
     previous = names[names.size() - 2];
     fs::path victim;
     uintmax_t largest = 0;
-    for (const auto& e : fs::recursive_directory_iterator(
-             fs::path(c->ckpt_) / "quickstart" / corrupted / "shard-0")) {
-      if (e.is_regular_file() && e.file_size() > largest) largest = e.file_size(), victim = e.path();
+    for (const auto& e : fs::recursive_directory_iterator(fs::path(c->ckpt_) / "quickstart" /
+                                                          corrupted / "shard-0")) {
+      if (e.is_regular_file() && e.file_size() > largest)
+        largest = e.file_size(), victim = e.path();
     }
     ASSERT_GT(largest, 0u);
     std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
@@ -217,8 +218,8 @@ TEST_F(RecoveryTest, ACheckpointOnTwoShardsRestoresOntoThreeAndOntoOne) {
     ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(shards));
     for (int i = 0; i < shards; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
     for (int r = 0; r < kWorkers; ++r) {
-      ASSERT_NO_FATAL_FAILURE(c->StartWorker(
-          r, {absl::StrCat("--max_steps=", kSteps), "--resume_from=latest"}));
+      ASSERT_NO_FATAL_FAILURE(
+          c->StartWorker(r, {absl::StrCat("--max_steps=", kSteps), "--resume_from=latest"}));
     }
     ExpectSameModel(c->Finish());
   }

@@ -49,12 +49,9 @@ class ServingTrainingTest : public JobClusterTest {
 
   std::unique_ptr<Process> StartServing(Cluster& c, const std::string& name,
                                         const std::vector<std::string>& extra = {}) {
-    return ember::StartServing(c.address_, c.ckpt_, c.dir_ + "/" + name, /*persist_ms=*/200,
-                               extra);
+    return ember::StartServing(c.address_, c.ckpt_, c.dir_ + "/" + name, /*persist_ms=*/200, extra);
   }
-  static std::unique_ptr<v1::ServingService::Stub> Stub(const Process& p) {
-    return ServingStub(p);
-  }
+  static std::unique_ptr<v1::ServingService::Stub> Stub(const Process& p) { return ServingStub(p); }
   static v1::ServingStatus Status(v1::ServingService::Stub& stub) { return ServingStatusOf(stub); }
 
   static std::unique_ptr<v1::PsService::Stub> ShardStub(const Cluster& c, int shard) {

@@ -68,9 +68,9 @@ TEST_F(SkewTrainingTest, ReplicatedHotKeysLeaveTheBspModelBitwiseIdentical) {
   std::unique_ptr<Cluster> c = NewCluster("replicated");
   // Every shard holds a replica of every hot key; a small share threshold and fast
   // publication make the hot set non-trivial within the first steps.
-  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(
-      3, {"--hot_replicas=2", "--hot_keys_per_table=64", "--hot_min_share=0.0005",
-          "--hot_publish_interval_ms=200"}));
+  ASSERT_NO_FATAL_FAILURE(
+      c->StartCoordinator(3, {"--hot_replicas=2", "--hot_keys_per_table=64",
+                              "--hot_min_share=0.0005", "--hot_publish_interval_ms=200"}));
   for (int i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
   for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, Flags()));
   const std::string result = c->Finish();

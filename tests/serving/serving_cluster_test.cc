@@ -8,10 +8,10 @@
 
 #include <atomic>
 #include <cstring>
-#include <thread>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -36,9 +36,7 @@ class ServingTest : public EmberctlTest {
     return ember::StartServing(address_, dir_ + "/checkpoints", dir_ + "/" + name,
                                /*persist_ms=*/100, extra);
   }
-  static std::unique_ptr<v1::ServingService::Stub> Stub(const Process& p) {
-    return ServingStub(p);
-  }
+  static std::unique_ptr<v1::ServingService::Stub> Stub(const Process& p) { return ServingStub(p); }
   static v1::ServingStatus Status(v1::ServingService::Stub& stub) { return ServingStatusOf(stub); }
   static TableDigests Digests(v1::ServingService::Stub& stub) { return ServingDigests(stub); }
 
@@ -294,8 +292,8 @@ TEST_F(ServingTest, MetricsShowPerShardLagAndProgress) {
   int metrics_port = 0;
   const std::string& address = (*serving)->ready_text();
   ASSERT_TRUE(absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &metrics_port)) << address;
-  auto stub = v1::ServingService::NewStub(grpc::CreateChannel(
-      absl::StrCat("127.0.0.1:", *port), grpc::InsecureChannelCredentials()));
+  auto stub = v1::ServingService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", *port), grpc::InsecureChannelCredentials()));
   ASSERT_TRUE(Eventually([&] { return CaughtUp(*stub); }));
   v1::LookupResponse response;
   ASSERT_TRUE(Lookup(*stub, "item", {7919}, &response).ok());

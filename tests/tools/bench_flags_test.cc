@@ -51,10 +51,9 @@ TEST(BenchFlagsTest, BadArgumentsExitTwoNamingThem) {
       {"training --train_examples=10", "--train_examples must be in [10000, 2^32], not 10"},
       {"storage --seed=x", "--seed: bad number 'x'"},
   };
-  ExpectUsageErrors(EMBER_BENCH_BINARY, cases,
-                    UsageErrorChecks()
-                        .FirstLinePrefix("ember-bench: ")
-                        .HintOnly("see 'ember-bench --help'"));
+  ExpectUsageErrors(
+      EMBER_BENCH_BINARY, cases,
+      UsageErrorChecks().FirstLinePrefix("ember-bench: ").HintOnly("see 'ember-bench --help'"));
 }
 
 }  // namespace

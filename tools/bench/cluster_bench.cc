@@ -41,13 +41,13 @@
 #include "common/slot_map.h"
 #include "common/status_macros.h"
 #include "ember/v1/table.pb.h"
-#include "tools/harness/process.h"
 #include "tools/bench/bench_runner.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/redis_client.h"
 #include "tools/bench/storage_fixtures.h"
 #include "tools/bench/suite.h"
+#include "tools/harness/process.h"
 
 namespace ember::bench::cluster {
 namespace {

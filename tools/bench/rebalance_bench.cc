@@ -96,12 +96,12 @@
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "tools/harness/process.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/storage_fixtures.h"
 #include "tools/bench/suite.h"
 #include "tools/bench/zipf.h"
+#include "tools/harness/process.h"
 
 namespace ember::bench {
 namespace {
@@ -600,16 +600,15 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   drain_request.set_by(v1::PlanRebalanceRequest::SLOTS);
   drain_request.add_drain(2);
   v1::PlanRebalanceResponse drain_plan;
-  EMBER_RETURN_IF_ERROR(Call(*cluster.admin, &v1::AdminService::Stub::PlanRebalance,
-                             drain_request, &drain_plan, true));
+  EMBER_RETURN_IF_ERROR(Call(*cluster.admin, &v1::AdminService::Stub::PlanRebalance, drain_request,
+                             &drain_plan, true));
   v1::MigrationSpec drain = drain_plan.spec();
   drain.set_bytes_per_sec(kThrottleBytesPerSec);
   drain.set_reason("ember-bench rebalance: drain shard 2, throttled");
   double throttled_begin = 0;
   double throttled_end = 0;
-  EMBER_ASSIGN_OR_RETURN(
-      const v1::Migration throttled,
-      MigrateUnderLoad(cluster, *load, drain, &throttled_begin, &throttled_end));
+  EMBER_ASSIGN_OR_RETURN(const v1::Migration throttled,
+                         MigrateUnderLoad(cluster, *load, drain, &throttled_begin, &throttled_end));
   load->Stop();
 
   // Figures of the move and the load.
@@ -696,8 +695,8 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   std::vector<uint64_t> per_shard;
   for (const auto& d : train_after) per_shard.push_back(d.rows);
   if (per_shard.size() > 2 && per_shard[2] != 0) {
-    return absl::DataLossError(absl::StrCat("drained shard 2 still holds ", per_shard[2],
-                                            " rows of ", kTrain));
+    return absl::DataLossError(
+        absl::StrCat("drained shard 2 still holds ", per_shard[2], " rows of ", kTrain));
   }
   // Over the shards that own slots (the drained one holds nothing).
   const size_t holders = static_cast<size_t>(

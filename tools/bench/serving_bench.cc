@@ -65,12 +65,12 @@
 #include "ember/v1/serving.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
-#include "tools/harness/process.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/storage_fixtures.h"
 #include "tools/bench/suite.h"
 #include "tools/bench/zipf.h"
+#include "tools/harness/process.h"
 
 namespace ember::bench {
 namespace {

@@ -44,21 +44,21 @@
 #include "common/hot_set.h"
 #include "common/ps_client.h"
 #include "common/status_macros.h"
-#include "tools/harness/result_json.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/skew_cluster.h"
 #include "tools/bench/suite.h"
 #include "tools/bench/svg_chart.h"
 #include "tools/bench/zipf.h"
+#include "tools/harness/result_json.h"
 
 namespace ember::bench {
 namespace {
 
 constexpr int kShards = 4;
-constexpr int kLookupKeys = 16;          // keys per lookup (one example)
+constexpr int kLookupKeys = 16;  // keys per lookup (one example)
 constexpr uint64_t kLookupIds = 1'000'000;
 constexpr int kLookupThreads = 2;
-constexpr int kPushEvery = 8;            // one push per this many lookups
+constexpr int kPushEvery = 8;  // one push per this many lookups
 constexpr uint32_t kDim = 16;
 constexpr double kZipfs[] = {0.9, 1.1, 1.3};
 // Hot-key settings of every run (the plain runs publish a hot set too, unreplicated,
@@ -211,11 +211,10 @@ absl::StatusOr<LookupRun> RunLookupLoad(const std::string& bin, const std::strin
   run.replica_share = pulled + replica > 0 ? static_cast<double>(replica) / (pulled + replica) : 0;
   Say(absl::StrFormat("lookup zipf %.1f %s: load max/mean %.3f, %.0f keys/s, %.1f%% from replicas",
                       zipf_s,
-                      !replicated         ? "plain"
+                      !replicated       ? "plain"
                       : refresh_ms == 0 ? "replicated (sync)"
                                         : "replicated (periodic)",
-                      run.max_over_mean,
-                      run.keys_per_sec, 100 * run.replica_share));
+                      run.max_over_mean, run.keys_per_sec, 100 * run.replica_share));
   return run;
 }
 
@@ -224,7 +223,7 @@ absl::StatusOr<LookupRun> RunLookupLoad(const std::string& bin, const std::strin
 struct TrainRun {
   std::string result;  // result.json
   double load_max_over_mean = 0;
-  double replica_share = 0;  // of pulled keys, answered by replicas
+  double replica_share = 0;              // of pulled keys, answered by replicas
   std::map<std::string, uint64_t> rows;  // stored rows per table
 };
 
@@ -254,10 +253,9 @@ absl::StatusOr<std::string> Dataset(const std::string& bin, const std::string& s
                                            options.train_examples, options.seed, zipf_s);
   if (!std::filesystem::exists(data + "/oracle.json")) {
     Say("generating " + data);
-    EMBER_RETURN_IF_ERROR(RunCommand(absl::StrCat(bin, "/ember-datagen --out=", data,
-                                                  " --train_examples=", options.train_examples,
-                                                  " --seed=", options.seed, " --zipf=", zipf_s,
-                                                  " > /dev/null")));
+    EMBER_RETURN_IF_ERROR(RunCommand(absl::StrCat(
+        bin, "/ember-datagen --out=", data, " --train_examples=", options.train_examples,
+        " --seed=", options.seed, " --zipf=", zipf_s, " > /dev/null")));
   }
   return data;
 }
@@ -293,13 +291,13 @@ absl::StatusOr<Figures> RunSkewSuite(const BenchOptions& options) {
   bool load_met = true;
   for (double s : kZipfs) {
     const std::string z = ZipfName(s);
-    EMBER_ASSIGN_OR_RETURN(LookupRun plain, RunLookupLoad(bin, scratch + "/lookup-plain", s,
-                                                          false, 0, options.seed));
+    EMBER_ASSIGN_OR_RETURN(
+        LookupRun plain, RunLookupLoad(bin, scratch + "/lookup-plain", s, false, 0, options.seed));
     EMBER_ASSIGN_OR_RETURN(LookupRun repl, RunLookupLoad(bin, scratch + "/lookup-replicated", s,
                                                          true, 0, options.seed));
     // Periodic refresh (100 ms): pushes do not wait for the copies.
-    EMBER_ASSIGN_OR_RETURN(LookupRun periodic, RunLookupLoad(bin, scratch + "/lookup-periodic",
-                                                             s, true, 100, options.seed));
+    EMBER_ASSIGN_OR_RETURN(LookupRun periodic, RunLookupLoad(bin, scratch + "/lookup-periodic", s,
+                                                             true, 100, options.seed));
     figures.AddNumber(absl::StrCat("lookup_", z, "_load_max_over_mean_periodic"),
                       periodic.max_over_mean);
     figures.AddNumber(absl::StrCat("lookup_", z, "_keys_per_sec_periodic"), periodic.keys_per_sec);
@@ -319,9 +317,9 @@ absl::StatusOr<Figures> RunSkewSuite(const BenchOptions& options) {
       figures.AddNumber("load_max_over_mean_replicated", repl.max_over_mean);
     }
     for (int i = 0; i < kShards; ++i) {
-      load_chart.AddGroup(absl::StrFormat("%.1f: s%d", s, i),
-                          {plain.load_over_mean[i], repl.load_over_mean[i],
-                           periodic.load_over_mean[i]});
+      load_chart.AddGroup(
+          absl::StrFormat("%.1f: s%d", s, i),
+          {plain.load_over_mean[i], repl.load_over_mean[i], periodic.load_over_mean[i]});
     }
   }
   figures.AddBool("load_target_met", load_met);
@@ -351,9 +349,8 @@ absl::StatusOr<Figures> RunSkewSuite(const BenchOptions& options) {
     figures.AddNumber(absl::StrCat("train_", z, "_examples_per_sec_plain"), eps_plain);
     figures.AddNumber(absl::StrCat("train_", z, "_load_max_over_mean_plain"),
                       plain.load_max_over_mean);
-    for (const auto& [name, run] :
-         {std::pair<std::string, const TrainRun*>{"replicated", &repl},
-          std::pair<std::string, const TrainRun*>{"forced", &forced}}) {
+    for (const auto& [name, run] : {std::pair<std::string, const TrainRun*>{"replicated", &repl},
+                                    std::pair<std::string, const TrainRun*>{"forced", &forced}}) {
       const double auc = JsonNumber(run->result, "test_auc");
       const double eps = JsonNumber(run->result, "examples_per_sec");
       const std::string p = absl::StrCat("train_", z, "_");
@@ -368,7 +365,8 @@ absl::StatusOr<Figures> RunSkewSuite(const BenchOptions& options) {
                       !JsonString(plain.result, "model_checksum").empty() &&
                           JsonString(plain.result, "model_checksum") ==
                               JsonString(run->result, "model_checksum"));
-      Say(absl::StrFormat("train zipf %.1f %s: AUC %.4f -> %.4f, %.0f -> %.0f examples/s, load "
+      Say(
+          absl::StrFormat("train zipf %.1f %s: AUC %.4f -> %.4f, %.0f -> %.0f examples/s, load "
                           "max/mean %.3f -> %.3f, %.1f%% of pulled keys from replicas",
                           s, name, auc_plain, auc, eps_plain, eps, plain.load_max_over_mean,
                           run->load_max_over_mean, 100 * run->replica_share));
@@ -393,23 +391,25 @@ absl::StatusOr<Figures> RunSkewSuite(const BenchOptions& options) {
   };
   const std::vector<Variant> variants = {
       {"plain", base, {}},
-      {"freq_lr", absl::StrReplaceAll(base, {{adagrad, "initial_accumulator: 0.000001 "
-                                                       "freq_power: 0.5 }"}}),
+      {"freq_lr",
+       absl::StrReplaceAll(base, {{adagrad,
+                                   "initial_accumulator: 0.000001 "
+                                   "freq_power: 0.5 }"}}),
        {}},
       // configs/quickstart.pbtxt names the cold features (user_id, item_id), all off.
       {"loss_weight", base, {"--cold_loss_weight=2"}},
       {"resample", base, {"--cold_resample_fraction=0.1"}},
       {"admission",
-       absl::StrReplaceAll(base, {{R"(name: "user" dim: 16)",
-                                   R"(name: "user" dim: 16 admission { min_count: 2 })"},
-                                  {R"(name: "item" dim: 16)",
-                                   R"(name: "item" dim: 16 admission { min_count: 2 })"}}),
+       absl::StrReplaceAll(
+           base,
+           {{R"(name: "user" dim: 16)", R"(name: "user" dim: 16 admission { min_count: 2 })"},
+            {R"(name: "item" dim: 16)", R"(name: "item" dim: 16 admission { min_count: 2 })"}}),
        {}},
       {"eviction",
-       absl::StrReplaceAll(base, {{R"(name: "user" dim: 16)",
-                                   R"(name: "user" dim: 16 eviction { ttl_steps: 200 })"},
-                                  {R"(name: "item" dim: 16)",
-                                   R"(name: "item" dim: 16 eviction { ttl_steps: 200 })"}}),
+       absl::StrReplaceAll(
+           base,
+           {{R"(name: "user" dim: 16)", R"(name: "user" dim: 16 eviction { ttl_steps: 200 })"},
+            {R"(name: "item" dim: 16)", R"(name: "item" dim: 16 eviction { ttl_steps: 200 })"}}),
        {"--checkpoint_every_steps=100"}},
   };
   GroupedBarChart auc_chart("Test AUC by frequency bucket (Zipf 1.1, 2 workers, 2 shards)",
@@ -422,8 +422,8 @@ absl::StatusOr<Figures> RunSkewSuite(const BenchOptions& options) {
   double plain_auc = 0, plain_cold = 0, plain_cold_users = 0;
   for (const Variant& v : variants) {
     const std::string config = WriteConfig(scratch, "cold-" + v.name, v.config);
-    EMBER_ASSIGN_OR_RETURN(TrainRun run, RunTraining(bin, scratch + "/cold", 2, {}, config, data,
-                                                     v.flags));
+    EMBER_ASSIGN_OR_RETURN(TrainRun run,
+                           RunTraining(bin, scratch + "/cold", 2, {}, config, data, v.flags));
     const std::string& r = run.result;
     const std::string p = absl::StrCat("cold_", v.name, "_");
     const double auc = JsonNumber(r, "test_auc");
@@ -461,7 +461,8 @@ absl::StatusOr<Figures> RunSkewSuite(const BenchOptions& options) {
                           before > 0 ? 1 - run.rows[table] / before : 0);
       }
     }
-    Say(absl::StrFormat("cold %s: AUC %.4f (hot %.4f warm %.4f cold %.4f cold users %.4f), "
+    Say(
+        absl::StrFormat("cold %s: AUC %.4f (hot %.4f warm %.4f cold %.4f cold users %.4f), "
                         "%d stored rows",
                         v.name, auc, JsonNumber(r, "auc_hot"), JsonNumber(r, "auc_warm"),
                         JsonNumber(r, "auc_cold"), JsonNumber(r, "auc_cold_users"), total_rows));

@@ -22,8 +22,7 @@ namespace {
 constexpr absl::Duration kStartTimeout = absl::Seconds(60);
 
 std::unique_ptr<v1::PsService::Stub> StubOf(const std::string& address) {
-  return v1::PsService::NewStub(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  return v1::PsService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
 }
 
 std::vector<uint64_t> Served(const std::vector<ShardLoad>& before,
@@ -75,9 +74,9 @@ absl::Status SkewCluster::Start(int shards, const std::vector<std::string>& coor
                                         absl::StrCat("--shard_id=", i), "--heartbeat_ms=200",
                                         absl::StrCat("--coordinator=", coordinator_address_)};
     ps_args.insert(ps_args.end(), shard_flags.begin(), shard_flags.end());
-    EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Process> ps,
-                           Process::Start(bin_ + "/ember-ps", ps_args, "listening on ",
-                                          kStartTimeout));
+    EMBER_ASSIGN_OR_RETURN(
+        std::unique_ptr<Process> ps,
+        Process::Start(bin_ + "/ember-ps", ps_args, "listening on ", kStartTimeout));
     shards_.push_back(std::move(ps));
   }
   return absl::OkStatus();
@@ -89,12 +88,15 @@ absl::StatusOr<std::string> SkewCluster::Train(const std::string& config, const 
   const std::string run_dir = absl::StrCat(dir_, "/job-", ++jobs_);
   std::vector<std::unique_ptr<Process>> running;
   for (int r = 0; r < workers; ++r) {
-    std::vector<std::string> args = {
-        absl::StrCat("--config=", config), absl::StrCat("--train=", data, "/train"),
-        absl::StrCat("--test=", data, "/test"),
-        absl::StrCat("--coordinator=", coordinator_address_), absl::StrCat("--rank=", r),
-        absl::StrCat("--world_size=", workers), absl::StrCat("--run_dir=", run_dir),
-        absl::StrCat("--generation=", jobs_), "--eval_every_steps=0"};
+    std::vector<std::string> args = {absl::StrCat("--config=", config),
+                                     absl::StrCat("--train=", data, "/train"),
+                                     absl::StrCat("--test=", data, "/test"),
+                                     absl::StrCat("--coordinator=", coordinator_address_),
+                                     absl::StrCat("--rank=", r),
+                                     absl::StrCat("--world_size=", workers),
+                                     absl::StrCat("--run_dir=", run_dir),
+                                     absl::StrCat("--generation=", jobs_),
+                                     "--eval_every_steps=0"};
     args.insert(args.end(), worker_flags.begin(), worker_flags.end());
     EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Process> w,
                            Process::Start(bin_ + "/ember-worker", args, "worker ", kStartTimeout));
@@ -141,8 +143,8 @@ absl::StatusOr<std::map<std::string, uint64_t>> SkewCluster::RowsPerTable() cons
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
     v1::ChecksumResponse response;
-    EMBER_RETURN_IF_ERROR(FromGrpcStatus(
-        StubOf(shard->ready_text())->Checksum(&context, {}, &response), &context));
+    EMBER_RETURN_IF_ERROR(
+        FromGrpcStatus(StubOf(shard->ready_text())->Checksum(&context, {}, &response), &context));
     for (const auto& t : response.tables()) rows[t.table()] += t.rows();
   }
   return rows;

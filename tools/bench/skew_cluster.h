@@ -57,8 +57,8 @@ class SkewCluster {
 
   // Runs `workers` ember-worker processes of `config` on `data` (train/ and test/
   // under it) to the end; returns rank 0's result.json. INTERNAL if a worker fails.
-  absl::StatusOr<std::string> Train(const std::string& config, const std::string& data,
-                                    int workers, const std::vector<std::string>& worker_flags);
+  absl::StatusOr<std::string> Train(const std::string& config, const std::string& data, int workers,
+                                    const std::vector<std::string>& worker_flags);
 
   // Every shard's load counters, by ascending shard id.
   absl::StatusOr<std::vector<ShardLoad>> Load() const;

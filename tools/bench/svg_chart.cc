@@ -14,8 +14,8 @@
 namespace ember::bench {
 namespace {
 
-constexpr const char* kColors[] = {"#7f8c8d", "#2471a3", "#c0392b", "#27ae60", "#8e44ad",
-                                   "#d68910"};
+constexpr const char* kColors[] = {"#7f8c8d", "#2471a3", "#c0392b",
+                                   "#27ae60", "#8e44ad", "#d68910"};
 
 std::string Escape(const std::string& s) {
   return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}});
@@ -86,14 +86,16 @@ std::string GroupedBarChart::Svg() const {
                           Escape(groups_[g].label));
   }
   if (reference_.has_value()) {
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" "
-                          "stroke-dasharray=\"5,3\"/><text x=\"%.1f\" y=\"%.1f\" "
-                          "text-anchor=\"end\" fill=\"#c0392b\">%s</text>\n",
-                          left, left + plot_w, y_of(*reference_), y_of(*reference_),
-                          left + plot_w - 2, y_of(*reference_) - 3, Escape(reference_label_));
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" "
+        "stroke-dasharray=\"5,3\"/><text x=\"%.1f\" y=\"%.1f\" "
+        "text-anchor=\"end\" fill=\"#c0392b\">%s</text>\n",
+        left, left + plot_w, y_of(*reference_), y_of(*reference_), left + plot_w - 2,
+        y_of(*reference_) - 3, Escape(reference_label_));
   }
-  absl::StrAppendFormat(&svg, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
+  absl::StrAppendFormat(&svg,
+                        "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
                         left, left + plot_w, top + plot_h, top + plot_h);
   // Legend.
   double lx = left;

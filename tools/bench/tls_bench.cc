@@ -31,12 +31,12 @@
 #include "common/tls.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
-#include "tools/harness/process.h"
 #include "tools/bench/bench_runner.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/storage_fixtures.h"
 #include "tools/bench/suite.h"
+#include "tools/harness/process.h"
 
 namespace ember::bench::tls {
 namespace {

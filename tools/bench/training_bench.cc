@@ -28,9 +28,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "tools/harness/process.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/suite.h"
+#include "tools/harness/process.h"
 
 namespace ember::bench {
 namespace {

@@ -172,8 +172,7 @@ absl::StatusOr<v1::GetClusterMapResponse> AdminClient::GetClusterMap() {
 }
 
 absl::StatusOr<v1::GetHotSetResponse> AdminClient::GetHotSet() {
-  return Coordinator(&v1::CoordinatorService::Stub::GetHotSet, v1::GetHotSetRequest(),
-                     "GetHotSet");
+  return Coordinator(&v1::CoordinatorService::Stub::GetHotSet, v1::GetHotSetRequest(), "GetHotSet");
 }
 
 absl::StatusOr<v1::DescribeTableResponse> AdminClient::DescribeTable(const std::string& name) {

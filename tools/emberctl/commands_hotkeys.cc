@@ -68,10 +68,10 @@ absl::Status CoordinatorError(const Session& s, const absl::Status& status) {
       status.code() != absl::StatusCode::kDeadlineExceeded) {
     return status;
   }
-  return absl::Status(status.code(),
-                      absl::StrCat(status.message(), " (is ember-coordinator running at ",
-                                   s.options.coordinator,
-                                   "? pass --coordinator=HOST:PORT or set EMBER_COORDINATOR)"));
+  return absl::Status(
+      status.code(),
+      absl::StrCat(status.message(), " (is ember-coordinator running at ", s.options.coordinator,
+                   "? pass --coordinator=HOST:PORT or set EMBER_COORDINATOR)"));
 }
 
 absl::StatusOr<Report> Gather(Session& s, const HotKeysOptions& o) {
@@ -157,8 +157,9 @@ void PrintText(Session& s, const Report& r) {
   const v1::HotSet& h = r.hot_set;
   std::string out;
   if (h.version() == 0) {
-    out = "hot set: none published yet (published once shards are alive; the coordinator's "
-          "--hot_keys_per_table=0 disables hot keys)\n";
+    out =
+        "hot set: none published yet (published once shards are alive; the coordinator's "
+        "--hot_keys_per_table=0 disables hot keys)\n";
   } else {
     absl::StrAppend(&out, "hot set version ", h.version(), "  replicas ", h.replicas(),
                     h.replicas() == 0 ? " (replication off)" : "", "  refresh ", RefreshText(h),
@@ -171,8 +172,9 @@ void PrintText(Session& s, const Report& r) {
                     "\n");
     absl::StrAppend(&out, "cluster load: ", Fixed(h.total_rate(), 1), " keys/s\n");
     if (h.tables_size() == 0) {
-      out += "no hot keys: no key reached the coordinator's --hot_min_share of the cluster's "
-             "load\n";
+      out +=
+          "no hot keys: no key reached the coordinator's --hot_min_share of the cluster's "
+          "load\n";
     }
   }
   for (const TableRows& t : r.tables) {

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/slot_ranges.h"
 #include "common/status_macros.h"
 #include "tools/emberctl/cli.h"
 #include "tools/emberctl/migrate.h"
-#include "common/slot_ranges.h"
 
 namespace ember::ctl {
 namespace {

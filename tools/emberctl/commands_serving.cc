@@ -6,9 +6,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -86,7 +86,8 @@ void VersionJson(JsonWriter& j, const v1::ModelVersion& v) {
 }
 
 std::string VersionText(const v1::ModelVersion& v) {
-  if (v.checkpoint().empty()) return absl::StrCat("no dense tower yet, sparse step ", v.sparse_step());
+  if (v.checkpoint().empty())
+    return absl::StrCat("no dense tower yet, sparse step ", v.sparse_step());
   return absl::StrCat(v.checkpoint(), " (dense step ", v.dense_step(), ", sparse step ",
                       v.sparse_step(), v.pinned() ? ", pinned)" : ")");
 }
@@ -94,8 +95,7 @@ std::string VersionText(const v1::ModelVersion& v) {
 absl::Status Status(Session& s, const std::string& address) {
   ServingCall call(s, address);
   v1::ServingStatus status;
-  EMBER_RETURN_IF_ERROR(
-      call.Check(call.stub().GetServingStatus(call.context(), {}, &status)));
+  EMBER_RETURN_IF_ERROR(call.Check(call.stub().GetServingStatus(call.context(), {}, &status)));
   if (s.options.json) {
     JsonWriter j;
     j.BeginObject()
@@ -168,8 +168,7 @@ absl::Status Status(Session& s, const std::string& address) {
 absl::Status Versions(Session& s, const std::string& address) {
   ServingCall call(s, address);
   v1::ListModelVersionsResponse response;
-  EMBER_RETURN_IF_ERROR(
-      call.Check(call.stub().ListModelVersions(call.context(), {}, &response)));
+  EMBER_RETURN_IF_ERROR(call.Check(call.stub().ListModelVersions(call.context(), {}, &response)));
   if (s.options.json) {
     JsonWriter j;
     j.BeginObject().Key("current");
@@ -249,8 +248,8 @@ absl::Status Checksum(Session& s, const std::string& address, const std::string&
   }
   TextTable out({"TABLE", "ROWS", "DIGEST"});
   for (const auto& t : response.tables()) {
-    out.AddRow({t.table(), absl::StrCat(t.rows()),
-                absl::StrCat(absl::Hex(t.digest(), absl::kZeroPad16))});
+    out.AddRow(
+        {t.table(), absl::StrCat(t.rows()), absl::StrCat(absl::Hex(t.digest(), absl::kZeroPad16))});
   }
   *s.out << out.Render();
   return absl::OkStatus();
@@ -288,8 +287,7 @@ absl::Status Lookup(Session& s, const std::string& address, const std::string& t
     *s.out << "\n";
   }
   *s.out << "(" << response.unknown_ids() << " of " << ids.size()
-         << " ids without a stored row; model version " << VersionText(response.version())
-         << ")\n";
+         << " ids without a stored row; model version " << VersionText(response.version()) << ")\n";
   return absl::OkStatus();
 }
 

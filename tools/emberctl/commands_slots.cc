@@ -12,10 +12,10 @@
 #include "common/ps_client_cluster.h"
 #include "common/slot.h"
 #include "common/slot_map.h"
+#include "common/slot_ranges.h"
 #include "common/status_macros.h"
 #include "tools/emberctl/cli.h"
 #include "tools/emberctl/migrate.h"
-#include "common/slot_ranges.h"
 
 namespace ember::ctl {
 namespace {

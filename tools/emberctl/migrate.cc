@@ -9,8 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "common/status_macros.h"
 #include "common/slot_ranges.h"
+#include "common/status_macros.h"
 
 namespace ember::ctl {
 namespace {
@@ -336,8 +336,8 @@ absl::Status PlanAndRun(Session& s, const v1::PlanRebalanceRequest& request,
   // planning anew over a half-moved cluster.
   if (!flags.dry_run) {
     absl::StatusOr<v1::Migration> last = s.client->GetMigration("");
-    if (last.ok() && last->spec().reason() == reason &&
-        last->phase() != v1::Migration::DONE && last->phase() != v1::Migration::CANCELLED) {
+    if (last.ok() && last->spec().reason() == reason && last->phase() != v1::Migration::DONE &&
+        last->phase() != v1::Migration::CANCELLED) {
       *s.err << "[" << last->op_id() << "] resuming the unfinished " << reason << " ("
              << PhaseName(last->phase()) << ")" << std::endl;
       return StartAndReport(s, last->spec(), flags, extra);

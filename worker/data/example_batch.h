@@ -23,13 +23,13 @@ struct SparseColumn {
 };
 
 struct ExampleBatch {
-  int size = 0;                 // examples in the batch
-  std::vector<float> labels;    // [size], 0 or 1
-  std::vector<float> weights;   // [size], 1 unless the data has a WEIGHT column
+  int size = 0;                // examples in the batch
+  std::vector<float> labels;   // [size], 0 or 1
+  std::vector<float> weights;  // [size], 1 unless the data has a WEIGHT column
   int num_dense = 0;
-  std::vector<float> dense;     // [size x num_dense], row-major, transformed
-  std::vector<SparseColumn> sparse;           // one per ModelConfig.features entry
-  std::vector<std::vector<float>> eval;       // one per EVAL column, each [size]
+  std::vector<float> dense;              // [size x num_dense], row-major, transformed
+  std::vector<SparseColumn> sparse;      // one per ModelConfig.features entry
+  std::vector<std::vector<float>> eval;  // one per EVAL column, each [size]
 
   // Empties every column, keeping capacity; sets the column counts.
   void Reset(int num_dense_columns, int num_sparse_features, int num_eval_columns) {

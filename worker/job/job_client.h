@@ -46,8 +46,7 @@ class JobClient {
   absl::Status Finish(const v1::FinishJobRequest& request, absl::Duration timeout);
 
  private:
-  explicit JobClient(std::unique_ptr<v1::CoordinatorService::Stub> stub)
-      : stub_(std::move(stub)) {}
+  explicit JobClient(std::unique_ptr<v1::CoordinatorService::Stub> stub) : stub_(std::move(stub)) {}
 
   const std::unique_ptr<v1::CoordinatorService::Stub> stub_;
 };

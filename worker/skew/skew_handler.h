@@ -43,10 +43,10 @@
 #include "common/ps_client.h"
 #include "ember/v1/checkpoint.pb.h"
 #include "ember/v1/model.pb.h"
-#include "worker/training/batch_pipeline.h"
 #include "worker/skew/frequency_tracker.h"
 #include "worker/skew/hot_row_cache.h"
 #include "worker/skew/replay_buffer.h"
+#include "worker/training/batch_pipeline.h"
 #include "worker/training/sparse_features.h"
 
 namespace ember::worker {

@@ -27,8 +27,8 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"

@@ -129,10 +129,11 @@ TEST(HotSetPublisherTest, HotKeysStayHotDownToHalfTheShare) {
 
 TEST(HotSetPublisherTest, CutsAtKeysPerTableByRateThenId) {
   HotSetPublisher p(Options(/*keys_per_table=*/3));
-  p.Report(0, 0,
-           Report(1000, {{"item", 5, 50}, {"item", 4, 80}, {"item", 7, 50}, {"item", 6, 50},
-                         {"user", 1, 30}}),
-           0);
+  p.Report(
+      0, 0,
+      Report(1000,
+             {{"item", 5, 50}, {"item", 4, 80}, {"item", 7, 50}, {"item", 6, 50}, {"user", 1, 30}}),
+      0);
   ASSERT_TRUE(p.Compute({Shard(0)}));
   const v1::HotSet set = p.Get(0);
   EXPECT_THAT(Ids(set, "item"), ElementsAre(4, 5, 6));  // descending rate, ties by id
@@ -265,8 +266,7 @@ TEST(HotSetPublisherTest, ValidatesOptions) {
   o.max_staleness_ms = 100;
   EXPECT_THAT(std::string(ValidateHotSetOptions(o).message()), HasSubstr("--hot_refresh_ms"));
   o.refresh_interval_ms = 200;
-  EXPECT_THAT(std::string(ValidateHotSetOptions(o).message()),
-              HasSubstr("below --hot_refresh_ms"));
+  EXPECT_THAT(std::string(ValidateHotSetOptions(o).message()), HasSubstr("below --hot_refresh_ms"));
   o.max_staleness_ms = 800;
   EXPECT_TRUE(ValidateHotSetOptions(o).ok());
   o = HotSetOptions();

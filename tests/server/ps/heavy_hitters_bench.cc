@@ -18,8 +18,8 @@
 
 #include "absl/time/clock.h"
 #include "benchmark/benchmark.h"
-#include "server/store/embedding_store.h"
 #include "server/ps/heavy_hitters.h"
+#include "server/store/embedding_store.h"
 #include "server/store/in_memory_backend.h"
 
 namespace ember {

@@ -19,9 +19,9 @@
 #include "common/slot_map.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "server/ps/ps_service.h"
 #include "server/store/embedding_store.h"
 #include "server/store/in_memory_backend.h"
-#include "server/ps/ps_service.h"
 
 namespace ember {
 namespace {

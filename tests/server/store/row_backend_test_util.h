@@ -27,8 +27,8 @@
 #include "rocksdb/io_status.h"
 #include "server/store/fault_injection_fs.h"
 #include "server/store/in_memory_backend.h"
-#include "server/store/rocksdb_backend.h"
 #include "server/store/internal/rocksdb_status.h"
+#include "server/store/rocksdb_backend.h"
 #include "server/store/row_backend.h"
 #include "server/store/row_layout.h"
 

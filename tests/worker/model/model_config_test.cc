@@ -445,16 +445,12 @@ TEST(ModelConfigTest, SkewDefaultsOnlyWhenTheSectionIsThere) {
 }
 
 TEST(ModelConfigTest, SkewOptionsOnAreAccepted) {
-  const absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(WithSkew(R"pb(
-                                                                   skew {
-                                                                     cold_features: "u"
-                                                                     cold_loss_weight: 2
-                                                                     cold_resample_fraction: 1
-                                                                     hot_cache_steps: 3
-                                                                   }
-                                                                   training { consistency: ASP }
-                                                                 )pb"),
-                                                                 "x");
+  const absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(
+      WithSkew(R"pb(
+        skew { cold_features: "u" cold_loss_weight: 2 cold_resample_fraction: 1 hot_cache_steps: 3 }
+        training { consistency: ASP }
+      )pb"),
+      "x");
   EXPECT_TRUE(c.ok()) << c.status();
 }
 
@@ -512,9 +508,7 @@ INSTANTIATE_TEST_SUITE_P(
                 [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_replay_capacity(1 << 21); },
                 "skew.cold_replay_capacity: 2097152 is above 1048576"},
         BadCase{"tracked ids too many",
-                [](v1::ModelConfig* c) {
-                  c->mutable_skew()->set_cold_max_tracked_ids(2000000000);
-                },
+                [](v1::ModelConfig* c) { c->mutable_skew()->set_cold_max_tracked_ids(2000000000); },
                 "skew.cold_max_tracked_ids: 2000000000 is out of range"},
         BadCase{"hot cache with BSP",
                 [](v1::ModelConfig* c) { c->mutable_skew()->set_hot_cache_steps(2); },

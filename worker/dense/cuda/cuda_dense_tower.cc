@@ -19,9 +19,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "worker/dense/cuda/cuda_backend.h"
 #include "worker/cuda/cuda_libraries.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/dense/cuda/cuda_backend.h"
 #include "worker/dense/cuda/device_buffer.h"
 #include "worker/dense/cuda/kernels.h"
 #include "worker/dense/layers.h"

@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
-#include "worker/dense/cuda/cuda_backend.h"
 #include "worker/cuda/cuda_status.h"
+#include "worker/dense/cuda/cuda_backend.h"
 
 namespace ember::worker::cuda_internal {
 
