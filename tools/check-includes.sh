@@ -8,7 +8,7 @@
 #   - nothing outside server/store/ (and its tests) includes server/store/internal/;
 #   - nothing outside worker/dense/ includes worker/dense/cuda/;
 #   - nothing outside tests/ includes tests/;
-#   - no file cites a path outside the repository (../shared/).
+#   - no file cites a path outside the repository (the team folder beside it).
 #
 #   tools/check-includes.sh
 set -euo pipefail
