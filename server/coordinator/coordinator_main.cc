@@ -50,13 +50,9 @@ struct CoordinatorMainOptions {
   CoordinatorOptions state;
   JobManagerOptions jobs;
   SlotMigratorOptions migration;
-  std::string host = "127.0.0.1";
-  uint32_t port = 0;
+  ServerFlags server;
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
-  int64_t shutdown_grace_ms = 5000;
-  int32_t metrics_port = -1;  // -1: no metrics server
-  std::string metrics_host;   // empty: `host`
   HotSetOptions hot_set;
 };
 
@@ -67,8 +63,7 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
       "CoordinatorService and AdminService on one port.");
   flags.String("data_dir", &o.state.data_dir, "DIR", "RocksDB directory of the coordinator")
       .Required();
-  flags.String("host", &o.host, "ADDR", "address to bind");
-  flags.Number("port", &o.port, "N", "port to bind; 0 picks a free one").Max(65535);
+  DeclareListenFlags(flags, &o.server);
   flags
       .Number("expected_shards", &o.state.expected_shards, "N",
               "shards that must register before slots are assigned")
@@ -97,17 +92,7 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
               "a slot migration retries shards that do not answer this long before it stops "
               "as FAILED")
       .Min(0);
-  flags
-      .Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
-              "time calls in flight get at shutdown")
-      .Min(0);
-  flags
-      .Number("metrics_port", &o.metrics_port, "N",
-              "serve Prometheus metrics at /metrics on this port; 0 picks a free one, -1 "
-              "disables")
-      .Range(-1, 65535);
-  flags.String("metrics_host", &o.metrics_host, "ADDR", "address the metrics server binds")
-      .DefaultText("--host");
+  DeclareMetricsAndShutdownFlags(flags, &o.server);
 
   flags.Section("Hot keys (hotkeys.proto; soft state, recomputed from the shards' heartbeats):");
   HotSetOptions& h = o.hot_set;
@@ -160,7 +145,7 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
 
 // The checks of flags together, after parsing.
 absl::Status FinishFlags(CoordinatorMainOptions& o) {
-  if (o.metrics_host.empty()) o.metrics_host = o.host;
+  FinishServerFlags(&o.server);
   EMBER_RETURN_IF_ERROR(ValidateHotSetOptions(o.hot_set));
   EMBER_ASSIGN_OR_RETURN(
       o.admin,
@@ -200,8 +185,9 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   std::unique_ptr<MetricsServer> metrics_server;
   std::shared_ptr<prometheus::Collectable> hot_set_metrics;
   std::shared_ptr<prometheus::Collectable> cluster_metrics;
-  if (o.metrics_port >= 0) {
-    EMBER_ASSIGN_OR_RETURN(metrics_server, MetricsServer::Start(o.metrics_host, o.metrics_port));
+  if (o.server.metrics_port >= 0) {
+    EMBER_ASSIGN_OR_RETURN(metrics_server,
+                           MetricsServer::Start(o.server.metrics_host, o.server.metrics_port));
     hot_set_metrics = hot_set.MetricsCollector();
     metrics_server->Register(hot_set_metrics);
     cluster_metrics = std::make_shared<CoordinatorCollector>(state.get());
@@ -209,14 +195,14 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   }
 
   ServeOptions serve;
-  serve.host = o.host;
-  serve.port = o.port;
+  serve.host = o.server.host;
+  serve.port = o.server.port;
   serve.credentials = tls.Server();
   serve.services = {&service, &admin};
   serve.health_service = v1::CoordinatorService::service_full_name();
   serve.health_port = o.security.health_port;
   serve.metrics = metrics_server.get();
-  serve.shutdown_grace = absl::Milliseconds(o.shutdown_grace_ms);
+  serve.shutdown_grace = absl::Milliseconds(o.server.shutdown_grace_ms);
   ServeHooks hooks;
   SlotMap map;
   hooks.started = [&](int) -> absl::Status {
@@ -226,7 +212,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     return hot_set.Start([&state] { return state->Shards(); });
   };
   hooks.ready = [&](int port) {
-    EMBER_LOG(INFO) << "serving " << o.state.data_dir << " on " << o.host << ":" << port
+    EMBER_LOG(INFO) << "serving " << o.state.data_dir << " on " << o.server.host << ":" << port
                     << " (epoch " << map.epoch() << ", expecting " << o.state.expected_shards
                     << " shards, " << (tls.enabled() ? "mutual TLS" : "plaintext") << ", admin "
                     << (!o.admin.enabled()

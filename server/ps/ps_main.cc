@@ -64,8 +64,7 @@ namespace {
 
 struct PsMainOptions {
   std::string data_dir;
-  std::string host = "127.0.0.1";
-  uint32_t port = 0;
+  ServerFlags server;
   uint32_t shard_id = 0;
   uint32_t num_shards = 1;
   std::string coordinator;
@@ -78,9 +77,6 @@ struct PsMainOptions {
   int64_t max_message_mb = 256;
   uint32_t max_batch_keys = StoreOptions().max_batch_keys;
   uint64_t change_log_entries = StoreOptions().change_log_capacity;
-  int64_t shutdown_grace_ms = 5000;
-  int32_t metrics_port = -1;  // -1: no metrics server
-  std::string metrics_host;   // empty: `host`
   int crash_after_checkpoints = 0;
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
@@ -111,8 +107,7 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
   flags.Synopsis("--data_dir=DIR [--flag=value ...]");
   flags.Description("One PS shard serving PsService over gRPC.");
   flags.String("data_dir", &o.data_dir, "DIR", "RocksDB directory of this shard").Required();
-  flags.String("host", &o.host, "ADDR", "address to bind");
-  flags.Number("port", &o.port, "N", "port to bind; 0 picks a free one").Max(65535);
+  DeclareListenFlags(flags, &o.server);
   flags.Number("shard_id", &o.shard_id, "N",
                "this shard's id; below --num_shards without a "
                "coordinator");
@@ -154,17 +149,7 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
               "change-log entries kept in memory (32 bytes each): how far back WatchUpdates, "
               "ExportChanges and delta checkpoints reach")
       .Range(1, uint64_t{1} << 30);
-  flags
-      .Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
-              "time calls in flight get at shutdown")
-      .Min(0);
-  flags
-      .Number("metrics_port", &o.metrics_port, "N",
-              "serve Prometheus metrics at /metrics on this port; 0 picks a free one, -1 "
-              "disables")
-      .Range(-1, 65535);
-  flags.String("metrics_host", &o.metrics_host, "ADDR", "address the metrics server binds")
-      .DefaultText("--host");
+  DeclareMetricsAndShutdownFlags(flags, &o.server);
 
   flags.Section("Hot keys (proto/ember/v1/hotkeys.proto):");
   HeavyHittersOptions& hh = o.hot_keys.heavy_hitters;
@@ -235,7 +220,7 @@ absl::Status FinishFlags(PsMainOptions& o) {
   if (o.coordinator.empty() && o.shard_id >= o.num_shards) {
     return absl::InvalidArgumentError("--shard_id must be < --num_shards");
   }
-  if (o.metrics_host.empty()) o.metrics_host = o.host;
+  FinishServerFlags(&o.server);
   o.hot_keys.shard_info_top_n = o.heavy_hitters_report;
   o.hot_keys.owner.sender.max_message_bytes = static_cast<int>(o.max_message_mb << 20);
   EMBER_ASSIGN_OR_RETURN(
@@ -314,7 +299,7 @@ absl::Status Run(const PsMainOptions& o) {
 
   // Metrics, when enabled. The registry and PsMetrics outlive the service; the metrics
   // server (and with it every scrape) is declared after the service, so it ends first.
-  const bool metrics_enabled = o.metrics_port >= 0;
+  const bool metrics_enabled = o.server.metrics_port >= 0;
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<PsMetrics> metrics;
   if (metrics_enabled) metrics = std::make_unique<PsMetrics>(*registry);
@@ -340,14 +325,15 @@ absl::Status Run(const PsMainOptions& o) {
     // The service hands the collector its current store: a restore replaces it.
     collector = std::make_shared<PsStoreCollector>(
         [&service](const PsStoreCollector::Visitor& visit) { service.WithStore(visit); });
-    EMBER_ASSIGN_OR_RETURN(metrics_server, MetricsServer::Start(o.metrics_host, o.metrics_port));
+    EMBER_ASSIGN_OR_RETURN(metrics_server,
+                           MetricsServer::Start(o.server.metrics_host, o.server.metrics_port));
     metrics_server->Register(registry);
     metrics_server->Register(collector);
   }
 
   ServeOptions serve;
-  serve.host = o.host;
-  serve.port = o.port;
+  serve.host = o.server.host;
+  serve.port = o.server.port;
   serve.credentials = tls.Server();
   serve.services = {&service};
   serve.health_service = v1::PsService::service_full_name();
@@ -355,7 +341,7 @@ absl::Status Run(const PsMainOptions& o) {
   serve.max_receive_message_bytes = static_cast<int>(o.max_message_mb << 20);
   serve.max_send_message_bytes = static_cast<int>(o.max_message_mb << 20);
   serve.metrics = metrics_server.get();
-  serve.shutdown_grace = absl::Milliseconds(o.shutdown_grace_ms);
+  serve.shutdown_grace = absl::Milliseconds(o.server.shutdown_grace_ms);
   std::unique_ptr<ShardAgent> agent;
   std::unique_ptr<DiskFaultWindow> disk_faults;
   ServeHooks hooks;
@@ -365,7 +351,7 @@ absl::Status Run(const PsMainOptions& o) {
     agent_options.coordinator_address = o.coordinator;
     agent_options.shard_id = o.shard_id;
     agent_options.advertised_address =
-        o.advertise_address.empty() ? absl::StrCat(o.host, ":", port) : o.advertise_address;
+        o.advertise_address.empty() ? absl::StrCat(o.server.host, ":", port) : o.advertise_address;
     agent_options.heartbeat_interval = absl::Milliseconds(o.heartbeat_ms);
     agent_options.incarnation = service.incarnation();
     agent_options.channel_credentials = tls.Channel();
@@ -401,7 +387,7 @@ absl::Status Run(const PsMainOptions& o) {
                     << (o.coordinator.empty()
                             ? absl::StrCat(" of ", o.num_shards, " (static slot map)")
                             : absl::StrCat(" (coordinator ", o.coordinator, ")"))
-                    << " serving " << o.data_dir << " on " << o.host << ":" << port
+                    << " serving " << o.data_dir << " on " << o.server.host << ":" << port
                     << (tls.enabled() ? " (mutual TLS)" : " (plaintext)");
   };
   hooks.stopping = [&] {

@@ -36,14 +36,15 @@ namespace {
 
 struct ServingMainOptions {
   FollowerOptions follower;
-  std::string host = "127.0.0.1";
-  uint32_t port = 0;
-  int metrics_port = -1;
-  std::string metrics_host;
+  // A follower's calls are short lookups: 2 s of grace, not the servers' 5.
+  ServerFlags server = [] {
+    ServerFlags flags;
+    flags.shutdown_grace_ms = 2000;
+    return flags;
+  }();
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
   int64_t memory_budget_mb = FollowerOptions().memory_budget_bytes >> 20;
-  int64_t shutdown_grace_ms = 2000;
 };
 
 void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
@@ -65,8 +66,7 @@ void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
               "this follower's own RocksDB (rows and stream positions); a restart resumes "
               "from it")
       .Required();
-  flags.String("host", &o.host, "ADDR", "address to bind");
-  flags.Number("port", &o.port, "N", "port to bind; 0 picks a free one").Max(65535);
+  DeclareListenFlags(flags, &o.server);
   flags.Choice<bool>("unknown_ids", &f.unknown_as_zeros, {{"init", false}, {"zeros", true}},
                      "what an id without a stored row reads as: its deterministic init vector "
                      "(what the PS answers) or zeros");
@@ -86,16 +86,7 @@ void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
       .Number("progress_interval_ms", &f.progress_interval_ms, "N",
               "progress marks asked of every shard when idle")
       .Range(1, 60000);
-  flags
-      .Number("metrics_port", &o.metrics_port, "N",
-              "serve Prometheus metrics at /metrics; 0 picks a free port, -1 disables")
-      .Range(-1, 65535);
-  flags.String("metrics_host", &o.metrics_host, "ADDR", "address the metrics server binds")
-      .DefaultText("--host");
-  flags
-      .Number("shutdown_grace_ms", &o.shutdown_grace_ms, "N",
-              "time calls in flight get at shutdown")
-      .Min(0);
+  DeclareMetricsAndShutdownFlags(flags, &o.server);
 
   flags.Section("Admin credential:");
   DeclareServerSecurityFlags(
@@ -108,7 +99,7 @@ void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
 
 // The checks of flags together, after parsing.
 absl::Status FinishFlags(ServingMainOptions& o) {
-  if (o.metrics_host.empty()) o.metrics_host = o.host;
+  FinishServerFlags(&o.server);
   EMBER_ASSIGN_OR_RETURN(
       o.admin,
       CheckServerSecurityFlags(o.security, "any certificate of the CA could pin model versions"));
@@ -128,17 +119,18 @@ absl::Status Run(const ServingMainOptions& o) {
   std::unique_ptr<RpcMetrics> rpc_metrics;
   std::shared_ptr<FollowerCollector> collector;
   std::unique_ptr<MetricsServer> metrics_server;
-  if (o.metrics_port >= 0) {
+  if (o.server.metrics_port >= 0) {
     rpc_metrics = std::make_unique<RpcMetrics>(*registry);
     collector = std::make_shared<FollowerCollector>(follower.get());
-    EMBER_ASSIGN_OR_RETURN(metrics_server, MetricsServer::Start(o.metrics_host, o.metrics_port));
+    EMBER_ASSIGN_OR_RETURN(metrics_server,
+                           MetricsServer::Start(o.server.metrics_host, o.server.metrics_port));
     metrics_server->Register(registry);
     metrics_server->Register(collector);
   }
   ServingServiceImpl service(follower.get(), rpc_metrics.get(), o.admin);
   ServeOptions serve;
-  serve.host = o.host;
-  serve.port = o.port;
+  serve.host = o.server.host;
+  serve.port = o.server.port;
   serve.credentials = tls.Server();
   serve.services = {&service};
   serve.health_service = v1::ServingService::service_full_name();
@@ -146,11 +138,11 @@ absl::Status Run(const ServingMainOptions& o) {
   serve.max_receive_message_bytes = 64 << 20;
   serve.max_send_message_bytes = 256 << 20;
   serve.metrics = metrics_server.get();
-  serve.shutdown_grace = absl::Milliseconds(o.shutdown_grace_ms);
+  serve.shutdown_grace = absl::Milliseconds(o.server.shutdown_grace_ms);
   ServeHooks hooks;
   hooks.ready = [&](int port) {
     EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from " << o.follower.data_dir
-                    << " on " << o.host << ":" << port;
+                    << " on " << o.server.host << ":" << port;
   };
   hooks.stopped = [&]() -> absl::Status {
     metrics_server.reset();

@@ -15,6 +15,29 @@
 
 namespace ember {
 
+void DeclareListenFlags(FlagSet& flags, ServerFlags* server) {
+  flags.String("host", &server->host, "ADDR", "address to bind");
+  flags.Number("port", &server->port, "N", "port to bind; 0 picks a free one").Max(65535);
+}
+
+void DeclareMetricsAndShutdownFlags(FlagSet& flags, ServerFlags* server) {
+  flags
+      .Number("shutdown_grace_ms", &server->shutdown_grace_ms, "N",
+              "time calls in flight get at shutdown")
+      .Min(0);
+  flags
+      .Number("metrics_port", &server->metrics_port, "N",
+              "serve Prometheus metrics at /metrics on this port; 0 picks a free one, -1 "
+              "disables")
+      .Range(-1, 65535);
+  flags.String("metrics_host", &server->metrics_host, "ADDR", "address the metrics server binds")
+      .DefaultText("--host");
+}
+
+void FinishServerFlags(ServerFlags* server) {
+  if (server->metrics_host.empty()) server->metrics_host = server->host;
+}
+
 absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
   ServerCallTracker calls;  // outlives the server
   EnableHealthService();

@@ -18,7 +18,7 @@
 //   BlockStopSignals();  // first in Run, before any thread starts
 //   ...
 //   ServeOptions serve;
-//   serve.host = o.host; serve.port = o.port; serve.credentials = tls.Server();
+//   serve.host = o.server.host; serve.port = o.server.port; serve.credentials = tls.Server();
 //   serve.services = {&service};
 //   serve.health_service = v1::ServingService::service_full_name();
 //   ServeHooks hooks;
@@ -36,11 +36,29 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/flags.h"
 #include "common/metrics.h"
 #include "grpcpp/impl/service_type.h"
 #include "grpcpp/security/server_credentials.h"
 
 namespace ember {
+
+// The flags every server declares alike: where it listens, its metrics server and the
+// grace calls in flight get at shutdown. Declared in two groups so that each binary's
+// --help keeps them where its readers look: DeclareListenFlags (--host, --port) near the
+// top, DeclareMetricsAndShutdownFlags (--shutdown_grace_ms, --metrics_port,
+// --metrics_host) with the operational flags.
+struct ServerFlags {
+  std::string host = "127.0.0.1";
+  uint32_t port = 0;                 // 0: the kernel picks a free one
+  int64_t shutdown_grace_ms = 5000;  // for calls in flight
+  int32_t metrics_port = -1;         // -1: no metrics server; 0: a free one
+  std::string metrics_host;          // empty: `host` (FinishServerFlags)
+};
+void DeclareListenFlags(FlagSet& flags, ServerFlags* server);
+void DeclareMetricsAndShutdownFlags(FlagSet& flags, ServerFlags* server);
+// After parsing: an empty --metrics_host becomes --host.
+void FinishServerFlags(ServerFlags* server);
 
 struct ServeOptions {
   std::string host = "127.0.0.1";

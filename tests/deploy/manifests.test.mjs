@@ -27,7 +27,9 @@ const MAINS = {
 };
 const EVERY_BINARY = ["help", "version", "log_format"];
 const TLS = ["tls_ca", "tls_cert", "tls_key"];
-const SERVER = [...TLS, "health_port", "admin_token", "admin_token_file", "admin_identities"];
+// server/shared/serve.h: DeclareListenFlags, DeclareMetricsAndShutdownFlags.
+const SERVE = ["host", "port", "shutdown_grace_ms", "metrics_port", "metrics_host"];
+const SERVER = [...TLS, ...SERVE, "health_port", "admin_token", "admin_token_file", "admin_identities"];
 const SHARED_FLAGS = {
   "ember-coordinator": SERVER,
   "ember-ps": SERVER,
