@@ -52,7 +52,7 @@ struct Flag {
   bool has_value = false;
 };
 
-// ---- Single-flag helpers (also used by emberctl's command parsers) ----
+// ---- Single-flag helpers (also for Custom and Check callbacks) ----
 
 // INVALID_ARGUMENT unless the flag has a value.
 absl::Status RequireValue(const Flag& flag);
