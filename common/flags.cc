@@ -271,7 +271,9 @@ absl::Status FlagSet::Parse(const std::vector<Flag>& flags) {
       if (e.name == flag.name) entry = &e;
     }
     if (entry == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", flag.name));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", flag.name,
+                       command_.empty() ? "" : absl::StrCat(" for '", command_, "'")));
     }
     entry->given = true;
     if (absl::Status s = ParseEntry(*entry, flag); !s.ok()) return s;
@@ -286,6 +288,9 @@ absl::Status FlagSet::Parse(const std::vector<Flag>& flags) {
       }
       e.given = true;
       break;
+    }
+    if (!e.given && e.required && !command_.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("'", command_, "' needs --", e.name));
     }
     if (!e.given && e.required) {
       std::string vars;
@@ -340,6 +345,20 @@ std::string FlagSet::FlagsUsage() const {
     blank = true;
   }
   return out;
+}
+
+std::string FlagSet::FlagsSynopsis() const {
+  std::string required, optional;
+  for (const flags_internal::Entry& e : entries_) {
+    const std::string flag =
+        absl::StrCat("--", e.name, e.value_name.empty() ? "" : "=", e.value_name);
+    if (e.required) {
+      absl::StrAppend(&required, required.empty() ? "" : " ", flag);
+    } else {
+      absl::StrAppend(&optional, optional.empty() ? "" : " ", "[", flag, "]");
+    }
+  }
+  return absl::StrCat(required, !required.empty() && !optional.empty() ? " " : "", optional);
 }
 
 // ---- The shared main ----

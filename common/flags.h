@@ -52,7 +52,7 @@ struct Flag {
   bool has_value = false;
 };
 
-// ---- Single-flag helpers (also used by emberctl's command parsers) ----
+// ---- Single-flag helpers (also for Custom and Check callbacks) ----
 
 // INVALID_ARGUMENT unless the flag has a value.
 absl::Status RequireValue(const Flag& flag);
@@ -173,6 +173,9 @@ class FlagSet {
   // Words that are not flags go to *out (otherwise they are "unexpected argument").
   void Positionals(std::vector<std::string>* out) { positionals_ = out; }
   bool accepts_positionals() const { return positionals_ != nullptr; }
+  // The flags belong to a subcommand (emberctl's "slots move"): an unknown flag is
+  // "unknown flag --X for 'COMMAND'", a missing required one "'COMMAND' needs --X".
+  void ForCommand(absl::string_view command) { command_ = std::string(command); }
 
   // `--NAME=VALUE` into *field. The usage shows `--NAME=VALUE_NAME`.
   template <typename T>
@@ -237,6 +240,8 @@ class FlagSet {
   std::string Usage() const;
   // Only the flags and their headings (for a usage assembled elsewhere).
   std::string FlagsUsage() const;
+  // The flags on one line, the required ones first: "--to=N [--dry_run] [--bytes=N]".
+  std::string FlagsSynopsis() const;
   const std::string& program() const { return program_; }
 
  private:
@@ -267,6 +272,7 @@ class FlagSet {
   std::string synopsis_;
   std::string description_;
   std::string epilog_;
+  std::string command_;  // ForCommand
   std::vector<std::string>* positionals_ = nullptr;
   std::deque<flags_internal::Entry> entries_;
   // Usage order: an entry, or a heading (entry == nullptr).

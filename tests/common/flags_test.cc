@@ -165,6 +165,29 @@ TEST(FlagSetTest, UnknownFlagsStrayArgumentsAndMissingRequiredOnes) {
   EXPECT_EQ(Message({"--port=1"}), "--dir is required");
 }
 
+TEST(FlagSetTest, ForCommandNamesTheCommandInItsErrors) {
+  uint32_t to = 0;
+  bool dry_run = false;
+  FlagSet flags("emberctl");
+  flags.ForCommand("slots move");
+  flags.Number("to", &to, "N", "target").Required();
+  flags.Bool("dry_run", &dry_run, "plan only");
+  EXPECT_EQ(flags.Parse({Flag{"bogus", "1", true}}).message(),
+            "unknown flag --bogus for 'slots move'");
+  EXPECT_EQ(flags.Parse({Flag{"dry_run", "", false}}).message(), "'slots move' needs --to");
+}
+
+TEST(FlagSetTest, FlagsSynopsisListsRequiredFlagsFirst) {
+  uint32_t to = 0;
+  bool dry_run = false;
+  std::string slots;
+  FlagSet flags("emberctl");
+  flags.Bool("dry_run", &dry_run, "plan only");
+  flags.Number("to", &to, "N", "target").Required();
+  flags.String("slots", &slots, "LIST", "which").Required();
+  EXPECT_EQ(flags.FlagsSynopsis(), "--to=N --slots=LIST [--dry_run]");
+}
+
 TEST(FlagSetTest, EnvironmentFillsFlagsNotGiven) {
   setenv("EMBER_FLAGS_TEST_DIR", "/from/env", 1);
   FlagSet with_env("ember-test");

@@ -5,7 +5,7 @@
 #include <signal.h>
 
 #include <atomic>
-#include <charconv>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -28,13 +28,46 @@ void OnSigint(int) {
 
 }  // namespace
 
-absl::Status UnknownFlag(const Args& args, const Flag& flag) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown flag --", flag.name, " for '", args.command, "'"));
+std::string CommandName(const CommandSpec& spec) {
+  return spec.group == nullptr ? spec.name : absl::StrCat(spec.group, " ", spec.name);
 }
 
-absl::Status CheckNoFlags(const Args& args) {
-  return args.flags.empty() ? absl::OkStatus() : UnknownFlag(args, args.flags[0]);
+std::string Synopsis(const CommandSpec& spec, bool brief) {
+  constexpr size_t kBriefWidth = 76;
+  FlagSet flags("emberctl");
+  spec.declare(flags);
+  std::string flag_part = flags.FlagsSynopsis();
+  auto join = [&] {
+    std::string out = CommandName(spec);
+    for (const std::string& part : {std::string(spec.positionals), flag_part}) {
+      if (!part.empty()) absl::StrAppend(&out, " ", part);
+    }
+    return out;
+  };
+  const std::string full = join();
+  if (!brief || full.size() <= kBriefWidth) return full;
+  // The required flags come first; the optional ones, in brackets, become "[flags]".
+  const size_t optional = flag_part.find("[--");
+  if (optional == std::string::npos) return full;
+  flag_part = absl::StrCat(flag_part.substr(0, optional), "[flags]");
+  return join();
+}
+
+std::string CommandUsage(const CommandSpec& spec) {
+  FlagSet flags("emberctl");
+  spec.declare(flags);
+  const std::string list = flags.FlagsUsage();
+  return absl::StrCat(spec.description, list.empty() ? "" : "\n", list);
+}
+
+absl::StatusOr<Runner> ParseCommand(const CommandSpec& spec, const Args& args) {
+  FlagSet flags("emberctl");
+  flags.ForCommand(args.command);
+  const Finish finish = spec.declare(flags);
+  if (absl::Status s = flags.Parse(args.flags); !s.ok()) return s;
+  Args parsed = args;
+  parsed.parsed = &flags;
+  return finish(parsed);
 }
 
 absl::Status CheckPositionals(const Args& args, size_t min, size_t max, absl::string_view what) {
@@ -52,21 +85,12 @@ absl::Status MissingFlag(const Args& args, absl::string_view name) {
   return absl::InvalidArgumentError(absl::StrCat("'", args.command, "' needs --", name));
 }
 
-absl::Status ParseDouble(const Flag& flag, double* out) { return ParseNumber(flag, out); }
-
-absl::Status ParseBy(const Flag& flag, v1::PlanRebalanceRequest::By* out) {
-  if (absl::Status s = RequireValue(flag); !s.ok()) return s;
-  if (flag.value == "rows") {
-    *out = v1::PlanRebalanceRequest::ROWS;
-  } else if (flag.value == "load") {
-    *out = v1::PlanRebalanceRequest::LOAD;
-  } else if (flag.value == "slots") {
-    *out = v1::PlanRebalanceRequest::SLOTS;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag.name, ": expected rows, load or slots, not '", flag.value, "'"));
-  }
-  return absl::OkStatus();
+FlagSet::Decl DeclareBy(FlagSet& flags, v1::PlanRebalanceRequest::By* by, absl::string_view help) {
+  return flags.Choice<v1::PlanRebalanceRequest::By>("by", by,
+                                                    {{"rows", v1::PlanRebalanceRequest::ROWS},
+                                                     {"load", v1::PlanRebalanceRequest::LOAD},
+                                                     {"slots", v1::PlanRebalanceRequest::SLOTS}},
+                                                    help);
 }
 
 void PrintJson(Session& s, const JsonWriter& j) { *s.out << j.str() << "\n"; }

@@ -1,22 +1,28 @@
 // Copyright 2026 The Ember Authors.
 //
-// The command framework of emberctl. A command is a parser and a runner: the parser
-// checks the command's flags and positional arguments and returns the runner (a bad
-// flag is a usage error: exit 2); the runner talks to the cluster (an error: exit 1).
+// The command framework of emberctl. A command declares its flags once, in a FlagSet
+// (common/flags.h) bound to the fields of its own options struct; its usage (--help),
+// its synopsis and its flag parser come from that declaration. After parsing, the
+// command's `finish` checks what FlagSet cannot state (positional arguments, flags that
+// depend on each other) and returns the runner (an error there is a usage error: exit 2);
+// the runner talks to the cluster (an error: exit 1).
 //
-//   absl::StatusOr<Runner> ParseShow(const Args& args) {
-//     std::optional<uint32_t> shard;
-//     for (const Flag& f : args.flags) {
-//       if (f.name == "shard") { ... } else { return UnknownFlag(args, f); }
-//     }
-//     return Runner([shard](Session& s) { return SlotsShow(s, shard); });
+//   struct ShowOptions { std::optional<uint32_t> shard; };
+//   void DeclareShow(FlagSet& flags, ShowOptions& o) {
+//     flags.Number("shard", &o.shard, "N", "only this shard");
 //   }
+//   absl::StatusOr<Runner> FinishShow(const Args& args, const ShowOptions& o) {
+//     EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+//     return Runner([o](Session& s) { return SlotsShow(s, o.shard); });
+//   }
+//   Command("slots", "show", "", "Slot count ...", DeclareShow, FinishShow)
 
 #ifndef EMBER_TOOLS_EMBERCTL_CLI_H_
 #define EMBER_TOOLS_EMBERCTL_CLI_H_
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -56,15 +62,50 @@ struct Args {
   std::string command;  // "slots move", for messages
   std::vector<absl::string_view> positionals;
   std::vector<Flag> flags;
+  const FlagSet* parsed = nullptr;  // in Finish: the command's flags (FlagSet::Given)
 };
 
+// What turns the parsed flags and the positional arguments into the runner.
+using Finish = std::function<absl::StatusOr<Runner>(const Args& args)>;
+
 struct CommandSpec {
-  const char* group;     // "slots"; nullptr for a command without subcommands
-  const char* name;      // "move"; or the command itself ("status")
-  const char* synopsis;  // one line: "slots move --slots=LIST --to=N [...]"
-  const char* usage;     // the command's full help text (flags after the synopsis)
-  absl::StatusOr<Runner> (*parse)(const Args& args);
+  const char* group;        // "slots"; nullptr for a command without subcommands
+  const char* name;         // "move"; or the command itself ("status")
+  const char* positionals;  // what follows the name in the synopsis ("NAME"); "" for none
+  const char* description;  // the help text before the flags
+  // Declares the command's flags on `flags`, bound to options the returned Finish reads
+  // once `flags` has parsed the command line.
+  std::function<Finish(FlagSet& flags)> declare;
 };
+
+// A command whose flags `declare` binds to an Options (default-constructed: its fields
+// are the defaults) and whose `finish` makes the runner from them.
+template <typename Options>
+CommandSpec Command(const char* group, const char* name, const char* positionals,
+                    const char* description, void (*declare)(FlagSet&, Options&),
+                    absl::StatusOr<Runner> (*finish)(const Args&, const Options&)) {
+  return {group, name, positionals, description, [declare, finish](FlagSet& flags) -> Finish {
+            auto options = std::make_shared<Options>();
+            declare(flags, *options);
+            return [options, finish](const Args& args) { return finish(args, *options); };
+          }};
+}
+
+// For commands without flags of their own.
+struct NoFlags {};
+inline void DeclareNoFlags(FlagSet&, NoFlags&) {}
+
+// "slots move": the command's words.
+std::string CommandName(const CommandSpec& spec);
+// The synopsis: "slots move --slots=LIST --to=N [--dry_run] ...". `brief` (the
+// overviews): one that does not fit a line names only the required flags, then
+// "[flags]".
+std::string Synopsis(const CommandSpec& spec, bool brief = false);
+// The command's --help text without the global flags.
+std::string CommandUsage(const CommandSpec& spec);
+// Parses `args.flags` as the command declares them and finishes: the runner or a usage
+// error (INVALID_ARGUMENT).
+absl::StatusOr<Runner> ParseCommand(const CommandSpec& spec, const Args& args);
 
 // Every command, in the order the overview lists them (commands_*.cc).
 std::vector<CommandSpec> StatusCommands();
@@ -78,15 +119,11 @@ std::vector<CommandSpec> HotKeyCommands();
 
 // ---- Parsing helpers (all return INVALID_ARGUMENT, a usage error) ----
 
-absl::Status UnknownFlag(const Args& args, const Flag& flag);
-// For commands without flags: UnknownFlag for the first one.
-absl::Status CheckNoFlags(const Args& args);
 // Between min and max positional arguments, named `what` in the message.
 absl::Status CheckPositionals(const Args& args, size_t min, size_t max, absl::string_view what);
 absl::Status MissingFlag(const Args& args, absl::string_view name);
-absl::Status ParseDouble(const Flag& flag, double* out);
-// `--by=rows|load|slots`.
-absl::Status ParseBy(const Flag& flag, v1::PlanRebalanceRequest::By* out);
+// `--by=rows|load|slots` into *by.
+FlagSet::Decl DeclareBy(FlagSet& flags, v1::PlanRebalanceRequest::By* by, absl::string_view help);
 
 // ---- Running helpers ----
 

@@ -588,53 +588,43 @@ absl::Status RunExport(Session& s, const ExportOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Runner> ParseExport(const Args& args) {
+void DeclareExport(FlagSet& flags, ExportOptions& o) {
+  flags.String("table", &o.table, "T", "the table").Required().NonEmpty();
+  flags
+      .String("out", &o.out, "DIR",
+              "the export directory (created). Refused (exit 1) when it holds a finished export "
+              "(_DONE), unless --overwrite")
+      .Required()
+      .NonEmpty();
+  flags
+      .Custom("since", "DIR|VERSION", "make a delta (see above)",
+              [&o](const Flag& f) -> absl::Status {
+                if (f.value.empty()) return absl::InvalidArgumentError("--since is empty");
+                // Digits only: a version; anything else (./123 for a directory named 123): a
+                // dir.
+                if (std::all_of(f.value.begin(), f.value.end(), absl::ascii_isdigit)) {
+                  uint64_t version = 0;
+                  EMBER_RETURN_IF_ERROR(ParseNumber(f, &version));
+                  o.since_version = version;
+                } else {
+                  o.since_dir = std::string(f.value);
+                }
+                return absl::OkStatus();
+              })
+      .DefaultText("a base export");
+  flags.Choice<ExportFormat>("format", &o.format,
+                             {{"binary", ExportFormat::kBinary}, {"text", ExportFormat::kText}},
+                             "rows-shard-<id>.bin or tab-separated rows-shard-<id>.tsv");
+  flags.Bool("overwrite", &o.overwrite, "replace a finished export in DIR");
+  flags.Number("watch_timeout_ms", &o.watch_timeout_ms, "N", "deadline of one shard's delta stream")
+      .Min(1);
+  flags.Number("max_rows", &o.max_rows, "N", "rows per ExportRows page or WatchUpdates message")
+      .Range(1, kMaxRowsPerMessage)
+      .DefaultText("as many as fit 16 MiB");
+}
+
+absl::StatusOr<Runner> FinishExport(const Args& args, const ExportOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  ExportOptions o;
-  for (const Flag& f : args.flags) {
-    if (f.name == "table") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &o.table));
-    } else if (f.name == "out") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &o.out));
-    } else if (f.name == "since") {
-      EMBER_RETURN_IF_ERROR(RequireValue(f));
-      if (f.value.empty()) return absl::InvalidArgumentError("--since is empty");
-      // Digits only: a version; anything else (./123 for a directory named 123): a dir.
-      if (std::all_of(f.value.begin(), f.value.end(), absl::ascii_isdigit)) {
-        uint64_t version = 0;
-        EMBER_RETURN_IF_ERROR(ParseNumber(f, &version));
-        o.since_version = version;
-      } else {
-        o.since_dir = std::string(f.value);
-      }
-    } else if (f.name == "format") {
-      EMBER_RETURN_IF_ERROR(RequireValue(f));
-      if (f.value == "binary") {
-        o.format = ExportFormat::kBinary;
-      } else if (f.value == "text") {
-        o.format = ExportFormat::kText;
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--format: expected binary or text, not '", f.value, "'"));
-      }
-    } else if (f.name == "overwrite") {
-      EMBER_RETURN_IF_ERROR(ParseBool(f, &o.overwrite));
-    } else if (f.name == "max_rows") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &o.max_rows));
-      if (o.max_rows < 1 || o.max_rows > kMaxRowsPerMessage) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--max_rows must be in [1, ", kMaxRowsPerMessage, "]"));
-      }
-    } else if (f.name == "watch_timeout_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &o.watch_timeout_ms));
-      if (o.watch_timeout_ms < 1)
-        return absl::InvalidArgumentError("--watch_timeout_ms must be >= 1");
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  if (o.table.empty()) return MissingFlag(args, "table");
-  if (o.out.empty()) return MissingFlag(args, "out");
   return Runner([o](Session& s) { return RunExport(s, o); });
 }
 
@@ -642,35 +632,25 @@ absl::StatusOr<Runner> ParseExport(const Args& args) {
 
 std::vector<CommandSpec> ExportCommands() {
   return {
-      {nullptr, "export",
-       "export --table=T --out=DIR [--since=DIR|VERSION] [--format=binary|text] [--overwrite]",
-       "Exports the rows of table T into DIR for offline serving systems: one rows file per\n"
-       "shard, positions.json, and _DONE written last (a directory without _DONE holds\n"
-       "nothing usable). Files: docs/EXPORT_FORMAT.md.\n\n"
-       "Without --since: a BASE export, every stored row of T, and per shard the position on\n"
-       "its update stream that the next delta continues from.\n"
-       "With --since=DIR (a previous finished export of T): a DELTA, per shard every row of T\n"
-       "changed since DIR's position (its current value) and every row removed since (a\n"
-       "tombstone). A shard that restarted, restored a checkpoint or whose change log moved\n"
-       "past the position fails the export (exit 1): take a new base export then. Rows of\n"
-       "slots a move gave a shard come as a slot resync (resync records, then a sweep).\n"
-       "With --since=VERSION (digits only; ./123 names a directory): a delta after VERSION on\n"
-       "every shard, whatever stream the shard is on. Versions are per shard, so this is only\n"
-       "meaningful for a cluster of one shard.\n\n"
-       "  --table=T              the table. Required\n"
-       "  --out=DIR              the export directory (created). Refused (exit 1) when it\n"
-       "                         holds a finished export (_DONE), unless --overwrite\n"
-       "  --since=DIR|VERSION    make a delta (see above). Default: a base export\n"
-       "  --format=binary|text   rows-shard-<id>.bin or tab-separated rows-shard-<id>.tsv.\n"
-       "                         Default: binary\n"
-       "  --overwrite            replace a finished export in DIR\n"
-       "  --watch_timeout_ms=N   deadline of one shard's delta stream. Default: 600000\n"
-       "  --max_rows=N           rows per ExportRows page or WatchUpdates message, at most\n"
-       "                         65536. Default: as many as fit 16 MiB\n\n"
-       "A slot move while the export runs fails it (exit 1): run it again.\n"
-       "Progress goes to stderr; --json prints positions.json's fields plus totals.\n"
-       "Shards that need the admin token for ExportRows get --admin_token as metadata.\n",
-       ParseExport},
+      Command(
+          nullptr, "export", "",
+          "Exports the rows of table T into DIR for offline serving systems: one rows file per\n"
+          "shard, positions.json, and _DONE written last (a directory without _DONE holds\n"
+          "nothing usable). Files: docs/EXPORT_FORMAT.md.\n\n"
+          "Without --since: a BASE export, every stored row of T, and per shard the position on\n"
+          "its update stream that the next delta continues from.\n"
+          "With --since=DIR (a previous finished export of T): a DELTA, per shard every row of T\n"
+          "changed since DIR's position (its current value) and every row removed since (a\n"
+          "tombstone). A shard that restarted, restored a checkpoint or whose change log moved\n"
+          "past the position fails the export (exit 1): take a new base export then. Rows of\n"
+          "slots a move gave a shard come as a slot resync (resync records, then a sweep).\n"
+          "With --since=VERSION (digits only; ./123 names a directory): a delta after VERSION on\n"
+          "every shard, whatever stream the shard is on. Versions are per shard, so this is only\n"
+          "meaningful for a cluster of one shard.\n\n"
+          "A slot move while the export runs fails it (exit 1): run it again.\n"
+          "Progress goes to stderr; --json prints positions.json's fields plus totals.\n"
+          "Shards that need the admin token for ExportRows get --admin_token as metadata.\n",
+          DeclareExport, FinishExport),
   };
 }
 

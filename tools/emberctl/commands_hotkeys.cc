@@ -291,24 +291,13 @@ void PrintJsonReport(Session& s, const Report& r) {
   PrintJson(s, j);
 }
 
-absl::StatusOr<Runner> ParseHotKeys(const Args& args) {
+void DeclareHotKeys(FlagSet& flags, HotKeysOptions& o) {
+  flags.String("table", &o.table, "NAME", "only this table").NonEmpty();
+  flags.Number("top", &o.top, "N", "keys shown per table").Range(1, 100000);
+}
+
+absl::StatusOr<Runner> FinishHotKeys(const Args& args, const HotKeysOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  HotKeysOptions o;
-  for (const Flag& f : args.flags) {
-    if (f.name == "table") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &o.table));
-      if (o.table.empty()) return absl::InvalidArgumentError("--table needs a table name");
-    } else if (f.name == "top") {
-      int64_t top = 0;
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &top));
-      if (top < 1 || top > 100000) {
-        return absl::InvalidArgumentError(absl::StrCat("--top must be in [1, 100000], not ", top));
-      }
-      o.top = static_cast<uint32_t>(top);
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
   return Runner([o](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(Report report, Gather(s, o));
     if (s.options.json) {
@@ -324,16 +313,14 @@ absl::StatusOr<Runner> ParseHotKeys(const Args& args) {
 
 std::vector<CommandSpec> HotKeyCommands() {
   return {
-      {nullptr, "hotkeys", "hotkeys [--table=NAME] [--top=10]",
-       "The coordinator's published hot set: version, replication settings, holders; per\n"
-       "table the hottest keys with their rate (keys/s over all shards), share of the\n"
-       "cluster's load and owner shard. Then per shard the keys it served since it\n"
-       "started (pulled as owner, pulled from replicas, pushed) and its current rate,\n"
-       "and the load skew index: max / mean over shards of served keys (1 = even).\n"
-       "Needs no admin token.\n\n"
-       "  --table=NAME   only this table\n"
-       "  --top=N        keys shown per table, in [1, 100000]. Default: 10\n",
-       ParseHotKeys},
+      Command(nullptr, "hotkeys", "",
+              "The coordinator's published hot set: version, replication settings, holders; per\n"
+              "table the hottest keys with their rate (keys/s over all shards), share of the\n"
+              "cluster's load and owner shard. Then per shard the keys it served since it\n"
+              "started (pulled as owner, pulled from replicas, pushed) and its current rate,\n"
+              "and the load skew index: max / mean over shards of served keys (1 = even).\n"
+              "Needs no admin token.\n",
+              DeclareHotKeys, FinishHotKeys),
   };
 }
 

@@ -44,9 +44,8 @@ void PrintMigration(Session& s, const v1::Migration& m) {
   *s.out << out;
 }
 
-absl::StatusOr<Runner> ParseList(const Args& args) {
+absl::StatusOr<Runner> FinishList(const Args& args, const NoFlags&) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  EMBER_RETURN_IF_ERROR(CheckNoFlags(args));
   return Runner([](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::ListMigrationsResponse list, s.client->ListMigrations());
     if (s.options.json) {
@@ -70,9 +69,8 @@ absl::StatusOr<Runner> ParseList(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseShow(const Args& args) {
+absl::StatusOr<Runner> FinishShow(const Args& args, const NoFlags&) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 1, ""));
-  EMBER_RETURN_IF_ERROR(CheckNoFlags(args));
   const std::string op = args.positionals.empty() ? "" : std::string(args.positionals[0]);
   return Runner([op](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::Migration m, s.client->GetMigration(op));
@@ -81,9 +79,8 @@ absl::StatusOr<Runner> ParseShow(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseCancel(const Args& args) {
+absl::StatusOr<Runner> FinishCancel(const Args& args, const NoFlags&) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "an OP id"));
-  EMBER_RETURN_IF_ERROR(CheckNoFlags(args));
   return Runner([op = std::string(args.positionals[0])](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::Migration m, s.client->CancelMigration(op));
     if (!s.options.json && !Finished(m.phase())) {
@@ -96,9 +93,8 @@ absl::StatusOr<Runner> ParseCancel(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseWait(const Args& args) {
+absl::StatusOr<Runner> FinishWait(const Args& args, const NoFlags&) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "an OP id"));
-  EMBER_RETURN_IF_ERROR(CheckNoFlags(args));
   return Runner([op = std::string(args.positionals[0])](Session& s) -> absl::Status {
     InterruptScope scope;
     EMBER_ASSIGN_OR_RETURN(v1::Migration m, Follow(s, op));
@@ -113,16 +109,12 @@ absl::StatusOr<Runner> ParseWait(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseResume(const Args& args) {
+void DeclareResume(FlagSet& flags, MigrateFlags& o) {
+  flags.Bool("detach", &o.detach, "start it and return at once");
+}
+
+absl::StatusOr<Runner> FinishResume(const Args& args, const MigrateFlags& flags) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "an OP id"));
-  MigrateFlags flags;
-  for (const Flag& f : args.flags) {
-    if (f.name == "detach") {
-      EMBER_RETURN_IF_ERROR(ParseBool(f, &flags.detach));
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
   return Runner([op = std::string(args.positionals[0]), flags](Session& s) -> absl::Status {
     // StartMigration with the stored spec attaches to the operation (resuming it
     // when FAILED); the coordinator may have split the moves the operator gave.
@@ -139,22 +131,21 @@ absl::StatusOr<Runner> ParseResume(const Args& args) {
 
 std::vector<CommandSpec> MigrationCommands() {
   return {
-      {"migrations", "list", "migrations list", "Migrations, newest first (at most 100).\n",
-       ParseList},
-      {"migrations", "show", "migrations show [OP]",
-       "One migration with its moves; without OP the newest.\n", ParseShow},
-      {"migrations", "cancel", "migrations cancel OP",
-       "Stops migration OP: the current move rolls back unless it already switched;\n"
-       "moves already switched stay.\n",
-       ParseCancel},
-      {"migrations", "wait", "migrations wait OP",
-       "Follows migration OP until it ends (progress on stderr); exit 1 if it ends\n"
-       "FAILED or CANCELLED. Ctrl-C stops following, not the migration.\n",
-       ParseWait},
-      {"migrations", "resume", "migrations resume OP [--detach]",
-       "Resumes a FAILED migration (StartMigration with its stored spec) and follows it.\n\n"
-       "  --detach   start it and return at once\n",
-       ParseResume},
+      Command("migrations", "list", "", "Migrations, newest first (at most 100).\n", DeclareNoFlags,
+              FinishList),
+      Command("migrations", "show", "[OP]",
+              "One migration with its moves; without OP the newest.\n", DeclareNoFlags, FinishShow),
+      Command("migrations", "cancel", "OP",
+              "Stops migration OP: the current move rolls back unless it already switched;\n"
+              "moves already switched stay.\n",
+              DeclareNoFlags, FinishCancel),
+      Command("migrations", "wait", "OP",
+              "Follows migration OP until it ends (progress on stderr); exit 1 if it ends\n"
+              "FAILED or CANCELLED. Ctrl-C stops following, not the migration.\n",
+              DeclareNoFlags, FinishWait),
+      Command("migrations", "resume", "OP",
+              "Resumes a FAILED migration (StartMigration with its stored spec) and follows it.\n",
+              DeclareResume, FinishResume),
   };
 }
 

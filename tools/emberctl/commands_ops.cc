@@ -24,30 +24,26 @@ constexpr absl::Duration kPollInterval = absl::Milliseconds(250);
 
 std::string Hex64(uint64_t v) { return absl::StrFormat("%016x", v); }
 
-absl::Status ParseJob(const Flag& f, std::string* job) {
-  EMBER_RETURN_IF_ERROR(ParseString(f, job));
-  if (job->empty()) return absl::InvalidArgumentError("--job must not be empty");
-  return absl::OkStatus();
+void DeclareJob(FlagSet& flags, std::string* job) {
+  flags.String("job", job, "J", "the job").Required().NonEmpty();
 }
 
 // ---- checkpoint ----
 
-absl::StatusOr<Runner> ParseCheckpointCreate(const Args& args) {
-  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+struct CreateOptions {
   std::string job;
   int64_t wait_ms = 0;
-  for (const Flag& f : args.flags) {
-    if (f.name == "job") {
-      EMBER_RETURN_IF_ERROR(ParseJob(f, &job));
-    } else if (f.name == "wait_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &wait_ms));
-      if (wait_ms < 0) return absl::InvalidArgumentError("--wait_ms must be >= 0");
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  if (job.empty()) return MissingFlag(args, "job");
-  return Runner([job, wait_ms](Session& s) -> absl::Status {
+};
+
+void DeclareCheckpointCreate(FlagSet& flags, CreateOptions& o) {
+  DeclareJob(flags, &o.job);
+  flags.Number("wait_ms", &o.wait_ms, "N", "wait up to N ms for the checkpoint and print its name")
+      .Min(0);
+}
+
+absl::StatusOr<Runner> FinishCheckpointCreate(const Args& args, const CreateOptions& o) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  return Runner([job = o.job, wait_ms = o.wait_ms](Session& s) -> absl::Status {
     std::string before;
     if (wait_ms > 0) {
       EMBER_ASSIGN_OR_RETURN(v1::GetJobResponse j, s.client->GetJob(job));
@@ -87,17 +83,10 @@ absl::StatusOr<Runner> ParseCheckpointCreate(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseCheckpointList(const Args& args) {
+void DeclareCheckpointList(FlagSet& flags, std::string& job) { DeclareJob(flags, &job); }
+
+absl::StatusOr<Runner> FinishCheckpointList(const Args& args, const std::string& job) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  std::string job;
-  for (const Flag& f : args.flags) {
-    if (f.name == "job") {
-      EMBER_RETURN_IF_ERROR(ParseJob(f, &job));
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  if (job.empty()) return MissingFlag(args, "job");
   return Runner([job](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::ListCheckpointsResponse list, s.client->ListCheckpoints(job));
     if (s.options.json) {
@@ -122,20 +111,19 @@ absl::StatusOr<Runner> ParseCheckpointList(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseCheckpointRestore(const Args& args) {
+struct RestoreOptions {
+  std::string job;
+  std::string name;
+};
+
+void DeclareCheckpointRestore(FlagSet& flags, RestoreOptions& o) {
+  DeclareJob(flags, &o.job);
+  flags.String("name", &o.name, "N", "the checkpoint").DefaultText("the newest valid one");
+}
+
+absl::StatusOr<Runner> FinishCheckpointRestore(const Args& args, const RestoreOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  std::string job, name;
-  for (const Flag& f : args.flags) {
-    if (f.name == "job") {
-      EMBER_RETURN_IF_ERROR(ParseJob(f, &job));
-    } else if (f.name == "name") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &name));
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  if (job.empty()) return MissingFlag(args, "job");
-  return Runner([job, name](Session& s) -> absl::Status {
+  return Runner([job = o.job, name = o.name](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::RestoreCheckpointResponse r, s.client->RestoreCheckpoint(job, name));
     if (s.options.json) {
       JsonWriter j;
@@ -267,40 +255,36 @@ absl::Status RunChecksum(Session& s, const std::string& table, bool per_shard) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Runner> ParseChecksum(const Args& args) {
-  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+struct ChecksumOptions {
   std::string table;
   bool per_shard = false;
-  for (const Flag& f : args.flags) {
-    if (f.name == "table") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &table));
-      if (table.empty()) return absl::InvalidArgumentError("--table must not be empty");
-    } else if (f.name == "per_shard") {
-      EMBER_RETURN_IF_ERROR(ParseBool(f, &per_shard));
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  return Runner([table, per_shard](Session& s) { return RunChecksum(s, table, per_shard); });
+};
+
+void DeclareChecksum(FlagSet& flags, ChecksumOptions& o) {
+  flags.String("table", &o.table, "T", "only this table").NonEmpty();
+  flags.Bool("per_shard", &o.per_shard, "also each shard's part");
+}
+
+absl::StatusOr<Runner> FinishChecksum(const Args& args, const ChecksumOptions& o) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  return Runner([o](Session& s) { return RunChecksum(s, o.table, o.per_shard); });
 }
 
 // ---- audit ----
 
-absl::StatusOr<Runner> ParseAudit(const Args& args) {
-  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+struct AuditOptions {
   uint64_t after = 0;
-  uint32_t limit = 0;
-  for (const Flag& f : args.flags) {
-    if (f.name == "after") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &after));
-    } else if (f.name == "limit") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &limit));
-      if (limit < 1 || limit > 1000) return absl::InvalidArgumentError("--limit must be 1..1000");
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  return Runner([after, limit](Session& s) -> absl::Status {
+  uint32_t limit = 0;  // 0: the coordinator's default (1000)
+};
+
+void DeclareAudit(FlagSet& flags, AuditOptions& o) {
+  flags.Number("after", &o.after, "N", "entries with a sequence above N");
+  flags.Number("limit", &o.limit, "N", "at most N entries").Range(1, 1000).DefaultText("1000");
+}
+
+absl::StatusOr<Runner> FinishAudit(const Args& args, const AuditOptions& o) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  return Runner([after = o.after, limit = o.limit](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::GetAuditLogResponse log, s.client->GetAuditLog(after, limit));
     if (s.options.json) {
       JsonWriter j;
@@ -324,33 +308,24 @@ absl::StatusOr<Runner> ParseAudit(const Args& args) {
 
 std::vector<CommandSpec> CheckpointCommands() {
   return {
-      {"checkpoint", "create", "checkpoint create --job=J [--wait_ms=N]",
-       "Asks job J's workers to checkpoint at their next step barrier.\n\n"
-       "  --job=J       the job. Required\n"
-       "  --wait_ms=N   wait up to N ms for the checkpoint and print its name. Default: 0\n",
-       ParseCheckpointCreate},
-      {"checkpoint", "list", "checkpoint list --job=J",
-       "Job J's checkpoints, oldest first, with their verification status.\n\n"
-       "  --job=J   the job. Required\n",
-       ParseCheckpointList},
-      {"checkpoint", "restore", "checkpoint restore --job=J [--name=N]",
-       "Rolls every shard back to a checkpoint of job J (the job must not be running).\n\n"
-       "  --job=J    the job. Required\n"
-       "  --name=N   the checkpoint. Default: the newest valid one\n",
-       ParseCheckpointRestore},
-      {nullptr, "checksum", "checksum [--table=T] [--per_shard]",
-       "Per-table row count and digest summed over every shard that owns slots\n"
-       "(comparable between clusters with different shard counts, restores and\n"
-       "followers). A cut of one slot map: while slot moves switch it asks again\n"
-       "until --timeout_ms, then fails ABORTED naming the epochs seen.\n\n"
-       "  --table=T     only this table\n"
-       "  --per_shard   also each shard's part\n",
-       ParseChecksum},
-      {nullptr, "audit", "audit [--after=N] [--limit=N]",
-       "The coordinator's audit log: every cluster change with who, what and the epochs.\n\n"
-       "  --after=N   entries with a sequence above N. Default: 0\n"
-       "  --limit=N   at most N entries (1..1000). Default: 1000\n",
-       ParseAudit},
+      Command("checkpoint", "create", "",
+              "Asks job J's workers to checkpoint at their next step barrier.\n",
+              DeclareCheckpointCreate, FinishCheckpointCreate),
+      Command("checkpoint", "list", "",
+              "Job J's checkpoints, oldest first, with their verification status.\n",
+              DeclareCheckpointList, FinishCheckpointList),
+      Command("checkpoint", "restore", "",
+              "Rolls every shard back to a checkpoint of job J (the job must not be running).\n",
+              DeclareCheckpointRestore, FinishCheckpointRestore),
+      Command(nullptr, "checksum", "",
+              "Per-table row count and digest summed over every shard that owns slots\n"
+              "(comparable between clusters with different shard counts, restores and\n"
+              "followers). A cut of one slot map: while slot moves switch it asks again\n"
+              "until --timeout_ms, then fails ABORTED naming the epochs seen.\n",
+              DeclareChecksum, FinishChecksum),
+      Command(nullptr, "audit", "",
+              "The coordinator's audit log: every cluster change with who, what and the epochs.\n",
+              DeclareAudit, FinishAudit),
   };
 }
 

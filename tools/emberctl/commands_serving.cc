@@ -54,23 +54,21 @@ class ServingCall {
   std::string address_;
 };
 
-// --serving (or EMBER_SERVING); the remaining flags go to `other`.
-absl::StatusOr<std::string> ServingAddress(const Args& args,
-                                           const std::function<absl::Status(const Flag&)>& other) {
-  std::string address;
-  if (const char* env = std::getenv("EMBER_SERVING"); env != nullptr) address = env;
-  for (const Flag& f : args.flags) {
-    if (f.name == "serving") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, &address));
-    } else if (other != nullptr) {
-      EMBER_RETURN_IF_ERROR(other(f));
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  if (address.empty()) return MissingFlag(args, "serving");
-  return address;
+// --serving (or $EMBER_SERVING), which every serving command takes.
+void DeclareServing(FlagSet& flags, std::string* address) {
+  flags.String("serving", address, "HOST:PORT", "the follower")
+      .Env({"EMBER_SERVING"})
+      .Required()
+      .NonEmpty();
 }
+
+struct ServingOptions {
+  std::string address;  // --serving
+  std::string table;    // lookup, checksum
+  std::string ids;      // lookup
+};
+
+void DeclareAddress(FlagSet& flags, ServingOptions& o) { DeclareServing(flags, &o.address); }
 
 void VersionJson(JsonWriter& j, const v1::ModelVersion& v) {
   j.BeginObject()
@@ -291,19 +289,16 @@ absl::Status Lookup(Session& s, const std::string& address, const std::string& t
   return absl::OkStatus();
 }
 
-absl::StatusOr<Runner> ParseLookup(const Args& args) {
+void DeclareLookup(FlagSet& flags, ServingOptions& o) {
+  DeclareServing(flags, &o.address);
+  flags.String("table", &o.table, "T", "the table").Required().NonEmpty();
+  flags.String("ids", &o.ids, "LIST", "comma-separated ids, e.g. 7,42,1001").Required().NonEmpty();
+}
+
+absl::StatusOr<Runner> FinishLookup(const Args& args, const ServingOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  std::string table, id_list;
-  EMBER_ASSIGN_OR_RETURN(const std::string address,
-                         ServingAddress(args, [&](const Flag& f) -> absl::Status {
-                           if (f.name == "table") return ParseString(f, &table);
-                           if (f.name == "ids") return ParseString(f, &id_list);
-                           return UnknownFlag(args, f);
-                         }));
-  if (table.empty()) return MissingFlag(args, "table");
-  if (id_list.empty()) return MissingFlag(args, "ids");
   std::vector<uint64_t> ids;
-  for (absl::string_view part : absl::StrSplit(id_list, ',')) {
+  for (absl::string_view part : absl::StrSplit(o.ids, ',')) {
     uint64_t id = 0;
     if (!absl::SimpleAtoi(part, &id)) {
       return absl::InvalidArgumentError(
@@ -311,73 +306,65 @@ absl::StatusOr<Runner> ParseLookup(const Args& args) {
     }
     ids.push_back(id);
   }
-  return Runner([address, table, ids](Session& s) { return Lookup(s, address, table, ids); });
+  return Runner([address = o.address, table = o.table, ids](Session& s) {
+    return Lookup(s, address, table, ids);
+  });
 }
 
-absl::StatusOr<Runner> ParseStatus(const Args& args) {
+absl::StatusOr<Runner> FinishStatus(const Args& args, const ServingOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  EMBER_ASSIGN_OR_RETURN(const std::string address, ServingAddress(args, nullptr));
-  return Runner([address](Session& s) { return Status(s, address); });
+  return Runner([address = o.address](Session& s) { return Status(s, address); });
 }
 
-absl::StatusOr<Runner> ParseVersions(const Args& args) {
+absl::StatusOr<Runner> FinishVersions(const Args& args, const ServingOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  EMBER_ASSIGN_OR_RETURN(const std::string address, ServingAddress(args, nullptr));
-  return Runner([address](Session& s) { return Versions(s, address); });
+  return Runner([address = o.address](Session& s) { return Versions(s, address); });
 }
 
-absl::StatusOr<Runner> ParsePin(const Args& args) {
+absl::StatusOr<Runner> FinishPin(const Args& args, const ServingOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "a CHECKPOINT name or 'latest'"));
-  EMBER_ASSIGN_OR_RETURN(const std::string address, ServingAddress(args, nullptr));
-  return Runner([address, checkpoint = std::string(args.positionals[0])](Session& s) {
+  return Runner([address = o.address, checkpoint = std::string(args.positionals[0])](Session& s) {
     return Pin(s, address, checkpoint);
   });
 }
 
-absl::StatusOr<Runner> ParseChecksum(const Args& args) {
+void DeclareChecksum(FlagSet& flags, ServingOptions& o) {
+  DeclareServing(flags, &o.address);
+  flags.String("table", &o.table, "T", "one table").DefaultText("all");
+}
+
+absl::StatusOr<Runner> FinishChecksum(const Args& args, const ServingOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  std::string table;
-  EMBER_ASSIGN_OR_RETURN(const std::string address,
-                         ServingAddress(args, [&](const Flag& f) -> absl::Status {
-                           if (f.name == "table") return ParseString(f, &table);
-                           return UnknownFlag(args, f);
-                         }));
-  return Runner([address, table](Session& s) { return Checksum(s, address, table); });
+  return Runner(
+      [address = o.address, table = o.table](Session& s) { return Checksum(s, address, table); });
 }
 
 }  // namespace
 
 std::vector<CommandSpec> ServingCommands() {
   return {
-      {"serving", "status", "serving status --serving=HOST:PORT",
-       "  Per shard: stream connected, applied version, the shard's version, lag in versions\n"
-       "  and seconds, rows and tombstones applied, reconnects, last error; the model\n"
-       "  version served.\n"
-       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n",
-       ParseStatus},
-      {"serving", "lookup", "serving lookup --serving=HOST:PORT --table=T --ids=LIST",
-       "  The embeddings a follower serves for the ids (an id without a stored row reads\n"
-       "  as its init vector, or zeros with ember-serving --unknown_ids=zeros).\n"
-       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n"
-       "  --table=T             the table. Required\n"
-       "  --ids=LIST            comma-separated ids, e.g. 7,42,1001. Required\n",
-       ParseLookup},
-      {"serving", "versions", "serving versions --serving=HOST:PORT",
-       "  The job's checkpoints a follower can serve the dense tower of; * marks the one\n"
-       "  served now.\n"
-       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n",
-       ParseVersions},
-      {"serving", "pin", "serving pin --serving=HOST:PORT CHECKPOINT|latest",
-       "  Serve CHECKPOINT's dense tower until unpinned ('latest': follow the newest\n"
-       "  checkpoint again). Sends the admin token (--admin_token / EMBER_ADMIN_TOKEN_FILE).\n"
-       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n",
-       ParsePin},
-      {"serving", "checksum", "serving checksum --serving=HOST:PORT [--table=T]",
-       "  Per-table row count and digest of the follower's rows: equal to `emberctl\n"
-       "  checksum` of the PS cluster once the follower caught up with a stopped job.\n"
-       "  --serving=HOST:PORT   the follower (default: $EMBER_SERVING)\n"
-       "  --table=T             one table (default: all)\n",
-       ParseChecksum},
+      Command("serving", "status", "",
+              "Per shard: stream connected, applied version, the shard's version, lag in versions\n"
+              "and seconds, rows and tombstones applied, reconnects, last error; the model\n"
+              "version served.\n",
+              DeclareAddress, FinishStatus),
+      Command("serving", "lookup", "",
+              "The embeddings a follower serves for the ids (an id without a stored row reads\n"
+              "as its init vector, or zeros with ember-serving --unknown_ids=zeros).\n",
+              DeclareLookup, FinishLookup),
+      Command("serving", "versions", "",
+              "The job's checkpoints a follower can serve the dense tower of; * marks the one\n"
+              "served now.\n",
+              DeclareAddress, FinishVersions),
+      Command(
+          "serving", "pin", "CHECKPOINT|latest",
+          "Serve CHECKPOINT's dense tower until unpinned ('latest': follow the newest\n"
+          "checkpoint again). Sends the admin token (--admin_token / EMBER_ADMIN_TOKEN_FILE).\n",
+          DeclareAddress, FinishPin),
+      Command("serving", "checksum", "",
+              "Per-table row count and digest of the follower's rows: equal to `emberctl\n"
+              "checksum` of the PS cluster once the follower caught up with a stopped job.\n",
+              DeclareChecksum, FinishChecksum),
   };
 }
 

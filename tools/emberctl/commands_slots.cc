@@ -80,19 +80,17 @@ absl::Status RunShow(Session& s, std::optional<uint32_t> only) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Runner> ParseShow(const Args& args) {
-  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+struct ShowOptions {
   std::optional<uint32_t> shard;
-  for (const Flag& f : args.flags) {
-    if (f.name == "shard") {
-      uint32_t id = 0;
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &id));
-      shard = id;
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  return Runner([shard](Session& s) { return RunShow(s, shard); });
+};
+
+void DeclareShow(FlagSet& flags, ShowOptions& o) {
+  flags.Number("shard", &o.shard, "N", "only this shard");
+}
+
+absl::StatusOr<Runner> FinishShow(const Args& args, const ShowOptions& o) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  return Runner([shard = o.shard](Session& s) { return RunShow(s, shard); });
 }
 
 struct MoveOptions {
@@ -100,6 +98,23 @@ struct MoveOptions {
   uint32_t to = 0;
   MigrateFlags migrate;
 };
+
+void DeclareMove(FlagSet& flags, MoveOptions& o) {
+  flags
+      .Custom("slots", "LIST", "e.g. 0-99,200,300-310 (slots 0-16383)",
+              [&o](const Flag& f) -> absl::Status {
+                absl::StatusOr<std::vector<uint32_t>> slots = ParseSlotList(f.value);
+                if (!slots.ok()) {
+                  return absl::InvalidArgumentError(
+                      absl::StrCat("--slots: ", slots.status().message()));
+                }
+                o.slots = *std::move(slots);
+                return absl::OkStatus();
+              })
+      .Required();
+  flags.Number("to", &o.to, "N", "target shard").Required();
+  DeclareMigrateFlags(flags, &o.migrate, "print the moves only");
+}
 
 absl::Status RunMove(Session& s, const MoveOptions& o) {
   EMBER_ASSIGN_OR_RETURN(v1::GetClusterMapResponse map, s.client->GetClusterMap());
@@ -167,62 +182,39 @@ absl::Status RunMove(Session& s, const MoveOptions& o) {
   return StartAndReport(s, spec, o.migrate, extra);
 }
 
-absl::StatusOr<Runner> ParseMove(const Args& args) {
+absl::StatusOr<Runner> FinishMove(const Args& args, const MoveOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  MoveOptions o;
-  bool have_slots = false;
-  std::optional<uint32_t> to;
-  for (const Flag& f : args.flags) {
-    absl::Status st;
-    if (f.name == "slots") {
-      EMBER_RETURN_IF_ERROR(RequireValue(f));
-      absl::StatusOr<std::vector<uint32_t>> slots = ParseSlotList(f.value);
-      if (!slots.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("--slots: ", slots.status().message()));
-      }
-      o.slots = *std::move(slots);
-      have_slots = true;
-    } else if (f.name == "to") {
-      uint32_t id = 0;
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &id));
-      to = id;
-    } else if (ParseMigrateFlag(f, &o.migrate, &st)) {
-      EMBER_RETURN_IF_ERROR(st);
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  if (!have_slots) return MissingFlag(args, "slots");
-  if (!to.has_value()) return MissingFlag(args, "to");
-  o.to = *to;
   return Runner([o](Session& s) { return RunMove(s, o); });
 }
 
-absl::StatusOr<Runner> ParseRebalance(const Args& args) {
+struct RebalanceOptions {
+  v1::PlanRebalanceRequest::By by = v1::PlanRebalanceRequest::ROWS;
+  std::optional<double> tolerance;
+  MigrateFlags migrate;
+};
+
+void DeclareRebalance(FlagSet& flags, RebalanceOptions& o) {
+  DeclareBy(flags, &o.by, "what to even out");
+  flags.Number("tolerance", &o.tolerance, "F", "stop when every shard is within F of the mean")
+      .Min(0.0)
+      .DefaultText("0.05")
+      .Check([](const Flag& f) {
+        // Below 10 (a half-open range FlagSet does not state); it parsed already.
+        double tolerance = 0;
+        (void)ParseNumber(f, &tolerance);
+        return tolerance < 10 ? absl::OkStatus()
+                              : absl::InvalidArgumentError(
+                                    absl::StrCat("--tolerance must be in [0, 10), not ", f.value));
+      });
+  DeclareMigrateFlags(flags, &o.migrate, "print the plan only");
+}
+
+absl::StatusOr<Runner> FinishRebalance(const Args& args, const RebalanceOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
   v1::PlanRebalanceRequest request;
-  request.set_by(v1::PlanRebalanceRequest::ROWS);
-  MigrateFlags migrate;
-  for (const Flag& f : args.flags) {
-    absl::Status st;
-    if (f.name == "by") {
-      v1::PlanRebalanceRequest::By by = v1::PlanRebalanceRequest::ROWS;
-      EMBER_RETURN_IF_ERROR(ParseBy(f, &by));
-      request.set_by(by);
-    } else if (f.name == "tolerance") {
-      double tolerance = 0;
-      EMBER_RETURN_IF_ERROR(ParseDouble(f, &tolerance));
-      if (!(tolerance >= 0 && tolerance < 10)) {
-        return absl::InvalidArgumentError("--tolerance must be in [0, 10)");
-      }
-      request.set_tolerance(tolerance);
-    } else if (ParseMigrateFlag(f, &migrate, &st)) {
-      EMBER_RETURN_IF_ERROR(st);
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  return Runner([request, migrate](Session& s) {
+  request.set_by(o.by);
+  if (o.tolerance.has_value()) request.set_tolerance(*o.tolerance);
+  return Runner([request, migrate = o.migrate](Session& s) {
     const std::string reason =
         absl::StrCat("rebalance by ", LowerName(v1::PlanRebalanceRequest::By_Name(request.by())));
     return PlanAndRun(s, request, reason, migrate, nullptr);
@@ -233,31 +225,18 @@ absl::StatusOr<Runner> ParseRebalance(const Args& args) {
 
 std::vector<CommandSpec> SlotCommands() {
   return {
-      {"slots", "show", "slots show [--shard=N]",
-       "Slot count and ranges per shard (\"0-4095,8192-9000\"), and unowned slots.\n\n"
-       "  --shard=N   only this shard\n",
-       ParseShow},
-      {"slots", "move", "slots move --slots=LIST --to=N [--bytes_per_sec=N] [--dry_run] [--detach]",
-       "Moves slots online to shard N: one move per current owner (slots already on N are\n"
-       "skipped), then follows the migration to the end.\n\n"
-       "  --slots=LIST         e.g. 0-99,200,300-310 (slots 0-16383). Required\n"
-       "  --to=N               target shard. Required\n"
-       "  --bytes_per_sec=N    copy throttle. Default: 0 (unthrottled)\n"
-       "  --dry_run            print the moves only\n"
-       "  --detach             start the migration and return with its op id\n",
-       ParseMove},
-      {nullptr, "rebalance",
-       "rebalance [--by=rows|load|slots] [--tolerance=F] [--bytes_per_sec=N] [--dry_run] "
-       "[--detach]",
-       "Plans moves that even out rows, load or slots over the alive shards, prints the\n"
-       "plan (moves; per shard slots and weight before/after, % of the mean; max/mean)\n"
-       "and runs it.\n\n"
-       "  --by=rows|load|slots what to even out. Default: rows\n"
-       "  --tolerance=F        stop when every shard is within F of the mean. Default: 0.05\n"
-       "  --bytes_per_sec=N    copy throttle. Default: 0 (unthrottled)\n"
-       "  --dry_run            print the plan only\n"
-       "  --detach             start the migration and return with its op id\n",
-       ParseRebalance},
+      Command("slots", "show", "",
+              "Slot count and ranges per shard (\"0-4095,8192-9000\"), and unowned slots.\n",
+              DeclareShow, FinishShow),
+      Command("slots", "move", "",
+              "Moves slots online to shard N: one move per current owner (slots already on N are\n"
+              "skipped), then follows the migration to the end.\n",
+              DeclareMove, FinishMove),
+      Command(nullptr, "rebalance", "",
+              "Plans moves that even out rows, load or slots over the alive shards, prints the\n"
+              "plan (moves; per shard slots and weight before/after, % of the mean; max/mean)\n"
+              "and runs it.\n",
+              DeclareRebalance, FinishRebalance),
   };
 }
 

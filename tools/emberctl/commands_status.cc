@@ -234,25 +234,19 @@ absl::Status RunStatus(Session& s, absl::Duration sample) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Runner> ParseStatus(const Args& args) {
+void DeclareStatus(FlagSet& flags, int64_t& sample_ms) {
+  sample_ms = 1000;
+  flags.Number("sample_ms", &sample_ms, "N", "interval between the two samples; 0: no QPS/p99")
+      .Range(0, 600000);
+}
+
+absl::StatusOr<Runner> FinishStatus(const Args& args, const int64_t& sample_ms) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  int64_t sample_ms = 1000;
-  for (const Flag& f : args.flags) {
-    if (f.name == "sample_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &sample_ms));
-      if (sample_ms < 0 || sample_ms > 600000) {
-        return absl::InvalidArgumentError("--sample_ms must be in [0, 600000]");
-      }
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
   return Runner([sample_ms](Session& s) { return RunStatus(s, absl::Milliseconds(sample_ms)); });
 }
 
-absl::StatusOr<Runner> ParseShardsList(const Args& args) {
+absl::StatusOr<Runner> FinishShardsList(const Args& args, const NoFlags&) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  EMBER_RETURN_IF_ERROR(CheckNoFlags(args));
   return Runner([](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::ListShardsResponse list, s.client->ListShards());
     const std::vector<ShardStats> stats = SampleShards(s, list, absl::ZeroDuration());
@@ -269,21 +263,32 @@ absl::StatusOr<Runner> ParseShardsList(const Args& args) {
   });
 }
 
-// Parses --id=N into *id.
-absl::Status ParseId(const Flag& f, std::optional<uint32_t>* id) {
-  uint32_t v = 0;
-  EMBER_RETURN_IF_ERROR(ParseNumber(f, &v));
-  *id = v;
-  return absl::OkStatus();
+// --id=N, required.
+void DeclareId(FlagSet& flags, uint32_t* id) {
+  flags.Number("id", id, "N", "the shard").Required();
 }
 
 struct AddOptions {
   uint32_t id = 0;
   int64_t wait_ms = 30000;
   bool rebalance = false;
-  v1::PlanRebalanceRequest plan;
+  v1::PlanRebalanceRequest::By by = v1::PlanRebalanceRequest::ROWS;
+  std::optional<double> tolerance;
   MigrateFlags migrate;
+  v1::PlanRebalanceRequest plan;  // --by (when given) and --tolerance, in FinishShardsAdd
 };
+
+void DeclareShardsAdd(FlagSet& flags, AddOptions& o) {
+  DeclareId(flags, &o.id);
+  flags.Number("wait_ms", &o.wait_ms, "N", "how long to wait").Min(0);
+  flags.Bool("rebalance", &o.rebalance, "plan and run a rebalance afterwards");
+  flags.Section("With --rebalance:");
+  DeclareBy(flags, &o.by, "what the rebalance evens out");
+  flags.Number("tolerance", &o.tolerance, "F", "stop within this fraction of the mean")
+      .Min(0.0)
+      .DefaultText("0.05");
+  DeclareMigrateFlags(flags, &o.migrate, "print the plan only");
+}
 
 // Polls ListShards until shard `id` is registered and ALIVE.
 absl::StatusOr<v1::ShardInfo> WaitAlive(Session& s, uint32_t id, absl::Duration wait) {
@@ -312,44 +317,19 @@ absl::StatusOr<v1::ShardInfo> WaitAlive(Session& s, uint32_t id, absl::Duration 
   }
 }
 
-absl::StatusOr<Runner> ParseShardsAdd(const Args& args) {
+absl::StatusOr<Runner> FinishShardsAdd(const Args& args, const AddOptions& options) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  AddOptions o;
-  std::optional<uint32_t> id;
   bool plan_flags = false;
-  for (const Flag& f : args.flags) {
-    absl::Status st;
-    if (f.name == "id") {
-      EMBER_RETURN_IF_ERROR(ParseId(f, &id));
-    } else if (f.name == "wait_ms") {
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &o.wait_ms));
-      if (o.wait_ms < 0) return absl::InvalidArgumentError("--wait_ms must be >= 0");
-    } else if (f.name == "rebalance") {
-      EMBER_RETURN_IF_ERROR(ParseBool(f, &o.rebalance));
-    } else if (f.name == "by") {
-      v1::PlanRebalanceRequest::By by = v1::PlanRebalanceRequest::ROWS;
-      EMBER_RETURN_IF_ERROR(ParseBy(f, &by));
-      o.plan.set_by(by);
-      plan_flags = true;
-    } else if (f.name == "tolerance") {
-      double tolerance = 0;
-      EMBER_RETURN_IF_ERROR(ParseDouble(f, &tolerance));
-      if (!(tolerance >= 0)) return absl::InvalidArgumentError("--tolerance must be >= 0");
-      o.plan.set_tolerance(tolerance);
-      plan_flags = true;
-    } else if (ParseMigrateFlag(f, &o.migrate, &st)) {
-      EMBER_RETURN_IF_ERROR(st);
-      plan_flags = true;
-    } else {
-      return UnknownFlag(args, f);
-    }
+  for (const char* name : {"by", "tolerance", "bytes_per_sec", "dry_run", "detach"}) {
+    plan_flags |= args.parsed->Given(name);
   }
-  if (!id.has_value()) return MissingFlag(args, "id");
-  if (plan_flags && !o.rebalance) {
+  if (plan_flags && !options.rebalance) {
     return absl::InvalidArgumentError(
         "--by, --tolerance, --bytes_per_sec, --dry_run and --detach need --rebalance");
   }
-  o.id = *id;
+  AddOptions o = options;
+  if (args.parsed->Given("by")) o.plan.set_by(o.by);
+  if (o.tolerance.has_value()) o.plan.set_tolerance(*o.tolerance);
   return Runner([o](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::ShardInfo shard, WaitAlive(s, o.id, absl::Milliseconds(o.wait_ms)));
     if (!o.rebalance) {
@@ -378,22 +358,19 @@ absl::StatusOr<Runner> ParseShardsAdd(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseShardsDrain(const Args& args) {
-  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  std::optional<uint32_t> id;
+struct DrainOptions {
+  uint32_t id = 0;
   MigrateFlags migrate;
-  for (const Flag& f : args.flags) {
-    absl::Status st;
-    if (f.name == "id") {
-      EMBER_RETURN_IF_ERROR(ParseId(f, &id));
-    } else if (ParseMigrateFlag(f, &migrate, &st)) {
-      EMBER_RETURN_IF_ERROR(st);
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  if (!id.has_value()) return MissingFlag(args, "id");
-  return Runner([id = *id, migrate](Session& s) {
+};
+
+void DeclareShardsDrain(FlagSet& flags, DrainOptions& o) {
+  DeclareId(flags, &o.id);
+  DeclareMigrateFlags(flags, &o.migrate, "print the plan only");
+}
+
+absl::StatusOr<Runner> FinishShardsDrain(const Args& args, const DrainOptions& o) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  return Runner([id = o.id, migrate = o.migrate](Session& s) {
     v1::PlanRebalanceRequest request;
     request.set_by(v1::PlanRebalanceRequest::SLOTS);
     request.add_drain(id);
@@ -401,18 +378,11 @@ absl::StatusOr<Runner> ParseShardsDrain(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseShardsRemove(const Args& args) {
+void DeclareShardsRemove(FlagSet& flags, uint32_t& id) { DeclareId(flags, &id); }
+
+absl::StatusOr<Runner> FinishShardsRemove(const Args& args, const uint32_t& id) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  std::optional<uint32_t> id;
-  for (const Flag& f : args.flags) {
-    if (f.name == "id") {
-      EMBER_RETURN_IF_ERROR(ParseId(f, &id));
-    } else {
-      return UnknownFlag(args, f);
-    }
-  }
-  if (!id.has_value()) return MissingFlag(args, "id");
-  return Runner([id = *id](Session& s) -> absl::Status {
+  return Runner([id](Session& s) -> absl::Status {
     EMBER_RETURN_IF_ERROR(s.client->RemoveShard(id).status());
     if (s.options.json) {
       JsonWriter j;
@@ -429,37 +399,23 @@ absl::StatusOr<Runner> ParseShardsRemove(const Args& args) {
 
 std::vector<CommandSpec> StatusCommands() {
   return {
-      {nullptr, "status", "status [--sample_ms=1000]",
-       "Cluster overview: coordinator and epoch; per shard its address, state, slots,\n"
-       "rows, memory and disk, QPS and p99 latency (two samples --sample_ms apart),\n"
-       "fenced slots; jobs; the newest migration unless DONE.\n\n"
-       "  --sample_ms=N   interval between the two samples; 0: no QPS/p99. Default: 1000\n",
-       ParseStatus},
-      {"shards", "list", "shards list", "The shard table of `status`, without sampling.\n",
-       ParseShardsList},
-      {"shards", "add", "shards add --id=N [--wait_ms=30000] [--rebalance [--by=...] ...]",
-       "Waits until shard N (an ember-ps started with --shard_id=N) has registered and is\n"
-       "ALIVE; with --rebalance then moves slots to even out the cluster.\n\n"
-       "  --id=N               the shard. Required\n"
-       "  --wait_ms=N          how long to wait. Default: 30000\n"
-       "  --rebalance          plan and run a rebalance afterwards\n"
-       "  --by=rows|load|slots what the rebalance evens out. Default: rows\n"
-       "  --tolerance=F        stop within this fraction of the mean. Default: 0.05\n"
-       "  --bytes_per_sec=N    copy throttle. Default: 0 (unthrottled)\n"
-       "  --dry_run            print the plan only\n"
-       "  --detach             start the migration and return with its op id\n",
-       ParseShardsAdd},
-      {"shards", "drain", "shards drain --id=N [--bytes_per_sec=N] [--dry_run] [--detach]",
-       "Moves every slot of shard N to the other alive shards (evenly by slot count).\n\n"
-       "  --id=N               the shard. Required\n"
-       "  --bytes_per_sec=N    copy throttle. Default: 0 (unthrottled)\n"
-       "  --dry_run            print the plan only\n"
-       "  --detach             start the migration and return with its op id\n",
-       ParseShardsDrain},
-      {"shards", "remove", "shards remove --id=N",
-       "Forgets shard N. Fails (FAILED_PRECONDITION) while it owns slots: drain it first.\n\n"
-       "  --id=N   the shard. Required\n",
-       ParseShardsRemove},
+      Command(nullptr, "status", "",
+              "Cluster overview: coordinator and epoch; per shard its address, state, slots,\n"
+              "rows, memory and disk, QPS and p99 latency (two samples --sample_ms apart),\n"
+              "fenced slots; jobs; the newest migration unless DONE.\n",
+              DeclareStatus, FinishStatus),
+      Command("shards", "list", "", "The shard table of `status`, without sampling.\n",
+              DeclareNoFlags, FinishShardsList),
+      Command("shards", "add", "",
+              "Waits until shard N (an ember-ps started with --shard_id=N) has registered and is\n"
+              "ALIVE; with --rebalance then moves slots to even out the cluster.\n",
+              DeclareShardsAdd, FinishShardsAdd),
+      Command("shards", "drain", "",
+              "Moves every slot of shard N to the other alive shards (evenly by slot count).\n",
+              DeclareShardsDrain, FinishShardsDrain),
+      Command("shards", "remove", "",
+              "Forgets shard N. Fails (FAILED_PRECONDITION) while it owns slots: drain it first.\n",
+              DeclareShardsRemove, FinishShardsRemove),
   };
 }
 

@@ -30,9 +30,8 @@ std::string DescribeText(const v1::TableConfig& config) {
   return out;
 }
 
-absl::StatusOr<Runner> ParseList(const Args& args) {
+absl::StatusOr<Runner> FinishList(const Args& args, const NoFlags&) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  EMBER_RETURN_IF_ERROR(CheckNoFlags(args));
   return Runner([](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::GetClusterMapResponse map, s.client->GetClusterMap());
     if (s.options.json) {
@@ -69,9 +68,8 @@ absl::StatusOr<Runner> ParseList(const Args& args) {
   });
 }
 
-absl::StatusOr<Runner> ParseDescribe(const Args& args) {
+absl::StatusOr<Runner> FinishDescribe(const Args& args, const NoFlags&) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "a table NAME"));
-  EMBER_RETURN_IF_ERROR(CheckNoFlags(args));
   return Runner([name = std::string(args.positionals[0])](Session& s) -> absl::Status {
     EMBER_ASSIGN_OR_RETURN(v1::DescribeTableResponse response, s.client->DescribeTable(name));
     if (s.options.json) {
@@ -85,26 +83,7 @@ absl::StatusOr<Runner> ParseDescribe(const Args& args) {
   });
 }
 
-absl::Status ParseOptimizer(const Flag& f, v1::OptimizerConfig::Kind* kind) {
-  EMBER_RETURN_IF_ERROR(RequireValue(f));
-  if (f.value == "sgd") {
-    *kind = v1::OptimizerConfig::SGD;
-  } else if (f.value == "adagrad") {
-    *kind = v1::OptimizerConfig::ADAGRAD;
-  } else if (f.value == "adam") {
-    *kind = v1::OptimizerConfig::ADAM;
-  } else if (f.value == "ftrl") {
-    *kind = v1::OptimizerConfig::FTRL;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--optimizer: expected sgd, adagrad, adam or ftrl, not '", f.value, "'"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ReadConfig(const Flag& f, v1::TableConfig* config) {
-  EMBER_RETURN_IF_ERROR(RequireValue(f));
-  const std::string path(f.value);
+absl::Status ReadConfig(const std::string& path, v1::TableConfig* config) {
   std::ifstream in(path);
   if (!in) return absl::InvalidArgumentError(absl::StrCat("--config: cannot read ", path));
   std::stringstream text;
@@ -116,51 +95,60 @@ absl::Status ReadConfig(const Flag& f, v1::TableConfig* config) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Runner> ParseCreate(const Args& args) {
+// The flags given; the config file's fields are the rest.
+struct CreateOptions {
+  std::optional<std::string> name;
+  std::optional<uint32_t> dim;
+  std::optional<v1::OptimizerConfig::Kind> optimizer;
+  std::optional<double> learning_rate;
+  std::optional<uint64_t> seed;
+  std::optional<uint32_t> admission_min_count;
+  std::optional<uint64_t> ttl_steps;
+  std::optional<std::string> config;
+};
+
+void DeclareCreate(FlagSet& flags, CreateOptions& o) {
+  flags.String("name", &o.name, "N",
+               "table name ([a-zA-Z0-9_.-]{1,64}); required unless --config gives it");
+  flags.Number("dim", &o.dim, "D", "embedding dimension; required unless --config gives it")
+      .Range(1, 4096);
+  flags
+      .Choice<v1::OptimizerConfig::Kind>("optimizer", &o.optimizer,
+                                         {{"sgd", v1::OptimizerConfig::SGD},
+                                          {"adagrad", v1::OptimizerConfig::ADAGRAD},
+                                          {"adam", v1::OptimizerConfig::ADAM},
+                                          {"ftrl", v1::OptimizerConfig::FTRL}},
+                                         "the optimizer")
+      .DefaultText("sgd");
+  flags.Number("learning_rate", &o.learning_rate, "F", "").Above(0.0).DefaultText("0.01");
+  flags.Number("seed", &o.seed, "S", "").DefaultText("a hash of the name");
+  flags
+      .Number("admission_min_count", &o.admission_min_count, "N",
+              "sightings before an ID gets a row")
+      .DefaultText("0");
+  flags.Number("ttl_steps", &o.ttl_steps, "N", "evict rows not pushed for N steps")
+      .DefaultText("0 (never)");
+  flags.String("config", &o.config, "FILE",
+               "a text-format ember.v1.TableConfig; the flags above override its fields");
+}
+
+absl::StatusOr<Runner> FinishCreate(const Args& args, const CreateOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
   v1::TableConfig config;
-  bool from_file = false;
-  // Flags override the file, whatever their order.
-  for (const Flag& f : args.flags) {
-    if (f.name == "config") {
-      EMBER_RETURN_IF_ERROR(ReadConfig(f, &config));
-      from_file = true;
-    }
+  if (o.config.has_value()) EMBER_RETURN_IF_ERROR(ReadConfig(*o.config, &config));
+  if (o.name.has_value()) config.set_name(*o.name);
+  if (o.dim.has_value()) config.set_dim(*o.dim);
+  if (o.optimizer.has_value()) config.mutable_optimizer()->set_kind(*o.optimizer);
+  if (o.learning_rate.has_value()) {
+    config.mutable_optimizer()->set_learning_rate(static_cast<float>(*o.learning_rate));
   }
-  for (const Flag& f : args.flags) {
-    if (f.name == "config") continue;
-    if (f.name == "name") {
-      EMBER_RETURN_IF_ERROR(ParseString(f, config.mutable_name()));
-    } else if (f.name == "dim") {
-      uint32_t dim = 0;
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &dim));
-      if (dim < 1 || dim > 4096) return absl::InvalidArgumentError("--dim must be in [1, 4096]");
-      config.set_dim(dim);
-    } else if (f.name == "optimizer") {
-      v1::OptimizerConfig::Kind kind = v1::OptimizerConfig::SGD;
-      EMBER_RETURN_IF_ERROR(ParseOptimizer(f, &kind));
-      config.mutable_optimizer()->set_kind(kind);
-    } else if (f.name == "learning_rate") {
-      double lr = 0;
-      EMBER_RETURN_IF_ERROR(ParseDouble(f, &lr));
-      if (!(lr > 0)) return absl::InvalidArgumentError("--learning_rate must be > 0");
-      config.mutable_optimizer()->set_learning_rate(static_cast<float>(lr));
-    } else if (f.name == "seed") {
-      uint64_t seed = 0;
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &seed));
-      config.set_seed(seed);
-    } else if (f.name == "admission_min_count") {
-      uint32_t n = 0;
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &n));
-      config.mutable_admission()->set_min_count(n);
-    } else if (f.name == "ttl_steps") {
-      uint64_t n = 0;
-      EMBER_RETURN_IF_ERROR(ParseNumber(f, &n));
-      config.mutable_eviction()->set_ttl_steps(n);
-    } else {
-      return UnknownFlag(args, f);
-    }
+  if (o.seed.has_value()) config.set_seed(*o.seed);
+  if (o.admission_min_count.has_value()) {
+    config.mutable_admission()->set_min_count(*o.admission_min_count);
   }
+  if (o.ttl_steps.has_value()) config.mutable_eviction()->set_ttl_steps(*o.ttl_steps);
+  // --name and --dim are required unless the file gives them.
+  const bool from_file = o.config.has_value();
   if (config.name().empty())
     return MissingFlag(args, from_file ? "name (or name in --config)" : "name");
   if (config.dim() == 0) return MissingFlag(args, from_file ? "dim (or dim in --config)" : "dim");
@@ -188,23 +176,15 @@ absl::StatusOr<Runner> ParseCreate(const Args& args) {
 
 std::vector<CommandSpec> TableCommands() {
   return {
-      {"tables", "list", "tables list",
-       "Every table: name, dim, optimizer, learning rate, seed, admission min_count.\n", ParseList},
-      {"tables", "describe", "tables describe NAME",
-       "Every field of the table's normalized config.\n", ParseDescribe},
-      {"tables", "create", "tables create --name=N --dim=D [--optimizer=...] [...] | --config=FILE",
-       "Creates a table on the coordinator and every alive shard; prints the normalized\n"
-       "config and the shards that did not confirm yet.\n\n"
-       "  --name=N                  table name ([a-zA-Z0-9_.-]{1,64}). Required\n"
-       "  --dim=D                   embedding dimension (1..4096). Required\n"
-       "  --optimizer=KIND          sgd, adagrad, adam or ftrl. Default: sgd\n"
-       "  --learning_rate=F         Default: 0.01\n"
-       "  --seed=S                  Default: a hash of the name\n"
-       "  --admission_min_count=N   sightings before an ID gets a row. Default: 0\n"
-       "  --ttl_steps=N             evict rows not pushed for N steps. Default: 0 (never)\n"
-       "  --config=FILE             a text-format ember.v1.TableConfig; the flags above\n"
-       "                            override its fields\n",
-       ParseCreate},
+      Command("tables", "list", "",
+              "Every table: name, dim, optimizer, learning rate, seed, admission min_count.\n",
+              DeclareNoFlags, FinishList),
+      Command("tables", "describe", "NAME", "Every field of the table's normalized config.\n",
+              DeclareNoFlags, FinishDescribe),
+      Command("tables", "create", "",
+              "Creates a table on the coordinator and every alive shard; prints the normalized\n"
+              "config and the shards that did not confirm yet.\n",
+              DeclareCreate, FinishCreate),
   };
 }
 

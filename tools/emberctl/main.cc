@@ -90,7 +90,7 @@ std::vector<CommandSpec> AllCommands() {
 
 std::string Overview(const std::vector<CommandSpec>& all) {
   std::string out = "usage: emberctl [global flags] COMMAND [SUBCOMMAND] [flags]\n\nCommands:\n";
-  for (const CommandSpec& c : all) absl::StrAppend(&out, "  ", c.synopsis, "\n");
+  for (const CommandSpec& c : all) absl::StrAppend(&out, "  ", Synopsis(c, /*brief=*/true), "\n");
   absl::StrAppend(&out,
                   "\n`emberctl COMMAND [SUBCOMMAND] --help` describes a command. Flags are "
                   "--name=value;\n'-' and '_' in names are the same (--dry-run = --dry_run).\n\n",
@@ -102,7 +102,8 @@ std::string GroupUsage(const std::vector<CommandSpec>& all, absl::string_view gr
   std::string out = absl::StrCat("usage: emberctl [global flags] ", group,
                                  " SUBCOMMAND [flags]\n\nSubcommands:\n");
   for (const CommandSpec& c : all) {
-    if (c.group != nullptr && group == c.group) absl::StrAppend(&out, "  ", c.synopsis, "\n");
+    if (c.group != nullptr && group == c.group)
+      absl::StrAppend(&out, "  ", Synopsis(c, /*brief=*/true), "\n");
   }
   absl::StrAppend(&out, "\n`emberctl ", group, " SUBCOMMAND --help` describes one.\n\n",
                   GlobalUsage());
@@ -110,7 +111,7 @@ std::string GroupUsage(const std::vector<CommandSpec>& all, absl::string_view gr
 }
 
 std::string LeafUsage(const CommandSpec& c) {
-  return absl::StrCat("usage: emberctl [global flags] ", c.synopsis, "\n\n", c.usage, "\n",
+  return absl::StrCat("usage: emberctl [global flags] ", Synopsis(c), "\n\n", CommandUsage(c), "\n",
                       GlobalUsage());
 }
 
@@ -254,11 +255,11 @@ int Main(int argc, char** argv) {
   }
 
   Args args;
-  args.command = spec->group == nullptr ? spec->name : absl::StrCat(spec->group, " ", spec->name);
+  args.command = CommandName(*spec);
   args.positionals.assign(line->words.begin() + used_words, line->words.end());
   args.flags = line->local;
   const std::string help_command = absl::StrCat("emberctl ", args.command);
-  absl::StatusOr<Runner> runner = spec->parse(args);
+  absl::StatusOr<Runner> runner = ParseCommand(*spec, args);
   if (!runner.ok()) return usage_error(runner.status(), help_command);
   absl::Status parsed = global_set.Parse(line->global);
   if (!parsed.ok()) return usage_error(parsed, help_command);

@@ -128,17 +128,10 @@ void WriteJsonAndExtra(JsonWriter& j, const JsonExtra& extra) {
 
 }  // namespace
 
-bool ParseMigrateFlag(const Flag& flag, MigrateFlags* flags, absl::Status* status) {
-  if (flag.name == "bytes_per_sec") {
-    *status = ParseNumber(flag, &flags->bytes_per_sec);
-  } else if (flag.name == "dry_run") {
-    *status = ParseBool(flag, &flags->dry_run);
-  } else if (flag.name == "detach") {
-    *status = ParseBool(flag, &flags->detach);
-  } else {
-    return false;
-  }
-  return true;
+void DeclareMigrateFlags(FlagSet& flags, MigrateFlags* migrate, absl::string_view dry_run_help) {
+  flags.Number("bytes_per_sec", &migrate->bytes_per_sec, "N", "copy throttle; 0: unthrottled");
+  flags.Bool("dry_run", &migrate->dry_run, dry_run_help);
+  flags.Bool("detach", &migrate->detach, "start the migration and return with its op id");
 }
 
 std::string PhaseName(v1::Migration::Phase phase) {

@@ -30,9 +30,8 @@ struct MigrateFlags {
   bool detach = false;         // start and return with the op id
 };
 
-// Parses --bytes_per_sec, --dry_run and --detach into *flags. Returns true if `flag` was
-// one of them (with *status set to the parse result), false otherwise.
-bool ParseMigrateFlag(const Flag& flag, MigrateFlags* flags, absl::Status* status);
+// Declares --bytes_per_sec, --dry_run (`dry_run_help`: what it prints) and --detach.
+void DeclareMigrateFlags(FlagSet& flags, MigrateFlags* migrate, absl::string_view dry_run_help);
 
 // Adds keys to the command's JSON object before "plan"/"migration" (may be empty).
 using JsonExtra = std::function<void(JsonWriter&)>;
