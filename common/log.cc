@@ -65,22 +65,6 @@ void InitLogging(absl::string_view component, LogFormat format) {
   settings.format = format;
 }
 
-namespace log_internal {
-
-absl::string_view LevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kDebug:
-      return "DEBUG";
-    case LogLevel::kInfo:
-      return "INFO";
-    case LogLevel::kWarning:
-      return "WARNING";
-    case LogLevel::kError:
-      return "ERROR";
-  }
-  return "INFO";
-}
-
 std::string JsonEscape(absl::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -116,6 +100,22 @@ std::string JsonEscape(absl::string_view text) {
     }
   }
   return out;
+}
+
+namespace log_internal {
+
+absl::string_view LevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return "DEBUG";
+    case LogLevel::kInfo:
+      return "INFO";
+    case LogLevel::kWarning:
+      return "WARNING";
+    case LogLevel::kError:
+      return "ERROR";
+  }
+  return "INFO";
 }
 
 std::string FormatLine(LogFormat format, absl::Time time, LogLevel level,

@@ -43,6 +43,10 @@ absl::StatusOr<LogFormat> ParseLogFormat(absl::string_view text);
 // Thread-safe (a later call changes the lines written after it).
 void InitLogging(absl::string_view component, LogFormat format);
 
+// `text` as the inside of a JSON string (without the quotes): quotes, backslashes and
+// control characters escaped. The logger's JSON lines and ember-bench's figures use it.
+std::string JsonEscape(absl::string_view text);
+
 namespace log_internal {
 
 // "DEBUG", "INFO", "WARNING" or "ERROR".
@@ -52,9 +56,6 @@ absl::string_view LevelName(LogLevel level);
 // tests; a trailing '\n' of `message` is dropped.
 std::string FormatLine(LogFormat format, absl::Time time, LogLevel level,
                        absl::string_view component, absl::string_view message);
-
-// `text` as the inside of a JSON string (without the quotes).
-std::string JsonEscape(absl::string_view text);
 
 // One log statement: collects the message and writes the whole line to stderr when
 // destroyed (at the end of the full expression). Not for direct use: use EMBER_LOG.

@@ -194,15 +194,12 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     metrics_server->Register(cluster_metrics);
   }
 
-  ServeOptions serve;
-  serve.host = o.server.host;
-  serve.port = o.server.port;
+  ServeOptions serve = ServeOptionsFrom(o.server);
   serve.credentials = tls.Server();
   serve.services = {&service, &admin};
   serve.health_service = v1::CoordinatorService::service_full_name();
   serve.health_port = o.security.health_port;
   serve.metrics = metrics_server.get();
-  serve.shutdown_grace = absl::Milliseconds(o.server.shutdown_grace_ms);
   ServeHooks hooks;
   SlotMap map;
   hooks.started = [&](int) -> absl::Status {

@@ -331,9 +331,7 @@ absl::Status Run(const PsMainOptions& o) {
     metrics_server->Register(collector);
   }
 
-  ServeOptions serve;
-  serve.host = o.server.host;
-  serve.port = o.server.port;
+  ServeOptions serve = ServeOptionsFrom(o.server);
   serve.credentials = tls.Server();
   serve.services = {&service};
   serve.health_service = v1::PsService::service_full_name();
@@ -341,7 +339,6 @@ absl::Status Run(const PsMainOptions& o) {
   serve.max_receive_message_bytes = static_cast<int>(o.max_message_mb << 20);
   serve.max_send_message_bytes = static_cast<int>(o.max_message_mb << 20);
   serve.metrics = metrics_server.get();
-  serve.shutdown_grace = absl::Milliseconds(o.server.shutdown_grace_ms);
   std::unique_ptr<ShardAgent> agent;
   std::unique_ptr<DiskFaultWindow> disk_faults;
   ServeHooks hooks;

@@ -128,9 +128,7 @@ absl::Status Run(const ServingMainOptions& o) {
     metrics_server->Register(collector);
   }
   ServingServiceImpl service(follower.get(), rpc_metrics.get(), o.admin);
-  ServeOptions serve;
-  serve.host = o.server.host;
-  serve.port = o.server.port;
+  ServeOptions serve = ServeOptionsFrom(o.server);
   serve.credentials = tls.Server();
   serve.services = {&service};
   serve.health_service = v1::ServingService::service_full_name();
@@ -138,7 +136,6 @@ absl::Status Run(const ServingMainOptions& o) {
   serve.max_receive_message_bytes = 64 << 20;
   serve.max_send_message_bytes = 256 << 20;
   serve.metrics = metrics_server.get();
-  serve.shutdown_grace = absl::Milliseconds(o.server.shutdown_grace_ms);
   ServeHooks hooks;
   hooks.ready = [&](int port) {
     EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from " << o.follower.data_dir

@@ -38,6 +38,14 @@ void FinishServerFlags(ServerFlags* server) {
   if (server->metrics_host.empty()) server->metrics_host = server->host;
 }
 
+ServeOptions ServeOptionsFrom(const ServerFlags& server) {
+  ServeOptions serve;
+  serve.host = server.host;
+  serve.port = server.port;
+  serve.shutdown_grace = absl::Milliseconds(server.shutdown_grace_ms);
+  return serve;
+}
+
 absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
   ServerCallTracker calls;  // outlives the server
   EnableHealthService();

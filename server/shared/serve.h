@@ -73,6 +73,9 @@ struct ServeOptions {
   absl::Duration shutdown_grace = absl::Seconds(5);  // for calls in flight
 };
 
+// ServeOptions with the flags' host, port and shutdown grace; the binary sets the rest.
+ServeOptions ServeOptionsFrom(const ServerFlags& server);
+
 // The binary's steps around the sequence; each may be empty.
 struct ServeHooks {
   // The server listens on `port` but is not ready yet: start what answers through it

@@ -20,7 +20,6 @@ namespace ember {
 namespace {
 
 using log_internal::FormatLine;
-using log_internal::JsonEscape;
 
 // 2026-12-02T05:40:12.123Z
 absl::Time Fixed() {

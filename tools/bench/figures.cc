@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/log.h"
 
 namespace ember::bench {
 namespace {
@@ -17,28 +18,9 @@ std::string FormatNumber(double v) {
   return absl::StrFormat("%.4g", v);
 }
 
+// A JSON string literal: the escaping is the logger's (common/log.h).
 std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", c);
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+  return absl::StrCat("\"", JsonEscape(absl::string_view(s.data(), s.size())), "\"");
 }
 
 std::string FormatValue(const Figures::Value& value, bool json) {
