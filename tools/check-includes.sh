@@ -8,7 +8,9 @@
 #   - nothing outside server/store/ (and its tests) includes server/store/internal/;
 #   - nothing outside worker/dense/ includes worker/dense/cuda/;
 #   - nothing outside tests/ includes tests/;
-#   - no file cites a path outside the repository (the team folder beside it).
+#   - no file cites a path outside the repository (the team folder beside it);
+#   - no test names a fixed directory under ::testing::TempDir() (parallel cases of a
+#     suite would share it: tests/support/scratch_dir.h).
 #
 #   tools/check-includes.sh
 set -euo pipefail
@@ -47,6 +49,13 @@ outside=$(git grep -n -I -E '\.\./shared/' -- ':!tools/check-includes.sh' || tru
 if [ -n "$outside" ]; then
   echo "check-includes: files cite a path outside the repository:"
   echo "$outside" | sed 's/^/  /'
+  failures=$((failures + 1))
+fi
+
+fixed_tmp=$(git grep -n -E 'TempDir\(\) \+ "/[^"]*"' -- 'tests/*' | grep -v 'XXXXXX' || true)
+if [ -n "$fixed_tmp" ]; then
+  echo "check-includes: tests use a fixed directory under TempDir() (use ScratchDir):"
+  echo "$fixed_tmp" | sed 's/^/  /'
   failures=$((failures + 1))
 fi
 

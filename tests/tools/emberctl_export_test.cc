@@ -23,6 +23,7 @@
 #include "common/slot.h"
 #include "gtest/gtest.h"
 #include "server/store/row_layout.h"
+#include "tests/support/scratch_dir.h"
 #include "tests/support/usage_errors.h"
 #include "tests/tools/emberctl_fixture.h"
 #include "tools/emberctl/export_format.h"
@@ -412,9 +413,8 @@ void AddRow(uint64_t id, const std::string& value, v1::RowBlock* block) {  // ps
 class ExportFormatTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/export_format_test";
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    ASSERT_TRUE(scratch_.ok()) << scratch_.error();
+    dir_ = scratch_.path();
     header_.kind = ExportKind::kDelta;
     header_.table = "item";
     header_.shard_id = 3;
@@ -426,8 +426,6 @@ class ExportFormatTest : public ::testing::Test {
     AddRow(9, "", &block_);  // a tombstone
     AddRow(uint64_t{1} << 63, StoredRow(6, {3e-8f, 1e30f}, 2), &block_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-
   std::string Write(ExportFormat format) {
     const std::string path = dir_ + "/" + ctl::RowsFileName(header_.shard_id, format);
     auto w = ctl::ExportFileWriter::Create(path, format, header_);
@@ -442,6 +440,7 @@ class ExportFormatTest : public ::testing::Test {
     return path;
   }
 
+  ScratchDir scratch_{"export_format_test"};
   std::string dir_;
   ctl::ExportHeader header_;
   v1::RowBlock block_;
