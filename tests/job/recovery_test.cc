@@ -13,6 +13,8 @@
 //  - a corrupt newest checkpoint is refused during a recovery, which falls back to the
 //    checkpoint before it (and still ends with the fault-free model);
 //  - an operator's RequestCheckpoint (AdminService) is taken by a running job;
+//  - a run without a checkpoint period still ends with a checkpoint of its trained
+//    model, which a resume from "latest" keeps;
 //  - a checkpoint taken on 2 shards restores onto 3 and onto 1 shard with identical
 //    rows and dense weights (checksums).
 
@@ -206,6 +208,29 @@ TEST_F(RecoveryTest, AnOperatorRequestedCheckpointIsTakenAtTheNextStep) {
   EXPECT_TRUE(requested);
   EXPECT_GT(c->NewestCheckpointStep(), 0u) << "no checkpoint after the request";
   EXPECT_EQ(c->CommittedCheckpoints().size(), 2u);  // step 0 and the requested one
+}
+
+TEST_F(RecoveryTest, ARunWithoutACheckpointPeriodEndsWithACheckpointOfTheTrainedModel) {
+  // No period: a checkpoint at step 0 and one at the end. The end's holds the trained
+  // model, so a resume from "latest" keeps it (it used to roll back to step 0).
+  std::unique_ptr<Cluster> c = NewCluster("no-period");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  for (int r = 0; r < kWorkers; ++r) {
+    ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, {absl::StrCat("--max_steps=", kSteps)}));
+  }
+  ExpectSameModel(c->Finish());
+  EXPECT_EQ(c->NewestCheckpointStep(), static_cast<uint64_t>(kSteps));
+  EXPECT_EQ(c->CommittedCheckpoints().size(), 2u) << "step 0 and the end";
+  // A new run resumed from the newest checkpoint, with no step left: the trained model.
+  for (int r = 0; r < kWorkers; ++r) {
+    ASSERT_NO_FATAL_FAILURE(c->StartWorker(
+        r, {absl::StrCat("--max_steps=", kSteps), "--resume_from=latest", "--generation=2"}));
+  }
+  const std::string resumed = c->Finish();
+  ExpectSameModel(resumed);
+  EXPECT_EQ(JsonValue(resumed, "resumed_from"),
+            absl::StrCat("\"", c->CommittedCheckpoints().back(), "\""));
 }
 
 TEST_F(RecoveryTest, ACheckpointOnTwoShardsRestoresOntoThreeAndOntoOne) {

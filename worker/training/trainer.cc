@@ -494,10 +494,10 @@ absl::Status Trainer::Loop() {
   // Every worker's updates are applied before anyone evaluates or checksums.
   EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "final barrier"));
   result_.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
-  const bool periodic = checkpoint_every > 0 || config_.checkpoint().every_seconds() > 0;
-  if (join_.checkpoints() && periodic && checkpoint_step_ != step_) {
-    EMBER_RETURN_IF_ERROR(TakeCheckpoint());
-  }
+  // Every run that can checkpoint ends with one, period or not: without it the newest
+  // checkpoint of a run without a period is its step 0, and a follower would serve the
+  // untrained dense tower beside trained rows, and a resume would throw the run away.
+  if (join_.checkpoints() && checkpoint_step_ != step_) EMBER_RETURN_IF_ERROR(TakeCheckpoint());
   MaybeLog(/*force=*/true);
   return absl::OkStatus();
 }
