@@ -82,6 +82,14 @@ std::shared_ptr<grpc::ChannelCredentials> OrInsecure(
   return creds != nullptr ? creds : grpc::InsecureChannelCredentials();
 }
 
+std::string TlsHintForUnavailable(bool client_uses_tls) {
+  return client_uses_tls
+             ? " (this client speaks TLS: check that the server runs with --tls_ca, --tls_cert "
+               "and --tls_key too, and that one CA signs both certificates)"
+             : " (if the cluster runs with mutual TLS, pass --tls_ca, --tls_cert and --tls_key, "
+               "or set EMBER_TLS_CA/CERT/KEY)";
+}
+
 std::string PeerCommonName(const grpc::ServerContextBase& context) {
   std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
   if (auth == nullptr || !auth->IsPeerAuthenticated()) return "";

@@ -74,6 +74,11 @@ class TlsCredentials {
 std::shared_ptr<grpc::ChannelCredentials> OrInsecure(
     const std::shared_ptr<grpc::ChannelCredentials>& creds);
 
+// What to check when a server this client calls is UNAVAILABLE, as a parenthesized
+// hint to append to the error: a plaintext client of a TLS cluster (and a TLS client of
+// a plaintext one) only sees the connection closed.
+std::string TlsHintForUnavailable(bool client_uses_tls);
+
 // The common name of the peer's verified certificate; empty for a plaintext peer.
 std::string PeerCommonName(const grpc::ServerContextBase& context);
 

@@ -48,7 +48,8 @@ absl::StatusOr<std::vector<v1::ShardInfo>> SlotOwners(const CoordinatorState& st
   for (const v1::ShardInfo& shard : state.Shards()) {
     if (map.SlotsOf(shard.shard_id()).empty()) continue;
     if (shard.state() != v1::ShardInfo::ALIVE) {
-      return absl::UnavailableError(absl::StrCat("shard ", shard.shard_id(), " is not alive"));
+      return absl::UnavailableError(
+          absl::StrCat("shard ", shard.shard_id(), " (", shard.address(), ") is not alive"));
     }
     owners.push_back(shard);
   }
@@ -225,6 +226,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   switch (job.record.phase()) {
     case v1::GetJobResponse::RECOVERING:
       response.set_ready(false);
+      response.set_waiting_for(job.waiting_for);
       return response;
     case v1::GetJobResponse::FINISHED:
       return absl::FailedPreconditionError(
@@ -376,7 +378,11 @@ void JobManager::Recover(const std::string& name) {
       return;
     }
   }
-  if (!SlotOwners(*state_).ok()) return;  // wait until every slot owner is alive
+  if (absl::Status owners = SlotOwners(*state_).status(); !owners.ok()) {
+    absl::MutexLock lock(&mu_);
+    jobs_[name].waiting_for = absl::StrCat(owners.message(), "; waiting for it to come back");
+    return;  // wait until every slot owner is alive
+  }
 
   // The worker state first: a corrupt one disqualifies the checkpoint before any shard
   // is touched.
@@ -412,8 +418,13 @@ void JobManager::Recover(const std::string& name) {
                          << " refused, falling back to the previous one: " << status.message();
       job.bad_checkpoints.insert(candidate);
     }
+    job.waiting_for = absl::StrCat(
+        "restoring ",
+        candidate.empty() ? std::string("the shards") : absl::StrCat("checkpoint ", candidate),
+        ": ", status.message());
     return;  // other errors: retried at the next tick
   }
+  job.waiting_for.clear();
   job.record.set_attempt(attempt);
   job.record.set_phase(v1::GetJobResponse::RUNNING);
   job.record.set_restored_from(candidate);

@@ -120,6 +120,7 @@ class JobManager {
     bool checkpoint_requested = false;
     bool checkpointing = false;
     v1::WorkerState restored_state;  // of record.restored_from
+    std::string waiting_for;         // what the recovery waits for (JoinJobResponse)
   };
 
   // Ends the running attempt of `job`. REQUIRES: mu_ held.

@@ -29,6 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/ports.h"
 #include "tests/support/usage_errors.h"
 #include "tools/harness/process.h"
 #include "tools/harness/result_json.h"
@@ -210,6 +211,47 @@ TEST_F(TrainingTest, AnUnservableMetricsAddressFailsTheWorkerOnce) {
                    " --metrics_host=192.0.2.1 --metrics_port=0 --max_recoveries=3 --skip_eval"));
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output, ::testing::HasSubstr("cannot serve metrics"));
+  EXPECT_THAT(run.output, ::testing::Not(::testing::HasSubstr("rejoining")));
+}
+
+// A worker pointed at an address nothing serves says what it waits for at once and
+// fails within --collective_timeout_ms naming the address; it used to wait in silence
+// for --recovery_timeout_ms (10 minutes).
+TEST_F(TrainingTest, AnUnreachableCoordinatorIsNamedAndFailsWithinTheCollectiveTimeout) {
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  const absl::Time start = absl::Now();
+  const RunResult run =
+      RunBinary(EMBER_WORKER_BINARY,
+                absl::StrCat("--config=", EMBER_SOURCE_DIR,
+                             "/configs/quickstart.pbtxt --coordinator=", "127.0.0.1:", port,
+                             " --collective_timeout_ms=2000 --metrics_port=-1"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(20)) << run.output;
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  EXPECT_THAT(run.output, ::testing::HasSubstr(absl::StrCat("joining job 'quickstart' at ", address,
+                                                            ": coordinator unreachable")));
+  EXPECT_THAT(run.output,
+              ::testing::HasSubstr(absl::StrCat("coordinator ", address, " unreachable for 2s")));
+}
+
+// Rank 0 of 2 with rank 1 never started: it says it waits for the other worker and
+// fails once, within the collective timeout, naming the missing rank; it used to
+// rejoin through recovery after recovery in silence.
+TEST_F(TrainingTest, AMissingRankIsNamedAndFailsTheFirstAttemptWithinTheCollectiveTimeout) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(1, "r"));
+  const absl::Time start = absl::Now();
+  const RunResult run = RunBinary(
+      EMBER_WORKER_BINARY,
+      absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt --coordinator=",
+                   cluster_->coordinator_address(), " --generation=", ++generation_,
+                   " --rank=0 --world_size=2 --collective_timeout_ms=3000 --metrics_port=-1",
+                   " --train=", *data_dir_, "/train --skip_eval"));
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << run.output;
+  EXPECT_THAT(run.output, ::testing::HasSubstr("waiting for the other 1 worker(s)"));
+  EXPECT_THAT(run.output, ::testing::HasSubstr("ranks [1] of 2 did not join"));
+  EXPECT_THAT(run.output, ::testing::HasSubstr("--world_size=2"));
   EXPECT_THAT(run.output, ::testing::Not(::testing::HasSubstr("rejoining")));
 }
 

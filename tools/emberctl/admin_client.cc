@@ -58,9 +58,7 @@ absl::StatusOr<Response> AdminClient::Call(
                     "certificate or the admin token)");
   } else if (s.code() == absl::StatusCode::kUnavailable &&
              options_.channel_credentials == nullptr) {
-    absl::StrAppend(&message,
-                    " (if the cluster runs with mutual TLS, pass --tls_ca, --tls_cert "
-                    "and --tls_key, or set EMBER_TLS_CA/CERT/KEY)");
+    absl::StrAppend(&message, TlsHintForUnavailable(/*client_uses_tls=*/false));
   }
   return absl::Status(s.code(), message);
 }

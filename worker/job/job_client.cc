@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/tls.h"
@@ -42,26 +44,74 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Create(
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);  // worker state carries the dense model
   args.SetMaxSendMessageSize(256 << 20);
-  return std::unique_ptr<JobClient>(new JobClient(v1::CoordinatorService::NewStub(
-      grpc::CreateCustomChannel(address, OrInsecure(credentials), args))));
+  const bool tls = credentials != nullptr;
+  return std::unique_ptr<JobClient>(
+      new JobClient(v1::CoordinatorService::NewStub(
+                        grpc::CreateCustomChannel(address, OrInsecure(credentials), args)),
+                    address, tls));
 }
 
 absl::StatusOr<v1::JoinJobResponse> JobClient::Join(v1::JoinJobRequest request,
-                                                    absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+                                                    const JoinWait& wait) {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + wait.timeout;
   request.set_wait_ms(5000);
+  bool reached = false;  // the coordinator answered once
+  std::string waiting_for;
+  absl::Time reported = absl::InfinitePast();
+  // Says what the join waits for when it changes, and again every report_every.
+  auto report = [&](const std::string& what) {
+    const absl::Time now = absl::Now();
+    if (what == waiting_for && now - reported < wait.report_every) return;
+    waiting_for = what;
+    reported = now;
+    if (wait.report) {
+      wait.report(
+          absl::StrCat("joining job '", request.job(), "' at ", address_, ": ", what,
+                       absl::StrFormat(" (%.0fs so far)", absl::ToDoubleSeconds(now - start))));
+    }
+  };
+  absl::Duration backoff = absl::Milliseconds(100);
   while (true) {
     v1::JoinJobResponse response;
-    absl::Status s = Retry(deadline, absl::Seconds(10), [&](grpc::ClientContext* context) {
-      return stub_->JoinJob(context, request, &response);
-    });
-    if (!s.ok()) return s;
-    if (response.ready()) return response;
-    if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "job '", request.job(), "' did not recover within ", absl::FormatDuration(timeout)));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(std::min(deadline, absl::Now() + absl::Seconds(10))));
+    const absl::Status s = FromGrpcStatus(stub_->JoinJob(&context, request, &response), &context);
+    if (s.ok() && response.ready()) return response;
+    if (!s.ok() && s.code() != absl::StatusCode::kUnavailable) return s;
+    const absl::Time now = absl::Now();
+    if (s.ok()) {
+      reached = true;
+      backoff = absl::Milliseconds(100);
+      report(response.waiting_for().empty()
+                 ? std::string("the job is recovering")
+                 : absl::StrCat("the job is recovering: ", response.waiting_for()));
+      if (now >= deadline) {
+        return absl::DeadlineExceededError(absl::StrCat(
+            "job '", request.job(), "' did not recover within ", absl::FormatDuration(wait.timeout),
+            response.waiting_for().empty() ? "" : absl::StrCat(" (", response.waiting_for(), ")")));
+      }
+      continue;  // JoinJob itself waited; later calls are not new failures of the attempt
     }
-    // Later calls of this loop are not new failures of the attempt it already ended.
+    // A refused connection is no TLS mismatch: nothing listens there.
+    const std::string hint = absl::StrContains(s.message(), "Connection refused")
+                                 ? std::string(" (nothing listens there?)")
+                                 : TlsHintForUnavailable(tls_);
+    const std::string unreachable = absl::StrCat("coordinator unreachable: ", s.message(), hint);
+    if (!reached && now - start >= wait.unreachable_timeout) {
+      return absl::UnavailableError(absl::StrCat("coordinator ", address_, " unreachable for ",
+                                                 absl::FormatDuration(wait.unreachable_timeout),
+                                                 " (check --coordinator): ", s.message(), hint));
+    }
+    if (now + backoff >= deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("coordinator ", address_, " unreachable until the deadline: ", s.message()));
+    }
+    report(reached ? absl::StrCat(unreachable, "; waiting for it to come back")
+                   : absl::StrCat(unreachable, "; retrying for up to ",
+                                  absl::FormatDuration(wait.unreachable_timeout)));
+    absl::SleepFor(backoff);  // retry pacing, not event ordering
+    backoff = std::min(backoff * 2, absl::Seconds(1));
   }
 }
 

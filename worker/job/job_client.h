@@ -7,13 +7,14 @@
 //
 //   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<JobClient> jobs, JobClient::Create(address));
 //   v1::JoinJobRequest join;  join.set_job("ctr");  join.set_rank(0);  ...
-//   EMBER_ASSIGN_OR_RETURN(v1::JoinJobResponse attempt, jobs->Join(join, absl::Minutes(10)));
+//   EMBER_ASSIGN_OR_RETURN(v1::JoinJobResponse attempt, jobs->Join(join, JobClient::JoinWait{}));
 //
 // Thread-safety: all methods may be called concurrently.
 
 #ifndef EMBER_WORKER_JOB_JOB_CLIENT_H_
 #define EMBER_WORKER_JOB_JOB_CLIENT_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -32,10 +33,26 @@ class JobClient {
       const std::string& coordinator_address,
       std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
+  // How Join waits, and what it says while it does.
+  struct JoinWait {
+    // Longest wait for an attempt to be ready (a recovery: shards coming back and
+    // restoring a checkpoint). DEADLINE_EXCEEDED after it.
+    absl::Duration timeout = absl::Minutes(10);
+    // Longest wait for the first answer of a coordinator this client never reached:
+    // a wrong address or a TLS mismatch does not fix itself. UNAVAILABLE after it, with
+    // a TLS hint. A coordinator that answered once and then restarts is waited for
+    // until `timeout`.
+    absl::Duration unreachable_timeout = absl::Minutes(1);
+    // Called with one line of what the join waits for: at once when it starts waiting
+    // for something new, then every `report_every` while it still does. Null: silent.
+    std::function<void(const std::string&)> report;
+    absl::Duration report_every = absl::Seconds(10);
+  };
+
   // Joins the job: repeats JoinJob (and retries an unreachable coordinator) until an
-  // attempt is ready. DEADLINE_EXCEEDED after `timeout`; the coordinator's other
-  // errors (a superseded or failed run, a bad rank) as they are.
-  absl::StatusOr<v1::JoinJobResponse> Join(v1::JoinJobRequest request, absl::Duration timeout);
+  // attempt is ready, within `wait`. The coordinator's other errors (a superseded or
+  // failed run, a bad rank) as they are.
+  absl::StatusOr<v1::JoinJobResponse> Join(v1::JoinJobRequest request, const JoinWait& wait);
 
   // Runs a checkpoint, retrying UNAVAILABLE (the coordinator restarting) until
   // `timeout`.
@@ -46,9 +63,12 @@ class JobClient {
   absl::Status Finish(const v1::FinishJobRequest& request, absl::Duration timeout);
 
  private:
-  explicit JobClient(std::unique_ptr<v1::CoordinatorService::Stub> stub) : stub_(std::move(stub)) {}
+  JobClient(std::unique_ptr<v1::CoordinatorService::Stub> stub, std::string address, bool tls)
+      : stub_(std::move(stub)), address_(std::move(address)), tls_(tls) {}
 
   const std::unique_ptr<v1::CoordinatorService::Stub> stub_;
+  const std::string address_;
+  const bool tls_;
 };
 
 }  // namespace ember::worker

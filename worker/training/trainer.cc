@@ -161,12 +161,30 @@ absl::Status Trainer::ConnectWorkers() {
   collective.rank = options_.rank;
   collective.world_size = world;
   collective.timeout = options_.collective_timeout;
+  if (world > 1) {
+    log_ << "worker " << options_.rank << "/" << world << ": waiting for the other " << world - 1
+         << " worker(s) of attempt " << join_.attempt() << " (up to "
+         << absl::FormatDuration(options_.collective_timeout) << ", --collective_timeout_ms)"
+         << std::endl;
+  }
   absl::StatusOr<std::unique_ptr<Collective>> c = Collective::Connect(collective);
   if (!c.ok()) {
-    return InStage(c.status(), absl::StrCat("worker rendezvous (job '", config_.name(),
-                                            "', generation ", options_.generation,
-                                            "; every run of a job on one coordinator needs its own "
-                                            "--generation)"));
+    absl::Status s = c.status();
+    // The first attempt of a fresh run, for this worker: the missing peers never
+    // started (or cannot reach this one), which waiting longer does not change. A
+    // recovery (restored from a checkpoint) or a rejoin after a failure waits for
+    // restarted peers as long as --max_recoveries allows.
+    if (s.code() == absl::StatusCode::kDeadlineExceeded && result_.recoveries == 0 &&
+        join_.checkpoint().empty()) {
+      s = absl::FailedPreconditionError(absl::StrCat(
+          s.message(), "; start every rank 0..", world - 1, " with --world_size=", world,
+          " against the same coordinator, each able to reach the others "
+          "at its --collective_host"));
+    }
+    return InStage(s, absl::StrCat("worker rendezvous (job '", config_.name(), "', generation ",
+                                   options_.generation,
+                                   "; every run of a job on one coordinator needs its own "
+                                   "--generation)"));
   }
   collective_ = std::move(*c);
   if (tower_->device() == DenseDevice::kCuda) {
@@ -593,8 +611,18 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   join.set_world_size(static_cast<uint32_t>(options.world_size));
   join.set_resume_from(options.resume_from);
   join.set_config_digest(ConfigDigest(options.config));
+  JobClient::JoinWait wait;
+  wait.timeout = options.recovery_timeout;
+  // A coordinator never reached in this long is a wrong address or a TLS mismatch.
+  wait.unreachable_timeout = options.collective_timeout;
+  wait.report = [&log, &options](const std::string& line) {
+    log << "worker " << options.rank << ": " << line << std::endl;
+  };
+  log << "worker " << options.rank << "/" << options.world_size << ": joining job '"
+      << options.config.name() << "' (generation " << options.generation << ") at "
+      << options.coordinator_address << std::endl;
   for (int recoveries = 0;; ++recoveries) {
-    absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, options.recovery_timeout);
+    absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, wait);
     if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
     absl::StatusOr<TrainResult> result;
     {
