@@ -229,6 +229,8 @@ TEST_F(RecoveryTest, ARunWithoutACheckpointPeriodEndsWithACheckpointOfTheTrained
   }
   const std::string resumed = c->Finish();
   ExpectSameModel(resumed);
+  // It trained no example: its rate counts this run's examples, not the checkpoint's.
+  EXPECT_EQ(std::stod(JsonValue(resumed, "examples_per_sec")), 0.0) << resumed;
   EXPECT_EQ(JsonValue(resumed, "resumed_from"),
             absl::StrCat("\"", c->CommittedCheckpoints().back(), "\""));
 }

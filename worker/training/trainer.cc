@@ -423,11 +423,12 @@ void Trainer::MaybeLog(bool force) {
   interval_examples_ = 0;
   if (!rank0()) return;
   const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
-  const double rate = examples_ / std::max(elapsed, 1e-9);
-  const std::string eta =
-      estimated_steps_ > step_
-          ? FormatDuration(elapsed / step_ * static_cast<double>(estimated_steps_ - step_))
-          : std::string(estimated_steps_ > 0 ? "0s" : "?");
+  const double rate = static_cast<double>(examples_ - start_examples_) / std::max(elapsed, 1e-9);
+  const uint64_t steps_run = step_ - start_step_;
+  const std::string eta = estimated_steps_ > step_ && steps_run > 0
+                              ? FormatDuration(elapsed / static_cast<double>(steps_run) *
+                                               static_cast<double>(estimated_steps_ - step_))
+                              : std::string(estimated_steps_ > 0 ? "0s" : "?");
   log_ << absl::StrFormat("step %6d  examples %9d  %8.0f ex/s  loss %.5f  ETA %s", step_, examples_,
                           rate, point.loss, eta)
        << std::endl;
@@ -465,6 +466,8 @@ absl::Status Trainer::MaybeEvaluate(bool final) {
 absl::Status Trainer::Loop() {
   const int world = collective_->world_size();
   start_ = absl::Now();
+  start_examples_ = examples_;
+  start_step_ = step_;
   const uint32_t checkpoint_every = config_.checkpoint().every_steps();
   // A fresh run checkpoints before its first push: a failure rolls back to it.
   if (join_.checkpoints() && join_.checkpoint().empty()) EMBER_RETURN_IF_ERROR(TakeCheckpoint());
@@ -523,7 +526,8 @@ absl::Status Trainer::Loop() {
 absl::Status Trainer::Finish() {
   result_.steps = step_;
   result_.examples = examples_;
-  result_.examples_per_sec = examples_ / std::max(result_.train_seconds, 1e-9);
+  result_.examples_per_sec =
+      static_cast<double>(examples_ - start_examples_) / std::max(result_.train_seconds, 1e-9);
   result_.malformed_lines = pipeline_->stats().malformed;
   const SkewHandler::Totals& skew = skew_->totals();
   result_.cold_examples = skew.cold_examples;

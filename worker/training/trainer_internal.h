@@ -157,6 +157,10 @@ class Trainer {
   std::optional<std::array<float, 2>> next_agreement_;
   uint64_t estimated_steps_ = 0;
   absl::Time start_;
+  // examples_ and step_ when this attempt's loop started (after a restore): rates and
+  // the ETA count what this attempt trained, not what its checkpoint had.
+  uint64_t start_examples_ = 0;
+  uint64_t start_step_ = 0;
   // Progress since the last line.
   double interval_loss_ = 0;
   double interval_examples_ = 0;
