@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -147,6 +148,7 @@ absl::Status Follower::Bootstrap() {
   EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> valid, ValidCheckpoints());
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> from;  // shard -> (stream, version)
   std::string name;
+  std::optional<StagedRestore> staged;  // none: nothing to import
   if (valid.empty()) {
     // Nothing to import: only an empty store can start at (stream 0, version 0).
     bool bootstrapped_before = false;
@@ -170,20 +172,23 @@ absl::Status Follower::Bootstrap() {
     for (const v1::CheckpointManifest& link : chain) dirs.push_back(catalog.Dir(job, link.name()));
     EMBER_LOG(INFO) << "bootstrapping from " << name << " (" << chain.size() << " link(s))";
     // The import runs next to the live store, which keeps serving meanwhile.
-    EMBER_ASSIGN_OR_RETURN(const StagedRestore staged,
+    EMBER_ASSIGN_OR_RETURN(staged,
                            storage_->StageRestore(chain, dirs, [](uint32_t) { return true; }));
-    {
-      absl::MutexLock apply(&apply_mu_);
-      absl::WriterMutexLock store(&store_mu_);
-      EMBER_RETURN_IF_ERROR(storage_->CommitRestore(staged).status());
-    }
     for (const v1::ShardSnapshot& snap : newest.shards()) {
       from[snap.shard_id()] = {snap.stream_id(), snap.version()};
     }
-    EMBER_LOG(INFO) << "bootstrapped " << staged.rows << " rows from " << name << " in "
-                    << staged.seconds << " s";
   }
   {
+    // The swap, the new positions and the generation bump are one step for Apply (which
+    // holds apply_mu_ from its generation check to its import): an apply of the old
+    // generation lands before the swap, which replaces it, or sees the new generation
+    // and is dropped. With the bump after the swap, an old-stream message could land on
+    // the freshly imported rows, and its older values outlived the bootstrap.
+    absl::MutexLock apply(&apply_mu_);
+    if (staged.has_value()) {
+      absl::WriterMutexLock store(&store_mu_);
+      EMBER_RETURN_IF_ERROR(storage_->CommitRestore(*staged).status());
+    }
     absl::MutexLock lock(&mu_);
     ++generation_;
     ++bootstraps_;
@@ -211,6 +216,10 @@ absl::Status Follower::Bootstrap() {
         if (m.name() == name) sparse_step_ = static_cast<int64_t>(m.step());
       }
     }
+  }
+  if (staged.has_value()) {
+    EMBER_LOG(INFO) << "bootstrapped " << staged->rows << " rows from " << name << " in "
+                    << staged->seconds << " s";
   }
   return PersistState();
 }
