@@ -14,7 +14,9 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "common/proto_diff.h"
 #include "common/status_macros.h"
+#include "ember/v1/model.pb.h"
 #include "grpcpp/client_context.h"
 #include "server/coordinator/run_parallel.h"
 #include "server/shared/slot_owners.h"
@@ -167,6 +169,7 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   job.record.set_world_size(request.world_size());
   job.record.set_resume_from(resume);
   job.record.set_config_digest(request.config_digest());
+  job.record.set_config(request.config());
   EMBER_RETURN_IF_ERROR(PersistLocked(job));
   EMBER_LOG(INFO) << "job " << request.job() << " generation " << request.generation()
                   << ": new run of " << request.world_size() << " worker(s)"
@@ -206,8 +209,17 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   }
   if (request.config_digest() != 0 && job.record.config_digest() != 0 &&
       request.config_digest() != job.record.config_digest()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "worker ", rank, " has another model config than the run of job '", request.job(), "'"));
+    v1::ModelConfig mine, run;
+    std::string fields;
+    if (mine.ParseFromString(request.config()) && run.ParseFromString(job.record.config()) &&
+        !request.config().empty() && !job.record.config().empty()) {
+      fields = DescribeDifference(mine, run, 3, "this worker", "the run");
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("worker ", rank, " has another model config than the run of job '",
+                     request.job(), "'", fields.empty() ? "" : absl::StrCat(": ", fields),
+                     "; every worker of a run needs the same config (a new run, with a larger "
+                     "--generation, may change it)"));
   }
   if (job.record.phase() == v1::GetJobResponse::RUNNING) {
     if (request.after_attempt() >= job.record.attempt()) {
@@ -290,6 +302,7 @@ v1::GetJobResponse JobManager::DescribeLocked(const std::string& name) const {
     r.set_latest_checkpoint(job.record.checkpoints().rbegin()[0]);
   r.set_recoveries(job.record.recoveries());
   r.set_failure(job.record.failure());
+  r.set_restored_from(job.record.restored_from());
   return r;
 }
 
@@ -299,6 +312,14 @@ absl::Status JobManager::RequestCheckpoint(const std::string& name) {
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", name, "'"));
   if (options_.checkpoint_dir.empty()) {
     return absl::FailedPreconditionError("the coordinator runs without --checkpoint_dir");
+  }
+  const v1::GetJobResponse::Phase phase = it->second.record.phase();
+  if (phase == v1::GetJobResponse::FINISHED || phase == v1::GetJobResponse::FAILED) {
+    // No worker is left to take it; every run ends with a checkpoint of its own.
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", name, "' is ", v1::GetJobResponse::Phase_Name(phase),
+                     ": no worker is left to take a checkpoint (every run ends with one: see "
+                     "'emberctl checkpoint list')"));
   }
   it->second.checkpoint_requested = true;
   return absl::OkStatus();

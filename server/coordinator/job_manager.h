@@ -91,7 +91,8 @@ class JobManager {
   absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job) const;
   // GetJob's answer for `name`. REQUIRES: mu_ held, the job exists.
   v1::GetJobResponse DescribeLocked(const std::string& name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Marks an on-demand checkpoint for the job's next step barrier.
+  // Marks an on-demand checkpoint for the job's next step barrier. FAILED_PRECONDITION
+  // for a FINISHED or FAILED job.
   absl::Status RequestCheckpoint(const std::string& job);
 
   // A shard registered or heartbeated with `incarnation` (0: unknown).

@@ -87,6 +87,17 @@ absl::StatusOr<v1::RestoreCheckpointResponse> JobManager::RestoreCheckpoint(
   }
   std::map<uint32_t, uint64_t> incarnations;
   EMBER_RETURN_IF_ERROR(RestoreShards(job, checkpoint, attempt, &incarnations));
+  {
+    // The job's record says what its shards now hold (`emberctl status` showed the
+    // attempt before the restore); the job stays stopped, and a new run starts anew.
+    absl::MutexLock lock(&mu_);
+    auto it = jobs_.find(job);
+    if (it != jobs_.end()) {
+      it->second.record.set_attempt(attempt);
+      it->second.record.set_restored_from(checkpoint);
+      PersistLocked(it->second).IgnoreError();
+    }
+  }
   EMBER_LOG(INFO) << "job " << job << ": shards restored to checkpoint " << checkpoint
                   << " (attempt " << attempt << ") by an operator";
   v1::RestoreCheckpointResponse response;

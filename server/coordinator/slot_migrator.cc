@@ -327,6 +327,10 @@ void SlotMigrator::Run(std::string op_id) {
       op.set_move(op.move() + 1);
       op.set_moves_done(op.moves_done() + 1);
       op.set_error("");
+      // The next move has not started: it showed the finished move's CLEANING_UP.
+      if (op.move() < static_cast<uint32_t>(op.spec().moves_size())) {
+        op.set_phase(v1::Migration::PENDING);
+      }
       failing_since = absl::InfiniteFuture();
       Publish(op, /*persist=*/true);
       continue;

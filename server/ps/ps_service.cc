@@ -38,6 +38,7 @@ PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap s
   if (metrics_ != nullptr) metrics_->SetEpoch(slot_map_->epoch());
   stream_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
   stream_origin_empty_ = store_->version() == 0;
+  stream_start_version_ = store_->version();
   owner_ = std::make_unique<ReplicaOwner>(static_cast<ReplicaHost*>(this), shard_id_, incarnation_,
                                           hot_options_.owner, metrics_);
 }
@@ -272,6 +273,11 @@ absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
   for (std::string& name : store_->ListTables()) response->add_tables(std::move(name));
   response->set_incarnation(incarnation_);
   response->set_attempt(attempt_.load());
+  response->set_stream_id(stream_id_);
+  response->set_stream_start_version(stream_start_version_);
+  response->set_stream_restored_from(stream_restored_from_);
+  response->set_stream_parent_id(stream_parent_id_);
+  response->set_stream_parent_version(stream_parent_version_);
   const StoreStats stats = store_->Stats();
   response->set_stored_rows(store_->EstimatedStoredRows());
   response->set_rows_in_memory(static_cast<uint64_t>(stats.rows_in_memory));

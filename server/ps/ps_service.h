@@ -365,6 +365,8 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   bool stream_origin_empty_ = false;    // the stream began at version 0 (an empty store)
   uint64_t stream_parent_id_ = 0;       // restored from (parent id, parent version): a
   uint64_t stream_parent_version_ = 0;  // position there continues this stream
+  uint64_t stream_start_version_ = 0;   // the store's version when the stream began
+  std::string stream_restored_from_;    // the checkpoint whose restore began it
   std::atomic<bool> watches_stopped_{false};
   std::atomic<int> active_watches_{0};
   absl::Mutex crash_mu_;

@@ -73,11 +73,14 @@ void PsServiceImpl::StartNewStream() {
   stream_origin_empty_ = false;
   stream_parent_id_ = 0;
   stream_parent_version_ = 0;
+  stream_start_version_ = store_->version();
+  stream_restored_from_.clear();
 }
 
 void PsServiceImpl::BeginStreamAfterRestore(const v1::RestoreShardRequest& request,
                                             const SlotMap& map) {
   StartNewStream();
+  stream_restored_from_ = request.chain(request.chain_size() - 1).name();
   // The restored rows are exactly this shard's state at the cut when the last link
   // holds this shard's own snapshot, the shard owns the same slots as then and no other
   // snapshot contributed a newer version: then the new stream continues that one.

@@ -6,6 +6,7 @@
 #include "server/serving/follower.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -144,6 +145,109 @@ absl::StatusOr<std::vector<v1::CheckpointManifest>> Follower::ValidCheckpoints()
   return std::move(listing.valid);
 }
 
+absl::StatusOr<std::map<uint32_t, Follower::ShardStream>> Follower::ShardStreams() const {
+  std::map<uint32_t, std::string> addresses;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, shard] : shards_) addresses[id] = shard->address;
+  }
+  std::map<uint32_t, ShardStream> streams;
+  for (const auto& [id, address] : addresses) {
+    if (address.empty()) {
+      return absl::UnavailableError(absl::StrCat("shard ", id, " has no address yet"));
+    }
+    std::unique_ptr<v1::PsService::Stub> stub = v1::PsService::NewStub(
+        grpc::CreateChannel(address, OrInsecure(options_.channel_credentials)));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    v1::GetShardInfoResponse info;
+    const grpc::Status status = stub->GetShardInfo(&context, v1::GetShardInfoRequest(), &info);
+    if (!status.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("shard ", id, " (", address, "): ", status.error_message()));
+    }
+    ShardStream& stream = streams[id];
+    stream.id = info.stream_id();
+    stream.start_version = info.stream_start_version();
+    stream.restored_from = info.stream_restored_from();
+    stream.parent_id = info.stream_parent_id();
+    stream.parent_version = info.stream_parent_version();
+  }
+  return streams;
+}
+
+absl::StatusOr<Follower::BootstrapPlan> Follower::PlanBootstrap(
+    const std::vector<v1::CheckpointManifest>& valid) const {
+  const v1::CheckpointManifest& newest = valid.back();
+  BootstrapPlan plan;
+  absl::StatusOr<std::map<uint32_t, ShardStream>> streams = ShardStreams();
+  if (!streams.ok() || streams->empty()) {
+    // Without every shard's word, the newest cut is the likeliest: a recovery restores
+    // it (an OUT_OF_RANGE later brings the follower back here).
+    if (!streams.ok()) {
+      EMBER_LOG(WARNING) << "cannot ask every shard for its stream (" << streams.status()
+                         << "); bootstrapping from the newest checkpoint";
+    }
+    plan.checkpoint = newest.name();
+    for (const v1::ShardSnapshot& snap : newest.shards()) {
+      plan.from[snap.shard_id()] = {snap.stream_id(), snap.version()};
+    }
+    return plan;
+  }
+  // The newest checkpoint whose cut every shard's stream continues: the cut lies on the
+  // stream, or the stream began with a restore that continues it.
+  for (auto m = valid.rbegin(); m != valid.rend(); ++m) {
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> from;
+    for (const v1::ShardSnapshot& snap : m->shards()) {
+      from[snap.shard_id()] = {snap.stream_id(), snap.version()};
+    }
+    bool continues = true;
+    for (const auto& [id, stream] : *streams) {
+      auto it = from.find(id);
+      if (it == from.end()) {
+        // A shard the cut does not know: only a stream from an empty store covers it.
+        continues = stream.start_version == 0 && stream.restored_from.empty();
+        if (continues) from[id] = {stream.id, 0};
+      } else {
+        const auto [snap_stream, snap_version] = it->second;
+        continues = (snap_stream == stream.id && snap_version >= stream.start_version) ||
+                    (stream.parent_id != 0 && snap_stream == stream.parent_id &&
+                     snap_version == stream.parent_version);
+      }
+      if (!continues) break;
+    }
+    if (!continues) continue;
+    plan.checkpoint = m->name();
+    plan.from = std::move(from);
+    return plan;
+  }
+  // Every shard began its stream with a restore of one checkpoint (an operator's
+  // restore of an older one, or a restore onto other slots than the cut's): its rows,
+  // all of them, are that checkpoint's, and each stream follows from its start.
+  const std::string& restored = streams->begin()->second.restored_from;
+  bool all_restored = !restored.empty();
+  for (const auto& [id, stream] : *streams) all_restored &= stream.restored_from == restored;
+  const bool valid_restored =
+      std::any_of(valid.begin(), valid.end(),
+                  [&](const v1::CheckpointManifest& m) { return m.name() == restored; });
+  if (all_restored && valid_restored) {
+    plan.checkpoint = restored;
+    for (const auto& [id, stream] : *streams) plan.from[id] = {stream.id, stream.start_version};
+    return plan;
+  }
+  std::string why;
+  for (const auto& [id, stream] : *streams) {
+    absl::StrAppend(&why, why.empty() ? "" : "; ", "shard ", id, "'s stream began at version ",
+                    stream.start_version,
+                    stream.restored_from.empty()
+                        ? std::string(" when its process started")
+                        : absl::StrCat(" with a restore of ", stream.restored_from));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("no valid checkpoint is a cut every shard's update stream continues (", why,
+                   "): waiting for the training job's next checkpoint"));
+}
+
 absl::Status Follower::Bootstrap() {
   EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> valid, ValidCheckpoints());
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> from;  // shard -> (stream, version)
@@ -162,8 +266,9 @@ absl::Status Follower::Bootstrap() {
           "yet: waiting for the training job's first checkpoint");
     }
   } else {
-    const v1::CheckpointManifest& newest = valid.back();
-    name = newest.name();
+    EMBER_ASSIGN_OR_RETURN(BootstrapPlan plan, PlanBootstrap(valid));
+    name = plan.checkpoint;
+    from = std::move(plan.from);
     CheckpointCatalog catalog(options_.checkpoint_root);
     const std::string job = Job();
     EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> chain,
@@ -174,9 +279,6 @@ absl::Status Follower::Bootstrap() {
     // The import runs next to the live store, which keeps serving meanwhile.
     EMBER_ASSIGN_OR_RETURN(staged,
                            storage_->StageRestore(chain, dirs, [](uint32_t) { return true; }));
-    for (const v1::ShardSnapshot& snap : newest.shards()) {
-      from[snap.shard_id()] = {snap.stream_id(), snap.version()};
-    }
   }
   {
     // The swap, the new positions and the generation bump are one step for Apply (which
@@ -285,6 +387,20 @@ void Follower::MaybeAdvanceDense() {
   }
 }
 
+void Follower::WarnIfUntrainedDense() {
+  absl::MutexLock lock(&mu_);
+  if (dense_.checkpoint.empty() || dense_.step != 0 || sparse_step_ <= 0 ||
+      warned_dense_ == dense_.checkpoint) {
+    return;
+  }
+  warned_dense_ = dense_.checkpoint;
+  EMBER_LOG(WARNING) << "serving the untrained dense tower of " << dense_.checkpoint
+                     << " (step 0) beside rows trained up to step " << sparse_step_
+                     << ": the job has no later checkpoint yet (a run checkpoints at its end; "
+                        "set checkpoint.every_steps for checkpoints while it runs, and "
+                        "--max_staleness_steps to hold rows until their dense tower is served)";
+}
+
 void Follower::RefreshMap() {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -339,6 +455,7 @@ void Follower::ControlLoop() {
     }
     RefreshMap();
     MaybeAdvanceDense();
+    WarnIfUntrainedDense();
     if (absl::Now() - last_persist >= options_.persist_interval) {
       // Spread over a fifth of the interval: the applies keep their share of the CPU.
       const absl::Status persisted = PersistState(options_.persist_interval / 5);
@@ -429,6 +546,7 @@ v1::ServingStatus Follower::Status() const {
     if (!stopped_) {
       for (const std::string& t : storage_->store()->ListTables()) status.add_tables(t);
       status.set_rows_in_memory(storage_->store()->Stats().rows_in_memory);
+      status.set_stored_rows(storage_->store()->EstimatedStoredRows());
     }
   }
   absl::MutexLock lock(&mu_);

@@ -15,10 +15,14 @@
 //
 // Bootstrap. At the first start, and whenever a shard answers OUT_OF_RANGE (its
 // change log no longer reaches the position, or it restarted or restored), the
-// follower imports the newest checkpoint chain into a staging database while it keeps
-// serving, swaps it in, and takes every position from the checkpoint's manifest.
-// Without any checkpoint it starts empty at (stream 0, version 0), which a shard
-// accepts only if its history began empty.
+// follower imports a checkpoint chain into a staging database while it keeps serving,
+// swaps it in, and takes every position from the checkpoint's manifest. The checkpoint
+// is the newest whose cut every shard's current stream continues (GetShardInfo says
+// where each stream began): after an operator restored an older checkpoint, newer ones
+// describe a history the shards no longer have, and the follower imports the restored
+// one and follows each stream from where the restore began it. Without any checkpoint
+// it starts empty at (stream 0, version 0), which a shard accepts only if its history
+// began empty.
 //
 // Model version: the dense parameters of one checkpoint (the newest, or a pinned one)
 // plus the sparse rows; with max_staleness_steps > 0, a message whose rows were
@@ -153,8 +157,28 @@ class Follower {
   absl::Status Open();
   std::string Job() const;
   absl::StatusOr<std::vector<v1::CheckpointManifest>> ValidCheckpoints() const;
-  // Imports the newest checkpoint (or starts empty) and resets every position.
+  // Imports a checkpoint (or starts empty) and resets every position.
   absl::Status Bootstrap();
+  // What a shard says of its update stream (ps.proto GetShardInfoResponse.stream_*).
+  struct ShardStream {
+    uint64_t id = 0;
+    uint64_t start_version = 0;
+    std::string restored_from;
+    uint64_t parent_id = 0, parent_version = 0;
+  };
+  // Every known shard's stream. UNAVAILABLE when a shard cannot be asked.
+  absl::StatusOr<std::map<uint32_t, ShardStream>> ShardStreams() const ABSL_LOCKS_EXCLUDED(mu_);
+  // The checkpoint a bootstrap imports and the position it takes on each shard.
+  struct BootstrapPlan {
+    std::string checkpoint;
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> from;  // shard -> (stream, version)
+  };
+  // Of the `valid` checkpoints (oldest first, not empty): the newest whose cut every
+  // shard's stream continues, else the one every shard's stream began with a restore of
+  // (followed from each stream's start), else FAILED_PRECONDITION naming each stream's
+  // beginning. When a shard cannot be asked: the newest.
+  absl::StatusOr<BootstrapPlan> PlanBootstrap(
+      const std::vector<v1::CheckpointManifest>& valid) const ABSL_LOCKS_EXCLUDED(mu_);
   // Writes the positions after flushing the rows they cover; the flush's write-back
   // takes about `spread` (EmbeddingStore::Flush).
   absl::Status PersistState(absl::Duration spread = absl::ZeroDuration())
@@ -163,6 +187,9 @@ class Follower {
   void ControlLoop();
   void RefreshMap();
   void MaybeAdvanceDense();
+  // Logs once per dense checkpoint when the served tower is step 0's (untrained) while
+  // the rows applied were trained later.
+  void WarnIfUntrainedDense() ABSL_LOCKS_EXCLUDED(mu_);
   v1::ModelVersion VersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // follower_stream.cc
@@ -230,6 +257,7 @@ class Follower {
   std::map<std::string, v1::TableConfig> map_tables_ ABSL_GUARDED_BY(mu_);
   Dense dense_ ABSL_GUARDED_BY(mu_);
   std::string pinned_ ABSL_GUARDED_BY(mu_);
+  std::string warned_dense_ ABSL_GUARDED_BY(mu_);  // WarnIfUntrainedDense's last warning
   int64_t sparse_step_ ABSL_GUARDED_BY(mu_) = 0;
   // Per slot, the slot-map epoch of the newest resync applied to it: a message read by
   // a shard at an older epoch (an owner the slot has since moved away from) does not

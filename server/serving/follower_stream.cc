@@ -261,7 +261,9 @@ absl::Status Follower::ApplyStream(uint32_t shard_id, uint64_t generation,
   while (reader.Read(&batch)) {
     if (first) {
       absl::MutexLock lock(&mu_);
-      shards_.at(shard_id)->connected = true;
+      ShardState& shard = *shards_.at(shard_id);
+      shard.connected = true;
+      shard.last_error.clear();  // the stream works again: the old error is history
       first = false;
       *backoff = kMinBackoff;
     }

@@ -10,6 +10,9 @@
 //  * a PS shard SIGKILLed mid-job (the job rolls back to its newest checkpoint): the
 //    follower's position is no longer on the shard's history, it re-bootstraps from a
 //    checkpoint and still ends equal to the PS;
+//  * an operator's restore of an older checkpoint of the stopped job: the follower
+//    bootstraps from the restored cut, not from the newest checkpoint (whose history
+//    the shards no longer have), and ends equal to the PS in a few bootstraps;
 //  * model versions: the served dense tower is a checkpoint's (byte for byte), follows
 //    newer checkpoints, and a pin holds it; with --max_staleness_steps the applied rows
 //    are never trained more than that many steps past the served dense tower.
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ember/v1/admin.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "ember/v1/serving.grpc.pb.h"
 #include "grpcpp/client_context.h"
@@ -35,6 +39,7 @@ namespace {
 
 // How often the followers' progress is polled.
 constexpr absl::Duration kFollowerPoll = absl::Milliseconds(50);
+constexpr char kToken[] = "serving-training-token";
 
 using Digests = TableDigests;
 
@@ -96,6 +101,18 @@ class ServingTrainingTest : public JobClusterTest {
   }
 
   static Digests FollowerDigests(v1::ServingService::Stub& stub) { return ServingDigests(stub); }
+
+  // An AdminService call of the coordinator (started with --admin_token=kToken).
+  template <typename Request, typename Response, typename Method>
+  static grpc::Status Admin(const Cluster& c, Method method, const Request& request,
+                            Response* response) {
+    auto admin = v1::AdminService::NewStub(
+        grpc::CreateChannel(c.address_, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.AddMetadata("ember-admin-token", kToken);
+    context.set_deadline(In(30));
+    return (admin.get()->*method)(&context, request, response);
+  }
 
   // Waits for the follower to catch up with the stopped job, then compares its rows.
   static void ExpectEqualToPs(const Cluster& c, v1::ServingService::Stub& stub) {
@@ -232,6 +249,68 @@ TEST_F(ServingTrainingTest, AFollowerOfAKilledShardReBootstrapsAndEndsEqual) {
   ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *stub));
   const v1::ServingStatus status = Status(*stub);
   EXPECT_GE(status.bootstraps(), 2u) << status.DebugString();
+}
+
+TEST_F(ServingTrainingTest, AFollowerFollowsAnOperatorsRestoreOfAnOlderCheckpoint) {
+  std::unique_ptr<Cluster> c = NewCluster("restore");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2, {absl::StrCat("--admin_token=", kToken)}));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, Flags()));
+  std::unique_ptr<Process> follower;
+  const std::string result = c->Finish([&](absl::Duration) {
+    if (follower == nullptr && c->NewestCheckpointStep() >= 20) follower = StartServing(*c, "f");
+  });
+  ASSERT_NE(follower, nullptr);
+  EXPECT_EQ(JsonValue(result, "steps"), absl::StrCat(kSteps)) << result;
+  auto stub = Stub(*follower);
+  ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *stub));
+  const std::vector<std::string> names = c->CommittedCheckpoints();
+  ASSERT_GE(names.size(), 2u);
+
+  // A finished job has no worker left to take a checkpoint: refused, not queued.
+  v1::RequestCheckpointRequest ask;
+  ask.set_job("quickstart");
+  v1::RequestCheckpointResponse asked;
+  grpc::Status s = Admin(*c, &v1::AdminService::Stub::RequestCheckpoint, ask, &asked);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << s.error_message();
+  EXPECT_NE(s.error_message().find("FINISHED"), std::string::npos) << s.error_message();
+
+  // Restores the job's shards to `name`; the follower ends equal to the PS, bootstrapped
+  // from `name`, within a few bootstraps.
+  auto restore_and_follow = [&](const std::string& name) {
+    const uint64_t bootstraps = Status(*stub).bootstraps();
+    v1::RestoreCheckpointRequest restore;
+    restore.set_job("quickstart");
+    restore.set_name(name);
+    v1::RestoreCheckpointResponse restored;
+    const grpc::Status r =
+        Admin(*c, &v1::AdminService::Stub::RestoreCheckpoint, restore, &restored);
+    ASSERT_TRUE(r.ok()) << r.error_message();
+    // The job's record says what its shards hold now (emberctl status shows it).
+    v1::ListJobsResponse jobs;
+    ASSERT_TRUE(Admin(*c, &v1::AdminService::Stub::ListJobs, v1::ListJobsRequest(), &jobs).ok());
+    ASSERT_EQ(jobs.jobs_size(), 1);
+    EXPECT_EQ(jobs.jobs(0).attempt(), restored.attempt());
+    EXPECT_EQ(jobs.jobs(0).restored_from(), name);
+    ASSERT_TRUE(Eventually(
+        [&] {
+          const v1::ServingStatus status = Status(*stub);
+          return status.bootstraps() > bootstraps && status.bootstrap_checkpoint() == name &&
+                 CaughtUp(*c, *stub);
+        },
+        absl::Seconds(60), kFollowerPoll))
+        << Status(*stub).DebugString();
+    ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *stub));
+    const v1::ServingStatus status = Status(*stub);
+    EXPECT_LE(status.bootstraps(), bootstraps + 3) << status.DebugString();
+    for (const v1::ShardFollowState& shard : status.shards()) {
+      EXPECT_TRUE(shard.connected()) << shard.DebugString();
+      EXPECT_EQ(shard.last_error(), "") << "a working stream shows no old error";
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(restore_and_follow(names.front()));
+  // And back to the newest: every shard's stream reconnects.
+  ASSERT_NO_FATAL_FAILURE(restore_and_follow(names.back()));
 }
 
 }  // namespace

@@ -255,6 +255,24 @@ TEST_F(TrainingTest, AMissingRankIsNamedAndFailsTheFirstAttemptWithinTheCollecti
   EXPECT_THAT(run.output, ::testing::Not(::testing::HasSubstr("rejoining")));
 }
 
+TEST_F(TrainingTest, AWorkerWithAnotherConfigIsToldWhichFieldsDiffer) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster(1, "c"));
+  const std::string worker =
+      absl::StrCat("--config=", EMBER_SOURCE_DIR,
+                   "/configs/quickstart.pbtxt --coordinator=", cluster_->coordinator_address(),
+                   " --generation=", ++generation_,
+                   " --rank=0 --world_size=1 --metrics_port=-1 --max_steps=2 --skip_eval",
+                   " --collective_timeout_ms=3000 --train=", *data_dir_, "/train");
+  const RunResult run = RunBinary(EMBER_WORKER_BINARY, worker + " --batch_size=128");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // The same run (generation) with another batch size: refused, naming the field.
+  const RunResult other = RunBinary(EMBER_WORKER_BINARY, worker + " --batch_size=64");
+  EXPECT_NE(other.exit_code, 0) << other.output;
+  EXPECT_THAT(other.output, ::testing::HasSubstr("has another model config than the run"));
+  EXPECT_THAT(other.output,
+              ::testing::HasSubstr("training.batch_size (64 this worker, 128 the run)"));
+}
+
 TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
   const std::string bin = EMBER_WORKER_BINARY;
   const std::string config = absl::StrCat(EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt");

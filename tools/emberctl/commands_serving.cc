@@ -109,6 +109,8 @@ absl::Status Status(Session& s, const std::string& address) {
         .Uint(status.bootstraps())
         .Key("lookups")
         .Uint(status.lookups())
+        .Key("stored_rows")
+        .Uint(status.stored_rows())
         .Key("version");
     VersionJson(j, status.version());
     j.Key("shards").BeginArray();
@@ -146,10 +148,11 @@ absl::Status Status(Session& s, const std::string& address) {
          << status.job() << "', bootstrapped from "
          << (status.bootstrap_checkpoint().empty() ? "an empty start"
                                                    : status.bootstrap_checkpoint())
-         << ", " << status.lookups() << " lookups\n";
+         << ", " << status.stored_rows() << " rows held (estimate), " << status.lookups()
+         << " lookups\n";
   *s.out << "model version: " << VersionText(status.version()) << "\n";
-  TextTable table({"SHARD", "CONNECTED", "APPLIED", "SHARD_VERSION", "LAG", "LAG_S", "ROWS",
-                   "TOMBSTONES", "RECONNECTS", "ERROR"});
+  TextTable table({"SHARD", "CONNECTED", "APPLIED", "SHARD_VERSION", "LAG", "LAG_S", "ROWS_APPLIED",
+                   "TOMBSTONES_APPLIED", "RECONNECTS", "ERROR"});
   for (const v1::ShardFollowState& sh : status.shards()) {
     table.AddRow({absl::StrCat(sh.shard_id()), sh.connected() ? "yes" : "no",
                   absl::StrCat(sh.applied_version()), absl::StrCat(sh.shard_watermark()),

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -434,6 +435,26 @@ void Trainer::MaybeLog(bool force) {
        << std::endl;
 }
 
+void Trainer::WarnIfWorseThanBest(double auc) {
+  // More passes over a small dataset overfit the embeddings: the test AUC falls while
+  // the training loss still drops, and nothing else would say so.
+  constexpr double kMargin = 0.005;
+  const CurvePoint* best = nullptr;
+  for (size_t i = 0; i + 1 < curve_.size(); ++i) {
+    if (curve_[i].test_auc.has_value() &&
+        (best == nullptr || *curve_[i].test_auc > *best->test_auc)) {
+      best = &curve_[i];
+    }
+  }
+  if (best == nullptr || auc >= *best->test_auc - kMargin) return;
+  log_ << absl::StrFormat(
+              "warning: test AUC %.4f is below the best of this run, %.4f at step %d: further "
+              "steps overfit (fewer training.epochs, or a smaller learning rate, keep the "
+              "better model)",
+              auc, *best->test_auc, best->step)
+       << std::endl;
+}
+
 absl::Status Trainer::MaybeEvaluate(bool final) {
   if (options_.skip_eval || config_.data().test_path().empty()) return absl::OkStatus();
   const uint32_t every = training_.eval_every_steps();
@@ -459,6 +480,7 @@ absl::Status Trainer::MaybeEvaluate(bool final) {
   if (eval->oracle_auc.has_value())
     log_ << absl::StrFormat("  (oracle AUC %.4f)", *eval->oracle_auc);
   log_ << absl::StrFormat("  [%d examples, %.1fs]", eval->examples, eval->seconds) << std::endl;
+  WarnIfWorseThanBest(eval->auc);
   if (final) result_.eval = *eval;
   return absl::OkStatus();
 }
@@ -615,6 +637,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   join.set_world_size(static_cast<uint32_t>(options.world_size));
   join.set_resume_from(options.resume_from);
   join.set_config_digest(ConfigDigest(options.config));
+  join.set_config(trainer_internal::DigestedConfig(options.config).SerializeAsString());
   JobClient::JoinWait wait;
   wait.timeout = options.recovery_timeout;
   // A coordinator never reached in this long is a wrong address or a TLS mismatch.
@@ -628,6 +651,17 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   for (int recoveries = 0;; ++recoveries) {
     absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, wait);
     if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
+    if (recoveries > 0) {
+      // What this worker saw is often only the echo (a collective whose peer left); the
+      // coordinator recorded the failure that ended the attempt first.
+      absl::StatusOr<v1::GetJobResponse> job =
+          jobs->GetJob(options.config.name(), absl::Seconds(2));
+      if (job.ok() && !job->failure().empty() &&
+          !absl::StrContains(job->failure(), join.reason())) {
+        log << "worker " << options.rank << ": attempt " << join.after_attempt()
+            << " was ended by: " << job->failure() << std::endl;
+      }
+    }
     absl::StatusOr<TrainResult> result;
     {
       Trainer trainer(options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));

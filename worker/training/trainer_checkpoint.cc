@@ -12,14 +12,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
+#include "common/proto_diff.h"
 #include "common/status_macros.h"
 #include "worker/training/trainer_internal.h"
 
 namespace ember::worker::trainer_internal {
 
-// A digest of what the model's state depends on: not the schedule (max_steps,
-// checkpoint, logging and evaluation settings), which a resumed run may change.
-uint64_t ConfigDigest(const v1::ModelConfig& config) {
+v1::ModelConfig DigestedConfig(const v1::ModelConfig& config) {
   v1::ModelConfig model = config;
   model.clear_checkpoint();
   model.clear_eval();
@@ -35,8 +34,12 @@ uint64_t ConfigDigest(const v1::ModelConfig& config) {
   t->clear_log_every_steps();
   t->clear_eval_every_steps();
   t->clear_eval_max_examples();
+  return model;
+}
+
+uint64_t ConfigDigest(const v1::ModelConfig& config) {
   std::string bytes;
-  model.SerializeToString(&bytes);
+  DigestedConfig(config).SerializeToString(&bytes);
   return HashBytes(bytes);
 }
 
@@ -50,7 +53,15 @@ absl::Status Trainer::Restore(const v1::WorkerState& state) {
     return fail(
         absl::StrCat("it has ", state.world_size(), " workers, the job ", options_.world_size));
   }
-  if (state.config_digest() != ConfigDigest(config_)) return fail("another model config");
+  if (state.config_digest() != ConfigDigest(config_)) {
+    v1::ModelConfig saved;
+    std::string fields;
+    if (!state.config().empty() && saved.ParseFromString(state.config())) {
+      fields = DescribeDifference(DigestedConfig(config_), saved, 3, "this job", "the checkpoint");
+    }
+    return fail(
+        absl::StrCat("another model config", fields.empty() ? "" : absl::StrCat(": ", fields)));
+  }
   absl::Span<float> params = tower_->parameters();
   if (state.dense_parameters().size() != params.size() * sizeof(float)) {
     return fail(absl::StrCat(state.dense_parameters().size() / sizeof(float),
@@ -131,6 +142,7 @@ absl::Status Trainer::TakeCheckpoint() {
     state->set_world_size(static_cast<uint32_t>(options_.world_size));
     state->set_epoch(static_cast<uint32_t>(epoch_));
     state->set_config_digest(ConfigDigest(config_));
+    *state->mutable_config() = DigestedConfig(config_).SerializeAsString();
     const SkewHandler::Totals& totals = skew_->totals();
     state->set_cold_examples(totals.cold_examples);
     state->set_resampled_examples(totals.resampled_examples);

@@ -54,6 +54,8 @@ inline absl::Status InStage(const absl::Status& s, absl::string_view stage) {
 // checkpoint, logging and evaluation settings, which a resumed run may change; nor a
 // skew section whose options are all off, so checkpoints of jobs without one fit).
 uint64_t ConfigDigest(const v1::ModelConfig& config);
+// The part of `config` ConfigDigest covers (the config without the schedule).
+v1::ModelConfig DigestedConfig(const v1::ModelConfig& config);
 
 // A push in flight (SSP/ASP): the batch stays alive until its pushes complete.
 struct InFlight {
@@ -120,6 +122,8 @@ class Trainer {
   bool CheckpointWanted();
   void MaybeLog(bool force);
   absl::Status MaybeEvaluate(bool final);
+  // Rank 0, after an evaluation: warns when `auc` fell clearly below the run's best.
+  void WarnIfWorseThanBest(double auc);
   bool rank0() const { return options_.rank == 0; }
 
   const TrainerOptions& options_;
