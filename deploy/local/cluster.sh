@@ -6,6 +6,7 @@
 #   deploy/local/cluster.sh up --run_dir=run/demo --shards=2
 #   deploy/local/cluster.sh train --run_dir=run/demo --workers=2 --config=configs/quickstart.pbtxt
 #   deploy/local/cluster.sh add-shard --run_dir=run/demo --shard_id=2
+#   deploy/local/cluster.sh stop-shard --run_dir=run/demo --shard_id=1
 #   deploy/local/cluster.sh serve --run_dir=run/demo --follower_id=0
 #   deploy/local/cluster.sh status --run_dir=run/demo
 #   deploy/local/cluster.sh down --run_dir=run/demo
@@ -39,7 +40,10 @@ usage: deploy/local/cluster.sh COMMAND [--flag=value ...]
 commands:
   up       start the coordinator and the PS shards, wait until they serve
   add-shard  start one more PS shard (--shard_id) in a running cluster; it joins
-           with no slots until `emberctl rebalance` (or `shards add --rebalance`)
+           with no slots until `emberctl rebalance` (or `shards add --rebalance`).
+           Also restarts a shard that stop-shard stopped, on its data directory
+  stop-shard stop one PS shard (--shard_id) and its supervisor: it stays down (its
+           slots are unavailable until it is back or `emberctl shards remove`)
   train    start the workers of a training job and wait for them (cluster must be up)
   serve    start a serving follower (ember-serving, --follower_id) of a running cluster;
            it bootstraps from the newest checkpoint and follows every shard
@@ -50,7 +54,7 @@ flags:
   --run_dir=DIR          run directory. Default: run/local
   --build_dir=DIR        where the binaries are (DIR/bin). Default: build
   --shards=N             PS shards (up). Default: 2
-  --shard_id=N           the new shard's id (add-shard). Required there
+  --shard_id=N           the shard's id (add-shard, stop-shard). Required there
   --follower_id=N        the follower's id (serve): its data dir and log. Default: 0
   --serving_args="..."   extra ember-serving flags (serve), e.g. "--max_staleness_steps=50"
   --coordinator_args="..."  extra ember-coordinator flags (up), e.g. hot-key replication:
@@ -119,7 +123,7 @@ tls_flags() {
 # replaced by the port in NAME.port once known (the coordinator keeps its port).
 start() {
   local name="$1"; shift
-  rm -f "$run_dir/pids/$name.pid"
+  rm -f "$run_dir/pids/$name.pid" "$run_dir/stopping-$name"
   (
     trap '' TERM  # only `down` (which kills the child first) ends the supervisor
     while true; do
@@ -129,7 +133,7 @@ start() {
       echo $! >"$run_dir/pids/$name.pid"
       rc=0
       wait $! 2>/dev/null || rc=$?
-      [[ -f "$run_dir/stopping" ]] && exit "$rc"
+      [[ -f "$run_dir/stopping" || -f "$run_dir/stopping-$name" ]] && exit "$rc"
       (( rc > 128 )) || exit "$rc"
       echo "cluster.sh: $name died (status $rc); restarting" >>"$run_dir/logs/$name.log"
       sleep 0.5
@@ -235,9 +239,24 @@ case "$cmd" in
       --admin_token_file="$run_dir/admin_token" $(tls_flags server) "${extra[@]}" $ps_args
     address="$(wait_for "ps-$shard_id" "listening on")"
     metrics="$(wait_for "ps-$shard_id" "metrics on")"
+    sed -i "/^EMBER_PS_${shard_id}=/d;/^EMBER_PS_${shard_id}_METRICS=/d" "$run_dir/cluster.env"
     echo "EMBER_PS_$shard_id=$address" >>"$run_dir/cluster.env"
     echo "EMBER_PS_${shard_id}_METRICS=$metrics" >>"$run_dir/cluster.env"
-    echo "ps-$shard_id on $address (no slots yet: emberctl rebalance moves some to it)"
+    echo "ps-$shard_id on $address (a new shard has no slots: emberctl rebalance moves some to it)"
+    ;;
+  stop-shard)
+    [[ -n "$shard_id" ]] || die "stop-shard needs --shard_id=N"
+    [[ -f "$run_dir/pids/ps-$shard_id.pid" ]] || die "ps-$shard_id was not started in $run_dir"
+    touch "$run_dir/stopping-ps-$shard_id"  # its supervisor exits instead of restarting
+    stop "ps-$shard_id"
+    supervisor="$run_dir/pids/ps-$shard_id.supervisor"
+    if [[ -f "$supervisor" ]]; then
+      wait_pid="$(cat "$supervisor")"
+      for _ in $(seq 50); do kill -0 "$wait_pid" 2>/dev/null || break; sleep 0.1; done
+      rm -f "$supervisor"
+    fi
+    sed -i "/^EMBER_PS_${shard_id}=/d;/^EMBER_PS_${shard_id}_METRICS=/d" "$run_dir/cluster.env"
+    echo "ps-$shard_id stays down (cluster.sh add-shard --shard_id=$shard_id starts it again)"
     ;;
   serve)
     [[ -x "$bin/ember-serving" ]] || die "$bin/ember-serving not found: build first"
@@ -264,6 +283,7 @@ case "$cmd" in
     coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
     # A fresh rendezvous generation per job, so a rerun never meets an old one.
     generation="$(date +%s%N)"
+    log_start=$(( $(stat -c %s "$run_dir/logs/worker-0.log" 2>/dev/null || echo 0) + 1 ))
     for ((r = 0; r < workers; r++)); do
       # shellcheck disable=SC2086
       start "worker-$r" "$bin/ember-worker" --config="$config" --coordinator="$coordinator" \
@@ -272,7 +292,8 @@ case "$cmd" in
         $worker_args
     done
     echo "training with $workers worker(s); progress: $run_dir/logs/worker-0.log"
-    tail -n +1 -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &
+    # The log is appended to run after run: show this run's lines only.
+    tail -c "+$log_start" -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &
     tail_pid=$!
     failed=0
     for ((r = 0; r < workers; r++)); do
@@ -303,7 +324,7 @@ case "$cmd" in
     for pidfile in "$run_dir"/pids/serving-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     for pidfile in "$run_dir"/pids/ps-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     stop coordinator
-    rm -f "$run_dir"/pids/*.supervisor "$run_dir/stopping"
+    rm -f "$run_dir"/pids/*.supervisor "$run_dir/stopping" "$run_dir"/stopping-*
     ;;
   *)
     echo "cluster.sh: unknown command $cmd" >&2; usage >&2; exit 2 ;;

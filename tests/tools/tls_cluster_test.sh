@@ -56,11 +56,49 @@ check "emberctl with a worker certificate is refused" bash -c \
 check "plaintext emberctl is refused" bash -c \
   "EMBER_TLS_CA= EMBER_TLS_CERT= EMBER_TLS_KEY= '$build/bin/emberctl' --timeout_ms=2000 status 2>&1 \
      | grep -q 'UNAVAILABLE'"
+# A plaintext worker of this TLS cluster says so and stops within its collective timeout.
+plaintext_worker() {
+  local start=$SECONDS out
+  out="$(env -u EMBER_TLS_CA -u EMBER_TLS_CERT -u EMBER_TLS_KEY timeout 60 \
+    "$build/bin/ember-worker" --config=configs/quickstart.pbtxt \
+    --coordinator="$EMBER_COORDINATOR" --rank=0 --world_size=1 --generation=1 \
+    --collective_timeout_ms=3000 --metrics_port=-1 --train="$work/data/train" \
+    --run_dir="$work/plain" 2>&1)" && return 1
+  (( SECONDS - start < 30 )) && grep -q 'if the cluster runs with mutual TLS' <<<"$out"
+}
+check "a plaintext worker is told about TLS and exits within its timeout" plaintext_worker
 audited() {
   local registrations
   registrations="$(grep -c 'register_shard' "$cluster/audit.jsonl")"
   (( registrations >= 2 )) && grep -q 'cert=ember-server' "$cluster/audit.jsonl"
 }
 check "the audit file names the certificates" audited
+
+# cluster.sh itself: a second run shows only its own worker lines, and one shard can
+# be stopped (it stays down) and started again.
+deploy/local/cluster.sh train --run_dir="$cluster" --build_dir="$build" --workers=2 \
+  --worker_args="--train=$work/data/train --test=$work/data/test --epochs=5 --max_steps=10" \
+  </dev/null >"$work/train2.log" 2>&1 || { tail -20 "$work/train2.log"; }
+check "a second train shows only its own run's lines" \
+  bash -c "grep -c 'joining job' '$work/train2.log' | grep -qx 1"
+deploy/local/cluster.sh stop-shard --run_dir="$cluster" --build_dir="$build" --shard_id=1 \
+  </dev/null >/dev/null
+stays_down() {
+  sleep 2  # a supervisor would have restarted it within 0.5 s
+  ! deploy/local/cluster.sh status --run_dir="$cluster" | grep -q '^ps-1 ' &&
+    ! grep -q '^EMBER_PS_1=' "$cluster/cluster.env" &&
+    ! pgrep -f -- "--data_dir=$cluster/data/ps-1 " >/dev/null
+}
+check "stop-shard stops one shard and it stays down" stays_down
+deploy/local/cluster.sh add-shard --run_dir="$cluster" --build_dir="$build" --shard_id=1 \
+  </dev/null >/dev/null
+back() {
+  for _ in $(seq 100); do
+    ctl status 2>/dev/null | grep -q 'shards 2 (2 alive)' && break
+    sleep 0.2
+  done
+  ctl status | grep -q 'shards 2 (2 alive)' && grep -c '^EMBER_PS_1=' "$cluster/cluster.env" | grep -qx 1
+}
+check "add-shard starts the stopped shard again" back
 echo "$passed passed, $failed failed"
 (( failed == 0 ))
