@@ -22,6 +22,7 @@ PACKAGES=(
   libgloo-dev libopenblas-dev zlib1g-dev
   redis-server prometheus openssl
   clang-format clang-14
+  python3  # docs/EXPORT_FORMAT.md's example reader runs in the tests
 )
 case "${1:-}" in
   "") ;;

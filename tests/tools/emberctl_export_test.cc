@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -328,6 +330,61 @@ TEST_F(EmberctlExportTest, TextFormatReadsBackAsTheBinary) {
   std::string line;
   ASSERT_TRUE(std::getline(in, line));
   EXPECT_TRUE(absl::StrContains(line, "\tput\t")) << line;
+}
+
+// The example reader of docs/EXPORT_FORMAT.md, as the page has it, plus a main that
+// applies the export directories of argv and prints "id v0,v1,..." per row.
+std::string DocumentedReader() {
+  std::ifstream in(std::string(EMBER_SOURCE_DIR) + "/docs/EXPORT_FORMAT.md");
+  const std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t section = page.find("## Example reader");
+  const size_t begin = page.find("```python\n", section);
+  const size_t end = page.find("\n```", begin);
+  if (section == std::string::npos || begin == std::string::npos || end == std::string::npos) {
+    return "";
+  }
+  std::string code = page.substr(begin + 10, end - begin - 10);
+  code = code.substr(0, code.find("\ntable = {}"));  // the page's own usage lines
+  return code + R"(
+import sys
+table = {}
+for d in sys.argv[1:]:
+    apply_export(d, table)
+for row_id in sorted(table):
+    print(row_id, ",".join(repr(v) for v in table[row_id]))
+)";
+}
+
+TEST_F(EmberctlExportTest, TheDocumentedPythonReaderReadsBothFormats) {
+  const std::string code = DocumentedReader();
+  ASSERT_NE(code.find("def apply_export"), std::string::npos) << "the page's reader moved";
+  const std::string script = dir_ + "/reader.py";
+  std::ofstream(script) << code;
+  CtlResult r = Export(dir_ + "/base");
+  ASSERT_EQ(r.exit_code, 0) << r;
+  ASSERT_NO_FATAL_FAILURE(PushRows(150, 100));
+  r = Export(dir_ + "/delta", {"--since=" + dir_ + "/base", "--format=text"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const std::string command =
+      absl::StrCat("/usr/bin/python3 ", script, " ", dir_, "/base ", dir_, "/delta 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
+  ASSERT_EQ(pclose(pipe), 0) << output;
+  Table read;
+  for (absl::string_view line : absl::StrSplit(output, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> parts = absl::StrSplit(line, ' ');
+    ASSERT_EQ(parts.size(), 2u) << line;
+    std::vector<float>& row = read[std::stoull(parts[0])];
+    for (absl::string_view v : absl::StrSplit(parts[1], ',')) {
+      row.push_back(static_cast<float>(std::stod(std::string(v))));  // exact: float32 values
+    }
+  }
+  const Table expected = Apply({dir_ + "/base", dir_ + "/delta"});
+  EXPECT_EQ(read.size(), 249u);  // ids 1..249
+  EXPECT_EQ(read, expected);
 }
 
 TEST_F(EmberctlExportTest, RefusesAFinishedExportAndStalePositions) {
