@@ -124,6 +124,9 @@ tls_flags() {
 start() {
   local name="$1"; shift
   rm -f "$run_dir/pids/$name.pid" "$run_dir/stopping-$name"
+  # Logs are appended to, start after start: wait_for reads only this start's lines.
+  echo $(( $(stat -c %s "$run_dir/logs/$name.log" 2>/dev/null || echo 0) + 1 )) \
+    >"$run_dir/pids/$name.logstart"
   (
     trap '' TERM  # only `down` (which kills the child first) ends the supervisor
     while true; do
@@ -138,7 +141,7 @@ start() {
       echo "cluster.sh: $name died (status $rc); restarting" >>"$run_dir/logs/$name.log"
       sleep 0.5
     done
-  ) &
+  ) </dev/null >>"$run_dir/logs/$name.log" 2>&1 &  # not the caller's: `up | tail` ends
   echo $! >"$run_dir/pids/$name.supervisor"
   for _ in $(seq 100); do [[ -s "$run_dir/pids/$name.pid" ]] && break; sleep 0.05; done
 }
@@ -152,13 +155,21 @@ alive() {
   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "ember-" || return 1
 }
 
-# wait_for NAME PATTERN: waits until logs/NAME.log has a line matching PATTERN and
-# prints its last field (the address); fails if the process dies or on timeout.
+# this_start NAME: the lines logs/NAME.log got since NAME's last start (earlier runs of
+# the run directory wrote the lines before).
+this_start() {
+  tail -c "+$(cat "$run_dir/pids/$1.logstart" 2>/dev/null || echo 1)" "$run_dir/logs/$1.log" \
+    2>/dev/null
+}
+
+# wait_for NAME PATTERN: waits until this start of NAME logged a line matching PATTERN
+# and prints its last field (the address); fails if the process dies or on timeout.
 wait_for() {
-  local name="$1" pattern="$2" deadline=$((SECONDS + timeout))
+  local name="$1" pattern="$2" deadline=$((SECONDS + timeout)) line
   while (( SECONDS < deadline )); do
-    if grep -q "$pattern" "$run_dir/logs/$name.log" 2>/dev/null; then
-      grep -m1 "$pattern" "$run_dir/logs/$name.log" | awk '{print $NF}'
+    line="$(this_start "$name" | grep -m1 "$pattern" || true)"
+    if [[ -n "$line" ]]; then
+      awk '{print $NF}' <<<"$line"
       return 0
     fi
     alive "$name" || { tail -5 "$run_dir/logs/$name.log" >&2; die "$name exited during startup"; }
@@ -283,7 +294,6 @@ case "$cmd" in
     coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
     # A fresh rendezvous generation per job, so a rerun never meets an old one.
     generation="$(date +%s%N)"
-    log_start=$(( $(stat -c %s "$run_dir/logs/worker-0.log" 2>/dev/null || echo 0) + 1 ))
     for ((r = 0; r < workers; r++)); do
       # shellcheck disable=SC2086
       start "worker-$r" "$bin/ember-worker" --config="$config" --coordinator="$coordinator" \
@@ -293,7 +303,7 @@ case "$cmd" in
     done
     echo "training with $workers worker(s); progress: $run_dir/logs/worker-0.log"
     # The log is appended to run after run: show this run's lines only.
-    tail -c "+$log_start" -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &
+    tail -c "+$(cat "$run_dir/pids/worker-0.logstart")" -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &
     tail_pid=$!
     failed=0
     for ((r = 0; r < workers; r++)); do
@@ -324,7 +334,8 @@ case "$cmd" in
     for pidfile in "$run_dir"/pids/serving-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     for pidfile in "$run_dir"/pids/ps-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     stop coordinator
-    rm -f "$run_dir"/pids/*.supervisor "$run_dir/stopping" "$run_dir"/stopping-*
+    rm -f "$run_dir"/pids/*.supervisor "$run_dir"/pids/*.logstart "$run_dir/stopping" \
+      "$run_dir"/stopping-*
     ;;
   *)
     echo "cluster.sh: unknown command $cmd" >&2; usage >&2; exit 2 ;;

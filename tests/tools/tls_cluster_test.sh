@@ -100,5 +100,23 @@ back() {
   ctl status | grep -q 'shards 2 (2 alive)' && grep -c '^EMBER_PS_1=' "$cluster/cluster.env" | grep -qx 1
 }
 check "add-shard starts the stopped shard again" back
+
+# The run directory again, after down: up reads this start's addresses, not the old logs'.
+deploy/local/cluster.sh down --run_dir="$cluster" --build_dir="$build" >/dev/null </dev/null
+old_coordinator="$EMBER_COORDINATOR"
+deploy/local/cluster.sh up --tls --run_dir="$cluster" --build_dir="$build" --shards=2 \
+  </dev/null >/dev/null
+set -a; . "$cluster/cluster.env"; set +a
+up_again() {
+  [[ "$EMBER_COORDINATOR" != "$old_coordinator" ]] || return 1
+  [[ "$(grep 'listening on' "$cluster/logs/coordinator.log" | tail -1 | awk '{print $NF}')" == \
+     "$EMBER_COORDINATOR" ]] || return 1
+  for _ in $(seq 100); do
+    ctl status 2>/dev/null | grep -q 'shards 2 (2 alive)' && return 0
+    sleep 0.2
+  done
+  return 1
+}
+check "up again in the same run directory names the new processes" up_again
 echo "$passed passed, $failed failed"
 (( failed == 0 ))
