@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
@@ -124,21 +125,24 @@ absl::Status Follower::Open() {
   return absl::OkStatus();  // the control loop's first RefreshMap starts the shards
 }
 
-std::string Follower::Job() const {
+absl::StatusOr<std::string> Follower::ResolveJob() const {
   if (!options_.job.empty()) return options_.job;
   std::error_code ec;
-  std::string only;
-  int dirs = 0;
+  std::vector<std::string> jobs;
   for (const auto& entry : fs::directory_iterator(options_.checkpoint_root, ec)) {
-    if (!entry.is_directory()) continue;
-    only = entry.path().filename().string();
-    ++dirs;
+    if (entry.is_directory()) jobs.push_back(entry.path().filename().string());
   }
-  return dirs == 1 ? only : "";
+  if (jobs.size() <= 1) return jobs.empty() ? "" : jobs[0];
+  std::sort(jobs.begin(), jobs.end());
+  return absl::FailedPreconditionError(
+      absl::StrCat(options_.checkpoint_root, " holds the checkpoints of ", jobs.size(), " jobs (",
+                   absl::StrJoin(jobs, ", "), "): pass --job to say which one to serve"));
 }
 
+std::string Follower::Job() const { return ResolveJob().value_or(""); }
+
 absl::StatusOr<std::vector<v1::CheckpointManifest>> Follower::ValidCheckpoints() const {
-  const std::string job = Job();
+  EMBER_ASSIGN_OR_RETURN(const std::string job, ResolveJob());
   if (job.empty()) return std::vector<v1::CheckpointManifest>{};
   CheckpointCatalog catalog(options_.checkpoint_root);
   EMBER_ASSIGN_OR_RETURN(CheckpointListing listing, catalog.List(job));
@@ -447,9 +451,10 @@ void Follower::ControlLoop() {
     }
     if (bootstrap) {
       const absl::Status status = Bootstrap();
+      absl::MutexLock lock(&mu_);
+      bootstrap_error_ = status.ok() ? "" : std::string(status.message());
       if (!status.ok()) {
         EMBER_LOG(WARNING) << "bootstrap failed: " << status;
-        absl::MutexLock lock(&mu_);
         bootstrap_requested_ = false;
       }
     }
@@ -551,6 +556,7 @@ v1::ServingStatus Follower::Status() const {
   }
   absl::MutexLock lock(&mu_);
   status.set_bootstrap_checkpoint(bootstrap_checkpoint_);
+  status.set_bootstrap_error(bootstrap_error_);
   status.set_bootstraps(bootstraps_);
   *status.mutable_version() = VersionLocked();
   // Ready: following every known shard, each stream open and heard from.

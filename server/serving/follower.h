@@ -155,7 +155,10 @@ class Follower {
 
   // follower.cc
   absl::Status Open();
-  std::string Job() const;
+  // The job to follow: --job, else the only job directory under checkpoint_root ("" when
+  // none yet). FAILED_PRECONDITION naming them when there are several.
+  absl::StatusOr<std::string> ResolveJob() const;
+  std::string Job() const;  // ResolveJob(), "" on error
   absl::StatusOr<std::vector<v1::CheckpointManifest>> ValidCheckpoints() const;
   // Imports a checkpoint (or starts empty) and resets every position.
   absl::Status Bootstrap();
@@ -257,7 +260,8 @@ class Follower {
   std::map<std::string, v1::TableConfig> map_tables_ ABSL_GUARDED_BY(mu_);
   Dense dense_ ABSL_GUARDED_BY(mu_);
   std::string pinned_ ABSL_GUARDED_BY(mu_);
-  std::string warned_dense_ ABSL_GUARDED_BY(mu_);  // WarnIfUntrainedDense's last warning
+  std::string warned_dense_ ABSL_GUARDED_BY(mu_);     // WarnIfUntrainedDense's last warning
+  std::string bootstrap_error_ ABSL_GUARDED_BY(mu_);  // the last bootstrap's, "" when it worked
   int64_t sparse_step_ ABSL_GUARDED_BY(mu_) = 0;
   // Per slot, the slot-map epoch of the newest resync applied to it: a message read by
   // a shard at an older epoch (an owner the slot has since moved away from) does not

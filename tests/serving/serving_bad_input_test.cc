@@ -131,5 +131,17 @@ TEST_F(ServingBadInputTest, DataDirThatIsAFileIsRefused) {
   EXPECT_EQ(line, "a file, not a directory");
 }
 
+TEST_F(ServingBadInputTest, SeveralJobsWithoutJobAreNamed) {
+  // Two jobs checkpoint into the directory: which one to serve is the operator's call.
+  std::filesystem::create_directories(dir_ + "/ckpt/ctr");
+  std::filesystem::create_directories(dir_ + "/ckpt/search");
+  const RunResult r = RunBinary(EMBER_SERVING_BINARY, Required(dir_));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_TRUE(absl::StrContains(r.output,
+                                "holds the checkpoints of 2 jobs (ctr, search): pass "
+                                "--job to say which one to serve"))
+      << r.output;
+}
+
 }  // namespace
 }  // namespace ember

@@ -111,6 +111,8 @@ absl::Status Status(Session& s, const std::string& address) {
         .Uint(status.lookups())
         .Key("stored_rows")
         .Uint(status.stored_rows())
+        .Key("bootstrap_error")
+        .String(status.bootstrap_error())
         .Key("version");
     VersionJson(j, status.version());
     j.Key("shards").BeginArray();
@@ -150,6 +152,9 @@ absl::Status Status(Session& s, const std::string& address) {
                                                    : status.bootstrap_checkpoint())
          << ", " << status.stored_rows() << " rows held (estimate), " << status.lookups()
          << " lookups\n";
+  if (!status.bootstrap_error().empty()) {
+    *s.out << "bootstrap failed: " << status.bootstrap_error() << "\n";
+  }
   *s.out << "model version: " << VersionText(status.version()) << "\n";
   TextTable table({"SHARD", "CONNECTED", "APPLIED", "SHARD_VERSION", "LAG", "LAG_S", "ROWS_APPLIED",
                    "TOMBSTONES_APPLIED", "RECONNECTS", "ERROR"});
