@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/proto_diff.h"
 #include "common/status_macros.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "server/shared/slot_owners.h"
@@ -268,8 +269,13 @@ absl::StatusOr<v1::TableConfig> CoordinatorState::CreateTable(const v1::TableCon
       if (google::protobuf::util::MessageDifferencer::Equals(it->second, normalized)) {
         return normalized;
       }
-      return absl::AlreadyExistsError(
-          absl::StrCat("table '", normalized.name(), "' exists with a different config"));
+      // Tables belong to the cluster, not to a job: a second job that names the table
+      // with other settings gets which ones differ.
+      return absl::AlreadyExistsError(absl::StrCat(
+          "table '", normalized.name(), "' exists with a different config: ",
+          DescribeDifference(normalized, it->second, 3, "asked", "existing"),
+          " (tables are shared by every job of the cluster: give this one another name, or "
+          "the existing settings)"));
     }
     epoch = map_.epoch();
   }

@@ -30,6 +30,7 @@
 #include "ember/v1/admin.grpc.pb.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
+#include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
@@ -231,7 +232,10 @@ TEST_F(CoordinatorTest, CreateAndDescribeTables) {
   EXPECT_TRUE(CreateTable(ItemTable()).ok()) << "equal config must be idempotent";
   v1::TableConfig conflicting = ItemTable();
   conflicting.set_dim(16);
-  EXPECT_EQ(CreateTable(conflicting).code(), absl::StatusCode::kAlreadyExists);
+  const absl::Status conflict = CreateTable(conflicting);
+  EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists);
+  // It names what differs, so a second job sharing the table name knows what to change.
+  EXPECT_THAT(std::string(conflict.message()), ::testing::HasSubstr("dim (16 asked, 8 existing)"));
 
   v1::TableConfig invalid = ItemTable();
   invalid.set_name("bad name!");

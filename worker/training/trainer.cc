@@ -87,6 +87,11 @@ absl::Status Trainer::Setup() {
          << training_.batch_size() << " per worker, " << tower_->parameters().size()
          << " dense parameters"
          << (estimated_steps_ > 0 ? absl::StrCat(", about ", estimated_steps_, " steps") : "")
+         // A rerun without --resume_from trains on the rows an earlier run left: say so.
+         << (join_.checkpoint().empty()
+                 ? ", from the rows the PS tables hold now (none on a fresh cluster) and a "
+                   "fresh dense tower; --resume_from=latest continues the newest checkpoint"
+                 : absl::StrCat(", from checkpoint ", join_.checkpoint()))
          << std::endl;
   }
   return absl::OkStatus();
