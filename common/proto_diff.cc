@@ -47,9 +47,10 @@ std::string ValueText(const Message& message,
   const FieldDescriptor* field = last.field;
   if (field == nullptr) return "?";
   const int index = here ? last.index : last.new_index;
-  if (field->is_repeated() ? index < 0 || index >= parent->GetReflection()->FieldSize(*parent, field)
-                           : !parent->GetReflection()->HasField(*parent, field) &&
-                                 field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+  if (field->is_repeated()
+          ? index < 0 || index >= parent->GetReflection()->FieldSize(*parent, field)
+          : !parent->GetReflection()->HasField(*parent, field) &&
+                field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
     return "unset";
   }
   std::string text;

@@ -51,8 +51,7 @@ TEST(ProtoDiffTest, ManyDifferencesAreCappedWithACount) {
   other.mutable_tables(0)->set_dim(2);
   const std::string diff = DescribeDifference(other, Config(), 2, "this worker", "the run");
   EXPECT_NE(diff.find(" and 2 more"), std::string::npos) << diff;
-  EXPECT_NE(diff.find("name (\"other\" this worker, \"ctr\" the run)"), std::string::npos)
-      << diff;
+  EXPECT_NE(diff.find("name (\"other\" this worker, \"ctr\" the run)"), std::string::npos) << diff;
 }
 
 }  // namespace
