@@ -63,6 +63,18 @@ v1::ModelConfig Small() {
   return config;
 }
 
+TEST(ModelConfigTest, LoadsTheCriteoLikeConfig) {
+  // tools/criteo_like/criteo_like.pbtxt, the config of docs/PERFORMANCE.md's dataset that
+  // Ember did not generate: Criteo's default columns, one table per categorical column.
+  absl::StatusOr<v1::ModelConfig> config =
+      LoadModelConfig(std::string(EMBER_SOURCE_DIR) + "/tools/criteo_like/criteo_like.pbtxt");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->data().format(), v1::DataConfig::CRITEO_TSV);
+  EXPECT_EQ(config->data().columns_size(), 40);  // label, I1..I13, C1..C26
+  EXPECT_EQ(config->tables_size(), 26);
+  EXPECT_EQ(config->features_size(), 26);
+}
+
 TEST(ModelConfigTest, LoadsQuickstart) {
   absl::StatusOr<v1::ModelConfig> config = LoadModelConfig(kQuickstart);
   ASSERT_TRUE(config.ok()) << config.status();
