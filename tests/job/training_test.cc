@@ -273,6 +273,22 @@ TEST_F(TrainingTest, AWorkerWithAnotherConfigIsToldWhichFieldsDiffer) {
               ::testing::HasSubstr("training.batch_size (64 this worker, 128 the run)"));
 }
 
+TEST_F(TrainingTest, EpochsThatOverfitAreWarnedAbout) {
+  // Six passes over this small dataset: the test AUC peaks early and falls after
+  // (deterministic in BSP), and rank 0 says so.
+  ASSERT_NO_FATAL_FAILURE(StartCluster(1, "o"));
+  const RunResult run = RunBinary(
+      EMBER_WORKER_BINARY,
+      absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt --coordinator=",
+                   cluster_->coordinator_address(), " --generation=", ++generation_,
+                   " --rank=0 --world_size=1 --metrics_port=-1 --epochs=6 --eval_every_steps=40",
+                   " --train=", *data_dir_, "/train --test=", *data_dir_, "/test --run_dir=", dir_,
+                   "/o-run"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, ::testing::HasSubstr("is below the best of this run"));
+  EXPECT_THAT(run.output, ::testing::HasSubstr("further steps overfit"));
+}
+
 TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
   const std::string bin = EMBER_WORKER_BINARY;
   const std::string config = absl::StrCat(EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt");
