@@ -451,7 +451,8 @@ void Trainer::WarnIfWorseThanBest(double auc) {
       best = &curve_[i];
     }
   }
-  if (best == nullptr || auc >= *best->test_auc - kMargin) return;
+  if (best == nullptr || auc >= *best->test_auc - kMargin || warned_auc_step_ == step_) return;
+  warned_auc_step_ = step_;  // the final evaluation may repeat the last step's
   log_ << absl::StrFormat(
               "warning: test AUC %.4f is below the best of this run, %.4f at step %d: further "
               "steps overfit (fewer training.epochs, or a smaller learning rate, keep the "
@@ -469,8 +470,16 @@ absl::Status Trainer::MaybeEvaluate(bool final) {
   EMBER_RETURN_IF_ERROR(DrainPushes(0));
   if (!final) EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "evaluation barrier"));
   if (!rank0()) return absl::OkStatus();
+  if (final && last_eval_.has_value() && last_eval_step_ == step_ &&
+      last_eval_checkpoint_ == checkpoint_step_) {
+    result_.eval = *last_eval_;  // the evaluation at this step saw the final model
+    return absl::OkStatus();
+  }
   absl::StatusOr<TestSetResult> eval = Evaluate(config_, layout_, *client_, *tower_);
   if (!eval.ok()) return InStage(eval.status(), "evaluation");
+  last_eval_ = *eval;
+  last_eval_step_ = step_;
+  last_eval_checkpoint_ = checkpoint_step_;
   if (curve_.empty() || curve_.back().step != step_) {
     CurvePoint point;
     point.step = step_;

@@ -155,6 +155,12 @@ class Trainer {
   absl::Time next_poll_ = absl::Now() + absl::Seconds(1);
   bool checkpoint_next_ = false;             // agreed by the last step's all-reduce
   std::optional<uint64_t> checkpoint_step_;  // step of the last checkpoint taken
+  // Rank 0's last evaluation, its step and the last checkpoint before it: the final
+  // evaluation reuses it when nothing changed since (no step, no checkpoint's eviction).
+  std::optional<TestSetResult> last_eval_;
+  uint64_t last_eval_step_ = 0;
+  std::optional<uint64_t> last_eval_checkpoint_;
+  std::optional<uint64_t> warned_auc_step_;  // WarnIfWorseThanBest warned at this step
   uint64_t examples_ = 0;
   // The agreement on the next step (workers with a batch, their examples), carried by
   // the previous step's all-reduce; empty at the start of an epoch.
