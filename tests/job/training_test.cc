@@ -129,6 +129,14 @@ class TrainingTest : public ::testing::Test {
     return ReadFile(run_dir + "/result.json");
   }
 
+  // The flags of a one-off ember-worker run against cluster_: the quickstart config, the
+  // coordinator and a new generation, then `extra`.
+  std::string OneOffWorker(const std::string& extra) {
+    return absl::StrCat("--config=", EMBER_SOURCE_DIR,
+                        "/configs/quickstart.pbtxt --coordinator=", cluster_->coordinator_address(),
+                        " --generation=", ++generation_, " ", extra);
+  }
+
   static std::string* data_dir_;
   std::string dir_;
   std::unique_ptr<LocalCluster> cluster_;
@@ -206,9 +214,7 @@ TEST_F(TrainingTest, AnUnservableMetricsAddressFailsTheWorkerOnce) {
   // 192.0.2.1 (TEST-NET-1) is no address of this machine: the bind fails.
   const RunResult run = RunBinary(
       EMBER_WORKER_BINARY,
-      absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt --coordinator=",
-                   cluster_->coordinator_address(), " --generation=", ++generation_,
-                   " --metrics_host=192.0.2.1 --metrics_port=0 --max_recoveries=3 --skip_eval"));
+      OneOffWorker("--metrics_host=192.0.2.1 --metrics_port=0 --max_recoveries=3 --skip_eval"));
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.output, ::testing::HasSubstr("cannot serve metrics"));
   EXPECT_THAT(run.output, ::testing::Not(::testing::HasSubstr("rejoining")));
@@ -243,10 +249,8 @@ TEST_F(TrainingTest, AMissingRankIsNamedAndFailsTheFirstAttemptWithinTheCollecti
   const absl::Time start = absl::Now();
   const RunResult run = RunBinary(
       EMBER_WORKER_BINARY,
-      absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt --coordinator=",
-                   cluster_->coordinator_address(), " --generation=", ++generation_,
-                   " --rank=0 --world_size=2 --collective_timeout_ms=3000 --metrics_port=-1",
-                   " --train=", *data_dir_, "/train --skip_eval"));
+      OneOffWorker(absl::StrCat("--rank=0 --world_size=2 --collective_timeout_ms=3000",
+                                " --metrics_port=-1 --train=", *data_dir_, "/train --skip_eval")));
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_LT(absl::Now() - start, absl::Seconds(30)) << run.output;
   EXPECT_THAT(run.output, ::testing::HasSubstr("waiting for the other 1 worker(s)"));
@@ -257,12 +261,9 @@ TEST_F(TrainingTest, AMissingRankIsNamedAndFailsTheFirstAttemptWithinTheCollecti
 
 TEST_F(TrainingTest, AWorkerWithAnotherConfigIsToldWhichFieldsDiffer) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(1, "c"));
-  const std::string worker =
-      absl::StrCat("--config=", EMBER_SOURCE_DIR,
-                   "/configs/quickstart.pbtxt --coordinator=", cluster_->coordinator_address(),
-                   " --generation=", ++generation_,
-                   " --rank=0 --world_size=1 --metrics_port=-1 --max_steps=2 --skip_eval",
-                   " --collective_timeout_ms=3000 --train=", *data_dir_, "/train");
+  const std::string worker = OneOffWorker(
+      absl::StrCat("--rank=0 --world_size=1 --metrics_port=-1 --max_steps=2 --skip_eval",
+                   " --collective_timeout_ms=3000 --train=", *data_dir_, "/train"));
   const RunResult run = RunBinary(EMBER_WORKER_BINARY, worker + " --batch_size=128");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   // The same run (generation) with another batch size: refused, naming the field.
@@ -279,11 +280,9 @@ TEST_F(TrainingTest, EpochsThatOverfitAreWarnedAbout) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(1, "o"));
   const RunResult run = RunBinary(
       EMBER_WORKER_BINARY,
-      absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt --coordinator=",
-                   cluster_->coordinator_address(), " --generation=", ++generation_,
-                   " --rank=0 --world_size=1 --metrics_port=-1 --epochs=6 --eval_every_steps=40",
-                   " --train=", *data_dir_, "/train --test=", *data_dir_, "/test --run_dir=", dir_,
-                   "/o-run"));
+      OneOffWorker(absl::StrCat("--rank=0 --world_size=1 --metrics_port=-1 --epochs=6",
+                                " --eval_every_steps=40 --train=", *data_dir_,
+                                "/train --test=", *data_dir_, "/test --run_dir=", dir_, "/o-run")));
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_THAT(run.output, ::testing::HasSubstr("is below the best of this run"));
   EXPECT_THAT(run.output, ::testing::HasSubstr("further steps overfit"));
