@@ -29,6 +29,15 @@ namespace fs = std::filesystem;
 constexpr char kStateKey[] = "serving/state";
 constexpr int kMaxMessageBytes = 256 << 20;
 
+// Every shard's position at the cut of `manifest`: shard -> (stream, version).
+std::map<uint32_t, std::pair<uint64_t, uint64_t>> CutOf(const v1::CheckpointManifest& manifest) {
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> cut;
+  for (const v1::ShardSnapshot& snap : manifest.shards()) {
+    cut[snap.shard_id()] = {snap.stream_id(), snap.version()};
+  }
+  return cut;
+}
+
 }  // namespace
 
 Follower::Follower(const FollowerOptions& options) : options_(options), slot_epoch_(kNumSlots, 0) {}
@@ -193,18 +202,13 @@ absl::StatusOr<Follower::BootstrapPlan> Follower::PlanBootstrap(
                          << "); bootstrapping from the newest checkpoint";
     }
     plan.checkpoint = newest.name();
-    for (const v1::ShardSnapshot& snap : newest.shards()) {
-      plan.from[snap.shard_id()] = {snap.stream_id(), snap.version()};
-    }
+    plan.from = CutOf(newest);
     return plan;
   }
   // The newest checkpoint whose cut every shard's stream continues: the cut lies on the
   // stream, or the stream began with a restore that continues it.
   for (auto m = valid.rbegin(); m != valid.rend(); ++m) {
-    std::map<uint32_t, std::pair<uint64_t, uint64_t>> from;
-    for (const v1::ShardSnapshot& snap : m->shards()) {
-      from[snap.shard_id()] = {snap.stream_id(), snap.version()};
-    }
+    std::map<uint32_t, std::pair<uint64_t, uint64_t>> from = CutOf(*m);
     bool continues = true;
     for (const auto& [id, stream] : *streams) {
       auto it = from.find(id);

@@ -88,10 +88,12 @@ absl::Status Trainer::Setup() {
          << " dense parameters"
          << (estimated_steps_ > 0 ? absl::StrCat(", about ", estimated_steps_, " steps") : "")
          // A rerun without --resume_from trains on the rows an earlier run left: say so.
-         << (join_.checkpoint().empty()
-                 ? ", from the rows the PS tables hold now (none on a fresh cluster) and a "
-                   "fresh dense tower; --resume_from=latest continues the newest checkpoint"
-                 : absl::StrCat(", from checkpoint ", join_.checkpoint()))
+         << (!join_.checkpoint().empty() ? absl::StrCat(", from checkpoint ", join_.checkpoint())
+             : result_.recoveries == 0
+                 ? ", from the rows the PS tables hold now (none on a fresh cluster) and "
+                   "a fresh dense tower; --resume_from=latest continues the newest "
+                   "checkpoint"
+                 : ", from the rows the PS tables hold now (no checkpoint to restore)")
          << std::endl;
   }
   return absl::OkStatus();
