@@ -6,7 +6,7 @@
 #
 #   tools/install-deps.sh               # build, test (clang-14: tools/check-thread-safety.sh),
 #                                       # quickstart
-#   tools/install-deps.sh --with-torch  # also PyTorch, for `ember-bench training`
+#   tools/install-deps.sh --with-torch  # accepted for old scripts: PyTorch is always installed
 #   tools/install-deps.sh --with-fuzz   # also libFuzzer (clang-14's), for tools/fuzz.sh
 #   EMBER_DEPS_NODE=0 tools/install-deps.sh  # without Node.js and tests/deploy's packages
 #                                            # (the Docker build stages)
@@ -23,10 +23,13 @@ PACKAGES=(
   redis-server prometheus openssl
   clang-format clang-14
   python3  # docs/EXPORT_FORMAT.md's example reader runs in the tests
+  # The Python package (python/: the pybind11 module `ember._ember`) and its tests and
+  # examples: PyTorch, NumPy and pytest, Debian's (use /usr/bin/python3).
+  python3-dev pybind11-dev python3-torch python3-numpy python3-pytest python3-protobuf
 )
 case "${1:-}" in
   "") ;;
-  --with-torch) PACKAGES+=(python3 python3-torch python3-numpy python3-protobuf) ;;
+  --with-torch) ;;
   --with-fuzz) PACKAGES+=(libfuzzer-14-dev) ;;
   *) echo "usage: tools/install-deps.sh [--with-torch | --with-fuzz]" >&2; exit 2 ;;
 esac

@@ -6,7 +6,7 @@
 //   1. ember-datagen writes the dataset (reused from --dir when it has one of the
 //      same size), with the oracle AUC of its planted truth;
 //   2. tools/bench/torch_reference.py trains the model in PyTorch, single process
-//      (Debian's python3-torch; `tools/install-deps.sh --with-torch` installs it);
+//      (Debian's python3-torch; `tools/install-deps.sh` installs it);
 //   3. Ember trains it on a local cluster: 1 worker + 1 PS (BSP and SSP), then
 //      2 workers + 2 PS (BSP and SSP), every process on loopback.
 //
@@ -157,7 +157,7 @@ absl::StatusOr<Figures> RunTrainingSuite(const BenchOptions& options) {
   Say("PyTorch reference");
   if (!std::filesystem::exists(kPython)) {
     return absl::FailedPreconditionError(
-        "no /usr/bin/python3 with torch: run tools/install-deps.sh --with-torch");
+        "no /usr/bin/python3 with torch: run tools/install-deps.sh");
   }
   EMBER_ASSIGN_OR_RETURN(
       std::string torch_out,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # The baseline for tools/criteo_like/gen.py's data: logistic regression in PyTorch, one
 # weight per distinct value of C1..C26 plus log1p(I1..I13), Adagrad (lr 0.05), batch 2048;
-# prints the test AUC after each epoch. Needs python3-torch (install-deps --with-torch).
+# prints the test AUC after each epoch. Needs python3-torch (tools/install-deps.sh installs it).
 #
 #   /usr/bin/python3 tools/criteo_like/logistic_baseline.py TRAIN_FILE TEST_FILE EPOCHS
 import sys, math, torch

@@ -17,6 +17,7 @@
 #ifndef EMBER_WORKER_MODEL_MODEL_CONFIG_H_
 #define EMBER_WORKER_MODEL_MODEL_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ absl::StatusOr<v1::ModelConfig> ParseModelConfig(const std::string& text, bool j
 // (model.proto), hot_cache_steps only with SSP or ASP.
 absl::StatusOr<v1::ModelConfig> NormalizeModelConfig(v1::ModelConfig config,
                                                      const std::string& origin);
+
+// What a job's JoinJob and checkpoints carry (coordinator.proto): the config without
+// its schedule (max_steps, checkpoint, logging and evaluation settings, the test set:
+// what a resumed run may change) and without a skew section whose options are all off
+// (so checkpoints of jobs without one fit), and a digest of it.
+v1::ModelConfig DigestedConfig(const v1::ModelConfig& config);
+uint64_t ConfigDigest(const v1::ModelConfig& config);
 
 // Derived layout shared by reader and trainer.
 // The DENSE / EVAL columns in data.columns order (their positions in ExampleBatch).

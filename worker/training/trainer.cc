@@ -635,7 +635,6 @@ static bool Recoverable(const absl::Status& s) {
 }
 
 absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
-  using trainer_internal::ConfigDigest;
   using trainer_internal::InStage;
   using trainer_internal::Trainer;
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
@@ -653,7 +652,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   join.set_world_size(static_cast<uint32_t>(options.world_size));
   join.set_resume_from(options.resume_from);
   join.set_config_digest(ConfigDigest(options.config));
-  join.set_config(trainer_internal::DigestedConfig(options.config).SerializeAsString());
+  join.set_config(DigestedConfig(options.config).SerializeAsString());
   JobClient::JoinWait wait;
   wait.timeout = options.recovery_timeout;
   // A coordinator never reached in this long is a wrong address or a TLS mismatch.

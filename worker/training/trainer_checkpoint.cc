@@ -11,37 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "common/hash.h"
 #include "common/proto_diff.h"
 #include "common/status_macros.h"
+#include "worker/model/model_config.h"
 #include "worker/training/trainer_internal.h"
 
 namespace ember::worker::trainer_internal {
-
-v1::ModelConfig DigestedConfig(const v1::ModelConfig& config) {
-  v1::ModelConfig model = config;
-  model.clear_checkpoint();
-  model.clear_eval();
-  // Skew options that are all off change nothing: checkpoints without them still fit.
-  const v1::SkewConfig& skew = config.skew();
-  if ((!skew.has_cold_loss_weight() || skew.cold_loss_weight() == 1.0f) &&
-      skew.cold_resample_fraction() == 0 && skew.hot_cache_steps() == 0) {
-    model.clear_skew();
-  }
-  model.mutable_data()->clear_test_path();
-  v1::TrainingConfig* t = model.mutable_training();
-  t->clear_max_steps();
-  t->clear_log_every_steps();
-  t->clear_eval_every_steps();
-  t->clear_eval_max_examples();
-  return model;
-}
-
-uint64_t ConfigDigest(const v1::ModelConfig& config) {
-  std::string bytes;
-  DigestedConfig(config).SerializeToString(&bytes);
-  return HashBytes(bytes);
-}
 
 absl::Status Trainer::Restore(const v1::WorkerState& state) {
   const auto fail = [&](absl::string_view why) {

@@ -50,13 +50,6 @@ inline absl::Status InStage(const absl::Status& s, absl::string_view stage) {
   return absl::Status(s.code(), absl::StrCat(stage, ": ", s.message()));
 }
 
-// A digest of what the model's state depends on (not the schedule: max_steps,
-// checkpoint, logging and evaluation settings, which a resumed run may change; nor a
-// skew section whose options are all off, so checkpoints of jobs without one fit).
-uint64_t ConfigDigest(const v1::ModelConfig& config);
-// The part of `config` ConfigDigest covers (the config without the schedule).
-v1::ModelConfig DigestedConfig(const v1::ModelConfig& config);
-
 // A push in flight (SSP/ASP): the batch stays alive until its pushes complete.
 struct InFlight {
   uint64_t step = 0;

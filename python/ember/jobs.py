@@ -1,0 +1,372 @@
+"""ember.Job: a Python training job, joined the way ember-worker joins one.
+
+    job = ember.Job(config, coordinator="127.0.0.1:6000", rank=r, world_size=w)
+    def train(attempt):                   # one attempt; called again after a recovery
+        torch.manual_seed(0)
+        model = MyModel(); opt = ember.torch.DistributedOptimizer(torch.optim.Adam(...),
+                                                                  attempt.collective)
+        emb = ember.torch.EmbeddingCollection.from_config(attempt.client, config,
+                                                          collective=attempt.collective)
+        data = ember.data.Dataset(config, "train", attempt.rank, attempt.world_size)
+        attempt.track(model, opt, data)   # restores the attempt's checkpoint, if any
+        for batch in attempt.steps(data, emb):
+            ...forward, backward, opt.step()...
+        return attempt.finish()
+    result = job.run(train)
+
+The coordinator's job protocol (coordinator.proto JoinJob, Checkpoint, GetJob,
+FinishJob): each attempt is fenced (its PS calls name the attempt), its workers meet
+in a Gloo collective of their own, and checkpoints are consistent cuts at a step
+barrier holding the PS rows, the dense parameters (little-endian float32, what
+ember-serving serves), the optimizer state and model buffers (ember/state.py) and every
+rank's reader cursor. When a PS shard, a peer or the coordinator fails (UNAVAILABLE,
+DEADLINE_EXCEEDED, ABORTED), ``run`` rejoins; the coordinator restores the newest
+checkpoint and ``train`` runs again from it. In BSP the model then equals bitwise the
+one of a run without the failure (docs/ARCHITECTURE.md invariant 5), provided ``train``
+is deterministic (seed torch; no dropout randomness outside the checkpoint).
+"""
+
+import hashlib
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import _ember
+from . import state as dense_state
+from .client import Client
+from .errors import EmberError, FailedPreconditionError, InvalidArgumentError
+
+_PYTHON_JOB = b"ember.torch job v1"
+
+
+def _say(line):
+    print(line, file=sys.stdout, flush=True)
+
+
+class Job:
+    """A training job on the cluster of ``coordinator``. ``config``: the model config
+    (data, tables, features, training schedule; ember.load_config). ``name`` defaults to
+    the config's. Every run of a job on one coordinator needs its own ``generation``.
+    ``resume_from``: "" (the PS rows as they are), "latest" or a checkpoint name."""
+
+    def __init__(self, config, coordinator, rank=0, world_size=1, generation=0, name=None,
+                 resume_from="", collective_host="127.0.0.1", collective_timeout_s=60.0,
+                 ps_deadline_s=30.0, recovery_timeout_s=600.0, max_recoveries=100,
+                 run_dir=None, tls=None, log=_say):
+        if not isinstance(world_size, int) or world_size < 1 or not 0 <= rank < world_size:
+            raise InvalidArgumentError(f"rank {rank} is not in [0, world_size {world_size})")
+        if not coordinator:
+            raise InvalidArgumentError("a Job needs the coordinator's address")
+        self.config = config
+        self.name = name or config.name
+        self.coordinator = coordinator
+        self.rank, self.world_size, self.generation = rank, world_size, generation
+        self.resume_from = resume_from
+        self.collective_host = collective_host
+        self.collective_timeout_s = collective_timeout_s
+        self.ps_deadline_s = ps_deadline_s
+        self.recovery_timeout_s = recovery_timeout_s
+        self.max_recoveries = max_recoveries
+        self.run_dir = run_dir
+        self.tls = tls
+        self.log = log or (lambda line: None)
+        self.digest, self.config_bytes = config.job_digest(_PYTHON_JOB)
+        ca, cert, key = tls if tls else ("", "", "")
+        self.jobs = _ember.JobClient(coordinator, tls_ca=ca, tls_cert=cert, tls_key=key)
+
+    def run(self, train):
+        """Runs ``train(attempt)`` until an attempt finishes; rejoins after a
+        recoverable failure (at most max_recoveries times). Returns what train returned."""
+        after, reason = 0, ""
+        self.log(f"worker {self.rank}/{self.world_size}: joining job '{self.name}' "
+                 f"(generation {self.generation}) at {self.coordinator}")
+        recoveries = 0
+        while True:
+            join = self.jobs.join(self.name, self.generation, self.rank, self.world_size,
+                                  self.resume_from, self.digest, self.config_bytes,
+                                  after_attempt=after, reason=reason,
+                                  timeout_s=self.recovery_timeout_s,
+                                  unreachable_timeout_s=self.collective_timeout_s,
+                                  report=lambda line: self.log(f"worker {self.rank}: {line}"))
+            if recoveries > 0:
+                try:
+                    record = self.jobs.get_job(self.name, 2.0)
+                    if record["failure"] and reason not in record["failure"]:
+                        self.log(f"worker {self.rank}: attempt {after} was ended by: "
+                                 f"{record['failure']}")
+                except EmberError:
+                    pass
+            attempt = Attempt(self, join, recoveries)
+            try:
+                result = train(attempt)
+                if self.rank == 0:
+                    try:
+                        self.jobs.finish(self.name, self.generation, join["attempt"], 30.0)
+                    except EmberError as e:  # the model is done either way
+                        self.log(f"worker 0: FinishJob failed: {e}")
+                return result
+            except EmberError as e:
+                if not e.recoverable or recoveries >= self.max_recoveries:
+                    raise
+                self.log(f"worker {self.rank}: attempt {join['attempt']} failed, rejoining: {e}")
+                after, reason = join["attempt"], str(e)
+                recoveries += 1
+            finally:
+                attempt.close()
+
+
+class Attempt:
+    """One attempt of a job on this worker: ``client`` (fenced to the attempt),
+    ``collective`` (this attempt's workers), the restored ``checkpoint`` ("" none) and
+    the position: ``step``, ``examples`` (over all workers), ``epoch``."""
+
+    def __init__(self, job, join, recoveries):
+        self.job = job
+        self.number = join["attempt"]
+        self.checkpoint = join["checkpoint"]
+        self.checkpoints_enabled = join["checkpoints"]
+        self.recoveries = recoveries
+        self.rank, self.world_size = job.rank, job.world_size
+        self._state = join["state"]
+        self.step = 0
+        self.examples = 0
+        self.epoch = 0
+        self.checkpoints_taken = 0
+        self._last_checkpoint_step = None
+        self._last_checkpoint_time = time.monotonic()
+        self._next_poll = time.monotonic() + 1.0
+        self._model = self._optimizer = self._dataset = None
+        self._curve = []
+        self._interval = [0.0, 0.0]
+        self._start = None
+        self._start_examples = 0
+        self._stage = {"step": 0.0}
+        self.client = Client(job.coordinator, attempt=self.number, deadline_s=job.ps_deadline_s,
+                             connect_timeout_s=job.collective_timeout_s, tls=job.tls)
+        ca, cert, key = job.tls if job.tls else ("", "", "")
+        if job.world_size > 1:
+            job.log(f"worker {self.rank}/{self.world_size}: waiting for the other "
+                    f"{self.world_size - 1} worker(s) of attempt {self.number}")
+        self.collective = _ember.Collective(
+            coordinator=job.coordinator, job=f"{job.name}.a{self.number}",
+            generation=job.generation, rank=self.rank, world_size=self.world_size,
+            host=job.collective_host, timeout_s=job.collective_timeout_s,
+            tls_ca=ca, tls_cert=cert, tls_key=key)
+        if self._state is not None:
+            s = self._state
+            if s["world_size"] != self.world_size or len(s["cursors"]) != self.world_size:
+                raise FailedPreconditionError(
+                    f"checkpoint {self.checkpoint} has {s['world_size']} workers, the job "
+                    f"{self.world_size}")
+            self.step, self.examples, self.epoch = s["step"], s["examples"], s["epoch"]
+            self._last_checkpoint_step = self.step
+
+    # -- the model -------------------------------------------------------------------
+    def track(self, model, optimizer, dataset):
+        """The model, optimizer and dataset this attempt checkpoints; restores them from
+        the attempt's checkpoint when there is one. Call before ``steps``."""
+        self._model, self._optimizer, self._dataset = model, optimizer, dataset
+        if self._state is None:
+            return
+        origin = f"checkpoint {self.checkpoint}"
+        dense_state.load_parameters(model, self._state["dense_parameters"], origin)
+        dense_state.load_optimizer_state(model, optimizer,
+                                         self._state["dense_optimizer_state"], origin)
+        cursor = self._state["cursors"][self.rank]
+        dataset.load_state(cursor)
+        if self.rank == 0:
+            self.job.log(f"resuming from checkpoint {self.checkpoint} at step {self.step} "
+                         f"(attempt {self.number})")
+
+    # -- the loop --------------------------------------------------------------------
+    def steps(self, dataset=None, embeddings=None, max_steps=None):
+        """The batches of this worker, one per global step, until the schedule ends
+        (epochs, or max_steps: the config's training.max_steps when None). Every worker
+        ends an epoch when the first runs out of data in it. Between steps it takes the
+        checkpoints the config (checkpoint.every_steps / every_seconds) or an operator
+        (emberctl checkpoint create) asks for, and one at the end. Sets
+        ``embeddings.step`` (the pulls' step) and ``batch.step``."""
+        dataset = dataset or self._dataset
+        if dataset is None:
+            raise InvalidArgumentError("steps() needs the dataset (or track() first)")
+        if max_steps is None:
+            max_steps = self.job.config.training["max_steps"] or None
+        every = self.job.config.checkpoint["every_steps"]
+        world = self.world_size
+        self._start, self._start_examples = time.monotonic(), self.examples
+        self._start_step = self.step
+        if self.checkpoints_enabled and not self.checkpoint and self._last_checkpoint_step is None:
+            self.take_checkpoint(dataset)  # a fresh run: before any push
+        while True:
+            if max_steps is not None and self.step >= max_steps:
+                break
+            head = dataset.peek()
+            has = head is not None
+            agree = np.array([1.0 if has else 0.0, float(head.size) if has else 0.0,
+                              1.0 if self.rank == 0 and self._checkpoint_wanted() else 0.0],
+                             dtype=np.float32)
+            if world > 1:
+                self.collective.all_reduce_sum(agree)
+            if agree[0] < world - 0.5:
+                dataset.next_epoch()
+                self.epoch = dataset.epoch
+                if self.epoch >= dataset.epochs:
+                    break
+                continue
+            if self.checkpoints_enabled and agree[2] > 0.5 and self._last_checkpoint_step != self.step:
+                self.take_checkpoint(dataset)
+            batch = dataset.pop()
+            batch.step = self.step
+            if embeddings is not None:
+                embeddings.step = self.step
+            t0 = time.monotonic()
+            yield batch
+            self._stage["step"] += time.monotonic() - t0
+            self.step += 1
+            self.examples += int(agree[1])
+            self._interval[1] += float(agree[1])
+            if self.checkpoints_enabled and every and self.step % every == 0:
+                self.take_checkpoint(dataset)
+            self._maybe_log()
+        if world > 1:
+            self.collective.barrier()  # every worker's pushes are applied
+        self._train_seconds = time.monotonic() - self._start
+        if self.checkpoints_enabled and self._last_checkpoint_step != self.step:
+            self.take_checkpoint(dataset)
+        self._maybe_log(force=True)
+
+    def record_loss(self, loss, examples):
+        """This worker's mean loss over its batch of ``examples`` (for progress lines
+        and the run directory's curve; rank 0's figures)."""
+        self._interval[0] += float(loss) * examples * self.world_size
+
+    def _maybe_log(self, force=False):
+        every = self.job.config.training["log_every_steps"] or 50
+        if self._interval[1] == 0 or (not force and self.step % every != 0):
+            return
+        loss = self._interval[0] / self._interval[1]
+        self._curve.append({"step": self.step, "examples": self.examples, "loss": loss})
+        self._interval = [0.0, 0.0]
+        if self.rank == 0:
+            rate = (self.examples - self._start_examples) / max(time.monotonic() - self._start, 1e-9)
+            self.job.log(f"step {self.step:6d}  examples {self.examples:9d}  {rate:8.0f} ex/s  "
+                         f"loss {loss:.5f}")
+
+    def _checkpoint_wanted(self):
+        if not self.checkpoints_enabled:
+            return False
+        every_s = self.job.config.checkpoint["every_seconds"]
+        now = time.monotonic()
+        if every_s and now - self._last_checkpoint_time >= every_s:
+            return True
+        if now < self._next_poll:
+            return False
+        try:
+            record = self.job.jobs.get_job(self.job.name, 0.2)
+            self._next_poll = now + 1.0
+            return bool(record["checkpoint_requested"])
+        except EmberError:
+            self._next_poll = now + 10.0
+            return False
+
+    def take_checkpoint(self, dataset=None):
+        """A checkpoint at this step barrier: every worker calls it at the same step
+        (``steps`` does). Fails the attempt (on every worker) when it fails."""
+        dataset = dataset or self._dataset
+        if self._model is None:
+            raise FailedPreconditionError("track(model, optimizer, dataset) before checkpointing")
+        if self.world_size > 1:
+            self.collective.barrier()
+        cursor = json.dumps(dataset.state()).encode()
+        send = [b""] * self.world_size
+        send[0] = cursor
+        cursors = self.collective.all_to_all(send) if self.world_size > 1 else [cursor]
+        failed = None
+        if self.rank == 0:
+            state = {
+                "step": self.step, "examples": self.examples, "world_size": self.world_size,
+                "epoch": dataset.state()["epoch"],
+                "dense_parameters": dense_state.parameters_to_bytes(self._model),
+                "dense_optimizer_state": dense_state.optimizer_state_to_bytes(
+                    self._model, self._optimizer),
+                "config_digest": self.job.digest, "config": self.job.config_bytes,
+                "cursors": [dict(json.loads(c), rank=r) for r, c in enumerate(cursors)],
+            }
+            try:
+                m = self.job.jobs.checkpoint(self.job.name, self.job.generation, self.number,
+                                             state, self.job.recovery_timeout_s)
+                self.job.log(f"checkpoint {m['name']} at step {self.step} "
+                             f"({'delta' if m['incremental'] else 'full'}, "
+                             f"{m['bytes'] / 1e6:.1f} MB, {m['seconds']:.2f}s)")
+            except EmberError as e:
+                failed = e
+        flag = np.array([0.0 if failed is None else 1.0], dtype=np.float32)
+        if self.world_size > 1:
+            self.collective.all_reduce_sum(flag)
+        if failed is not None:
+            raise failed
+        if flag[0] > 0.5:
+            from .errors import AbortedError
+            raise AbortedError(f"checkpoint at step {self.step} failed on rank 0")
+        self._last_checkpoint_step = self.step
+        self._last_checkpoint_time = time.monotonic()
+        self.checkpoints_taken += 1
+
+    # -- the end ---------------------------------------------------------------------
+    def checksums(self):
+        """(sparse rows, sparse digest, dense digest) of the model now: equal across
+        shard counts and in BSP across runs; call after ``steps`` ended."""
+        tables = [t["name"] for t in self.job.config.tables]
+        sums = self.client.checksum()
+        rows, h = 0, hashlib.blake2b(digest_size=8)
+        for name in sorted(sums):
+            if tables and name not in tables:
+                continue
+            rows += sums[name][0]
+            h.update(f"{name}:{sums[name][0]}:{sums[name][1]};".encode())
+        dense = hashlib.blake2b(dense_state.parameters_to_bytes(self._model), digest_size=8)
+        return rows, int.from_bytes(h.digest(), "little"), int.from_bytes(dense.digest(), "little")
+
+    def finish(self, evaluation=None):
+        """The run's result (a dict: steps, examples, examples_per_sec, checksums, the
+        evaluation's figures), written by rank 0 into the job's run_dir as ember-worker
+        writes it (result.json, metrics.tsv, training.svg)."""
+        seconds = getattr(self, "_train_seconds", None) or 1e-9
+        result = {"steps": self.step, "examples": self.examples, "train_seconds": seconds,
+                  "examples_per_sec": (self.examples - self._start_examples) / seconds,
+                  "final_loss": self._curve[-1]["loss"] if self._curve else 0.0,
+                  "attempt": self.number, "recoveries": self.recoveries,
+                  "checkpoints": self.checkpoints_taken, "resumed_from": self.checkpoint}
+        if self._model is not None:
+            rows, sparse, dense = self.checksums()
+            result.update({"sparse_rows": rows, "sparse_checksum": sparse,
+                           "dense_checksum": dense,
+                           "model_checksum": int.from_bytes(hashlib.blake2b(
+                               f"{sparse}:{dense}".encode(), digest_size=8).digest(), "little")})
+        if evaluation:
+            result.update(evaluation)
+            if self._curve:
+                self._curve[-1]["test_auc"] = evaluation.get("test_auc")
+                self._curve[-1]["test_logloss"] = evaluation.get("test_logloss")
+        if self.rank == 0:
+            line = (f"done: {self.step} steps, {self.examples} examples in {seconds:.1f}s "
+                    f"({result['examples_per_sec']:.0f} ex/s)")
+            if evaluation and "test_auc" in evaluation:
+                line += f", test AUC {evaluation['test_auc']:.4f}"
+                if "oracle_auc" in evaluation:
+                    line += f" (oracle {evaluation['oracle_auc']:.4f})"
+            self.job.log(line)
+            if self.job.run_dir:
+                os.makedirs(self.job.run_dir, exist_ok=True)
+                _ember.write_run_directory(self.job.run_dir, self.job.config, self.world_size,
+                                           result, self._curve)
+        return result
+
+    def close(self):
+        """Leaves the attempt's collective and client (peers fail fast, not at their
+        timeout)."""
+        self.collective = None
+        self.client = None

@@ -1,0 +1,510 @@
+// Copyright 2026 The Ember Authors.
+//
+// Client (PsClient), SparseLookup (one batch's sparse side) and ServingClient
+// (bindings.h).
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+#include "common/hash.h"
+#include "common/ps_client.h"
+#include "ember/v1/serving.grpc.pb.h"
+#include "google/protobuf/text_format.h"
+#include "grpcpp/create_channel.h"
+#include "python/native/bindings.h"
+#include "worker/training/sparse_exchange.h"
+#include "worker/training/sparse_features.h"
+
+namespace ember::python {
+namespace {
+
+std::string TableText(const v1::TableConfig& t) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(t, &text);
+  return text;
+}
+
+py::dict TableDict(const v1::TableConfig& t) {
+  py::dict d;
+  d["name"] = t.name();
+  d["dim"] = t.dim();
+  d["text"] = TableText(t);
+  return d;
+}
+
+class Client {
+ public:
+  Client(const std::string& coordinator, const std::map<uint32_t, std::string>& shards,
+         std::optional<uint64_t> worker_id, uint64_t first_sequence, uint64_t attempt,
+         double deadline_s, double connect_timeout_s, const std::string& tls_ca,
+         const std::string& tls_cert, const std::string& tls_key) {
+    if (coordinator.empty() && shards.empty()) {
+      ThrowInvalid("Client needs a coordinator address or the shards' addresses");
+    }
+    if (!(deadline_s > 0) || !(connect_timeout_s >= 0)) {
+      ThrowInvalid("deadline_s must be > 0 and connect_timeout_s >= 0");
+    }
+    PsClientOptions options;
+    options.coordinator_address = coordinator;
+    options.channel_credentials = ChannelCredentials(tls_ca, tls_cert, tls_key);
+    options.shard_addresses = shards;
+    if (coordinator.empty()) {
+      std::vector<uint32_t> ids;
+      for (const auto& [id, address] : shards) ids.push_back(id);
+      options.slot_map = SlotMap::Even(ids, /*epoch=*/1);
+    }
+    // A fresh id per client unless given: pushes of two clients never share a dedup key.
+    options.worker_id =
+        worker_id.has_value()
+            ? *worker_id
+            : Mix64(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
+                    (static_cast<uint64_t>(getpid()) << 20) ^ reinterpret_cast<uintptr_t>(this));
+    options.first_sequence = first_sequence;
+    options.attempt = attempt;
+    options.deadline = absl::Seconds(deadline_s);
+    options.max_retries = 12;
+    absl::StatusOr<std::unique_ptr<PsClient>> client;
+    {
+      py::gil_scoped_release unlocked;
+      // A coordinator that has not assigned slots yet (shards still registering) says
+      // UNAVAILABLE: wait for it, bounded.
+      const absl::Time until = absl::Now() + absl::Seconds(connect_timeout_s);
+      while (true) {
+        client = PsClient::Create(options);
+        if (client.ok() || client.status().code() != absl::StatusCode::kUnavailable ||
+            absl::Now() >= until) {
+          break;
+        }
+        absl::SleepFor(absl::Milliseconds(200));  // retry pacing
+      }
+    }
+    if (!client.ok()) {
+      ThrowIfError(absl::Status(client.status().code(),
+                                absl::StrCat("connecting to the PS cluster",
+                                             coordinator.empty() ? "" : " at coordinator ",
+                                             coordinator, ": ", client.status().message())));
+    }
+    client_ = std::shared_ptr<PsClient>(std::move(*client));
+    worker_id_ = options.worker_id;
+  }
+
+  PsClient& get() const { return *client_; }
+  uint64_t worker_id() const { return worker_id_; }
+
+  py::dict CreateTable(const std::string& text) {
+    v1::TableConfig config;
+    google::protobuf::TextFormat::Parser parser;
+    if (!parser.ParseFromString(text, &config)) {
+      ThrowInvalid(absl::StrCat("table config does not parse (TableConfig text format): ", text));
+    }
+    absl::Status s;
+    absl::StatusOr<v1::TableConfig> normalized;
+    {
+      py::gil_scoped_release unlocked;
+      s = client_->CreateTableEverywhere(config);
+      if (s.ok()) normalized = client_->GetTable(config.name());
+    }
+    if (!s.ok()) {
+      ThrowIfError(absl::Status(s.code(), absl::StrCat("creating table '", config.name(),
+                                                       "': ", s.message())));
+    }
+    return TableDict(ValueOrThrow(std::move(normalized)));
+  }
+
+  py::dict Table(const std::string& name) const {
+    absl::StatusOr<v1::TableConfig> t = client_->GetTable(name);
+    if (!t.ok()) {
+      ThrowIfError(absl::NotFoundError(absl::StrCat(
+          "table '", name, "' is not known to this client (create it, or check its name)")));
+    }
+    return TableDict(*t);
+  }
+
+  int Dim(const std::string& table) const {
+    absl::StatusOr<v1::TableConfig> t = client_->GetTable(table);
+    if (!t.ok()) {
+      ThrowIfError(absl::NotFoundError(absl::StrCat(
+          "table '", table, "' is not known to this client (create it, or check its name)")));
+    }
+    return static_cast<int>(t->dim());
+  }
+
+  py::array_t<float> Pull(const std::string& table, const py::handle& ids_array, int64_t step) {
+    const int dim = Dim(table);
+    const std::vector<uint64_t> ids = IdsFromArray(ids_array, "ids");
+    py::array_t<float> out({static_cast<py::ssize_t>(ids.size()), py::ssize_t{dim}});
+    float* data = out.mutable_data();
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      PsCallOptions call;
+      call.step = step;
+      s = client_->Pull(table, ids, absl::MakeSpan(data, ids.size() * dim), call);
+    }
+    ThrowIfError(s);
+    return out;
+  }
+
+  void Push(const std::string& table, const py::handle& ids_array, const py::handle& grads_array,
+            int64_t step) {
+    const int dim = Dim(table);
+    const std::vector<uint64_t> ids = IdsFromArray(ids_array, "ids");
+    py::array_t<float, py::array::c_style> grads =
+        FloatsFromArray(grads_array, {static_cast<py::ssize_t>(ids.size()), dim}, "grads");
+    const float* g = grads.data();
+    for (size_t i = 0; i < ids.size() * dim; ++i) {
+      if (!std::isfinite(g[i])) {
+        ThrowInvalid(absl::StrCat("grads: row ", i / dim, " (id ", ids[i / dim],
+                                  ") is not finite (", g[i], "); nothing was pushed"));
+      }
+    }
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      s = client_->Push(table, ids, absl::MakeConstSpan(g, ids.size() * dim), step);
+    }
+    ThrowIfError(s);
+  }
+
+  py::dict Checksum(const std::string& table) {
+    absl::StatusOr<std::map<std::string, PsClient::TableDigest>> sums;
+    {
+      py::gil_scoped_release unlocked;
+      sums = client_->Checksum(table);
+    }
+    py::dict out;
+    for (const auto& [name, digest] : ValueOrThrow(std::move(sums))) {
+      out[py::str(name)] = py::make_tuple(digest.rows, digest.digest);
+    }
+    return out;
+  }
+
+  void Refresh() {
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      s = client_->RefreshClusterMap();
+    }
+    ThrowIfError(s);
+  }
+
+  size_t Shards() const { return client_->slot_map().Shards().size(); }
+
+ private:
+  std::shared_ptr<PsClient> client_;
+  uint64_t worker_id_ = 0;
+};
+
+// One batch's sparse side: the unique IDs per table (over every feature that uses
+// the table, first-seen order: features in order, examples in order, as the native
+// worker's SparseBatch), their pulls, and one push per unique ID.
+class SparseLookup {
+ public:
+  SparseLookup(std::shared_ptr<Client> client, const std::vector<std::string>& tables,
+               const std::vector<int>& feature_tables)
+      : client_(std::move(client)), feature_tables_(feature_tables) {
+    worker::SparseLayout layout;
+    for (const std::string& name : tables) {
+      layout.tables.push_back({name, client_->Dim(name)});
+    }
+    for (size_t f = 0; f < feature_tables.size(); ++f) {
+      if (feature_tables[f] < 0 || feature_tables[f] >= static_cast<int>(tables.size())) {
+        ThrowInvalid(absl::StrCat("feature ", f, " names table index ", feature_tables[f],
+                                  ", not in [0, ", tables.size(), ")"));
+      }
+    }
+    batch_ = std::make_unique<worker::SparseBatch>(std::move(layout));
+  }
+  ~SparseLookup() {
+    // Leave nothing in flight that writes into arrays about to be freed.
+    py::gil_scoped_release unlocked;
+    WaitAll(&handles_).IgnoreError();
+  }
+
+  py::tuple Prepare(const std::vector<py::object>& ids, const std::vector<py::object>& offsets,
+                    const std::vector<std::string>& names) {
+    const size_t num_features = feature_tables_.size();
+    if (ids.size() != num_features || offsets.size() != num_features) {
+      ThrowInvalid(absl::StrCat("expected the IDs and offsets of ", num_features,
+                                " features, got ", ids.size(), " and ", offsets.size()));
+    }
+    if (prepared_) ThrowInvalid("this batch was prepared already");
+    const int num_tables = batch_->num_tables();
+    std::vector<absl::flat_hash_map<uint64_t, uint32_t>> seen(num_tables);
+    py::list inverse;
+    int64_t batch_size = -1;
+    for (size_t f = 0; f < num_features; ++f) {
+      const std::string what = f < names.size() ? absl::StrCat("feature '", names[f], "'")
+                                                : absl::StrCat("feature ", f);
+      const std::vector<uint64_t> fid = IdsFromArray(ids[f], what + " IDs");
+      const std::vector<uint64_t> off = IdsFromArray(offsets[f], what + " offsets");
+      if (off.empty() || off[0] != 0 || off.back() != fid.size()) {
+        ThrowInvalid(absl::StrCat(what, ": offsets must start at 0 and end at the number of IDs (",
+                                  fid.size(), "), got ", off.empty() ? 0 : off[0], " .. ",
+                                  off.empty() ? 0 : off.back()));
+      }
+      for (size_t k = 1; k < off.size(); ++k) {
+        if (off[k] < off[k - 1] || static_cast<int64_t>(off[k]) < 0) {
+          ThrowInvalid(absl::StrCat(what, ": offsets decrease at example ", k - 1));
+        }
+      }
+      const int64_t b = static_cast<int64_t>(off.size()) - 1;
+      if (batch_size >= 0 && b != batch_size) {
+        ThrowInvalid(absl::StrCat(what, " has ", b, " examples, the first feature ", batch_size));
+      }
+      batch_size = b;
+      const int t = feature_tables_[f];
+      worker::SparseBatch::TableData& table = batch_->table(t);
+      py::array_t<int64_t> inv(static_cast<py::ssize_t>(fid.size()));
+      int64_t* out = inv.mutable_data();
+      for (size_t k = 0; k < fid.size(); ++k) {
+        auto [it, added] = seen[t].try_emplace(fid[k], static_cast<uint32_t>(table.ids.size()));
+        if (added) table.ids.push_back(fid[k]);
+        out[k] = it->second;
+      }
+      inverse.append(inv);
+    }
+    py::list unique;
+    for (int t = 0; t < num_tables; ++t) {
+      const std::vector<uint64_t>& u = batch_->table(t).ids;
+      py::array_t<int64_t> a(static_cast<py::ssize_t>(u.size()));
+      if (!u.empty()) std::memcpy(a.mutable_data(), u.data(), u.size() * 8);
+      unique.append(a);
+    }
+    prepared_ = true;
+    batch_size_ = batch_size < 0 ? 0 : batch_size;
+    return py::make_tuple(unique, inverse);
+  }
+
+  void StartPull(int64_t step) {
+    if (!prepared_) ThrowInvalid("prepare the batch before pulling it");
+    if (pulling_ || !rows_.empty()) ThrowInvalid("this batch was pulled already");
+    const worker::SparseLayout& layout = batch_->layout();
+    for (int t = 0; t < batch_->num_tables(); ++t) {
+      rows_.emplace_back(std::vector<py::ssize_t>{
+          static_cast<py::ssize_t>(batch_->table(t).ids.size()), layout.tables[t].dim});
+    }
+    std::vector<float*> data;
+    for (py::array_t<float>& r : rows_) data.push_back(r.mutable_data());
+    py::gil_scoped_release unlocked;
+    PsCallOptions call;
+    call.step = step;
+    for (int t = 0; t < batch_->num_tables(); ++t) {
+      const std::vector<uint64_t>& ids = batch_->table(t).ids;
+      if (ids.empty()) continue;
+      handles_.push_back(client_->get().PullAsync(
+          layout.tables[t].name, ids,
+          absl::MakeSpan(data[t], ids.size() * layout.tables[t].dim), call));
+    }
+    pulling_ = true;
+  }
+
+  py::list FinishPull() {
+    if (!pulling_) ThrowInvalid("no pull was started for this batch");
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      s = WaitAll(&handles_);
+    }
+    pulling_ = false;
+    ThrowIfError(s);
+    py::list out;
+    for (py::array_t<float>& r : rows_) out.append(r);
+    return out;
+  }
+
+  // Pushes one gradient per unique ID, times `scale`. With a collective of several
+  // workers (BSP) the gradients are first summed across workers per ID, in rank
+  // order, and each ID is pushed once by its owner rank (worker/training/
+  // sparse_exchange.h). Every gradient is checked before anything is sent.
+  void Push(const std::vector<py::object>& grads, int64_t step, float scale,
+            py::object collective) {
+    if (pushed_) {
+      ThrowIfError(absl::FailedPreconditionError(
+          "this batch's sparse gradients were pushed already (backward ran twice on one "
+          "forward: the second would apply the update again); nothing was pushed"));
+    }
+    if (!prepared_) ThrowInvalid("prepare and pull the batch before pushing its gradients");
+    const worker::SparseLayout& layout = batch_->layout();
+    if (grads.size() != static_cast<size_t>(batch_->num_tables())) {
+      ThrowInvalid(absl::StrCat("expected the gradients of ", batch_->num_tables(),
+                                " tables, got ", grads.size()));
+    }
+    if (!std::isfinite(scale)) ThrowInvalid("gradient scale is not finite");
+    for (int t = 0; t < batch_->num_tables(); ++t) {
+      worker::SparseBatch::TableData& table = batch_->table(t);
+      const int dim = layout.tables[t].dim;
+      const std::string what = absl::StrCat("gradients of table '", layout.tables[t].name, "'");
+      py::array_t<float, py::array::c_style> g = FloatsFromArray(
+          grads[t], {static_cast<py::ssize_t>(table.ids.size()), dim}, what);
+      const float* p = g.data();
+      table.grads.resize(table.ids.size() * dim);
+      for (size_t i = 0; i < table.grads.size(); ++i) {
+        if (!std::isfinite(p[i])) {
+          ThrowInvalid(absl::StrCat(what, ": the gradient of id ", table.ids[i / dim],
+                                    " is not finite (", p[i],
+                                    "); nothing was pushed for this batch"));
+        }
+        table.grads[i] = p[i] * scale;
+      }
+    }
+    worker::Collective* exchange = collective.is_none() ? nullptr : CollectiveOf(collective);
+    pushed_ = true;
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      std::vector<PsHandle> handles;
+      if (exchange != nullptr && exchange->world_size() > 1) {
+        std::vector<worker::OwnedGradients> owned;
+        s = worker::ReduceSparseGradients(*exchange, *batch_, &owned);
+        if (!s.ok()) s = absl::Status(s.code(), absl::StrCat("sparse exchange: ", s.message()));
+        for (size_t t = 0; s.ok() && t < owned.size(); ++t) {
+          if (owned[t].ids.empty()) continue;
+          handles.push_back(client_->get().PushAsync(layout.tables[t].name, owned[t].ids,
+                                                     owned[t].grads, step));
+        }
+        // `owned` must outlive the pushes.
+        const absl::Status pushed = WaitAll(&handles);
+        if (s.ok()) s = pushed;
+      } else {
+        for (int t = 0; t < batch_->num_tables(); ++t) {
+          const worker::SparseBatch::TableData& table = batch_->table(t);
+          if (table.ids.empty()) continue;
+          handles.push_back(
+              client_->get().PushAsync(layout.tables[t].name, table.ids, table.grads, step));
+        }
+        s = WaitAll(&handles);
+      }
+    }
+    ThrowIfError(s);
+  }
+
+  int64_t batch_size() const { return batch_size_; }
+  size_t unique_ids() const { return batch_->unique_ids(); }
+  bool pushed() const { return pushed_; }
+
+ private:
+  std::shared_ptr<Client> client_;
+  std::vector<int> feature_tables_;
+  std::unique_ptr<worker::SparseBatch> batch_;
+  std::vector<py::array_t<float>> rows_;
+  std::vector<PsHandle> handles_;
+  bool prepared_ = false;
+  bool pulling_ = false;
+  bool pushed_ = false;
+  int64_t batch_size_ = 0;
+};
+
+class ServingClient {
+ public:
+  ServingClient(const std::string& address, double deadline_s, const std::string& tls_ca,
+                const std::string& tls_cert, const std::string& tls_key)
+      : address_(address), deadline_(absl::Seconds(deadline_s)) {
+    if (address.empty()) ThrowInvalid("ServingClient needs the follower's address");
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(256 << 20);
+    args.SetMaxSendMessageSize(256 << 20);
+    stub_ = v1::ServingService::NewStub(grpc::CreateCustomChannel(
+        address, OrInsecure(ChannelCredentials(tls_ca, tls_cert, tls_key)), args));
+  }
+
+  py::array_t<float> Lookup(const std::string& table, const py::handle& ids_array) {
+    const std::vector<uint64_t> ids = IdsFromArray(ids_array, "ids");
+    v1::LookupRequest request;
+    request.set_table(table);
+    request.set_ids(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
+    v1::LookupResponse response;
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
+      s = FromGrpcStatus(stub_->Lookup(&context, request, &response), &context);
+    }
+    if (!s.ok()) {
+      ThrowIfError(absl::Status(s.code(), absl::StrCat("Lookup on ", address_, ": ", s.message())));
+    }
+    const size_t floats = response.values().size() / sizeof(float);
+    const size_t dim = ids.empty() ? 0 : floats / ids.size();
+    py::array_t<float> out({static_cast<py::ssize_t>(ids.size()), static_cast<py::ssize_t>(dim)});
+    if (floats > 0) std::memcpy(out.mutable_data(), response.values().data(), floats * 4);
+    return out;
+  }
+
+  // The current model version's dense parameters: (little-endian float32 bytes, its
+  // checkpoint, its step).
+  py::tuple DenseParameters() {
+    v1::GetDenseParametersResponse response;
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      grpc::ClientContext context;
+      context.set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
+      s = FromGrpcStatus(
+          stub_->GetDenseParameters(&context, v1::GetDenseParametersRequest(), &response),
+          &context);
+    }
+    if (!s.ok()) {
+      ThrowIfError(absl::Status(
+          s.code(), absl::StrCat("GetDenseParameters on ", address_, ": ", s.message())));
+    }
+    return py::make_tuple(py::bytes(response.dense_parameters()), response.version().checkpoint(),
+                          response.version().dense_step());
+  }
+
+ private:
+  std::string address_;
+  absl::Duration deadline_;
+  std::unique_ptr<v1::ServingService::Stub> stub_;
+};
+
+}  // namespace
+
+void BindPs(py::module_& m) {
+  py::class_<Client, std::shared_ptr<Client>>(m, "Client")
+      .def(py::init<const std::string&, const std::map<uint32_t, std::string>&,
+                    std::optional<uint64_t>, uint64_t, uint64_t, double, double,
+                    const std::string&, const std::string&, const std::string&>(),
+           py::arg("coordinator") = "", py::arg("shards") = std::map<uint32_t, std::string>{},
+           py::arg("worker_id") = py::none(), py::arg("first_sequence") = 1,
+           py::arg("attempt") = 0, py::arg("deadline_s") = 30.0,
+           py::arg("connect_timeout_s") = 30.0, py::arg("tls_ca") = "",
+           py::arg("tls_cert") = "", py::arg("tls_key") = "")
+      .def("create_table", &Client::CreateTable, py::arg("text"))
+      .def("table", &Client::Table, py::arg("name"))
+      .def("pull", &Client::Pull, py::arg("table"), py::arg("ids"), py::arg("step") = 0)
+      .def("push", &Client::Push, py::arg("table"), py::arg("ids"), py::arg("grads"),
+           py::arg("step") = 0)
+      .def("checksum", &Client::Checksum, py::arg("table") = "")
+      .def("refresh", &Client::Refresh)
+      .def_property_readonly("shards", &Client::Shards)
+      .def_property_readonly("worker_id", &Client::worker_id);
+
+  py::class_<SparseLookup>(m, "SparseLookup")
+      .def(py::init<std::shared_ptr<Client>, const std::vector<std::string>&,
+                    const std::vector<int>&>(),
+           py::arg("client"), py::arg("tables"), py::arg("feature_tables"))
+      .def("prepare", &SparseLookup::Prepare, py::arg("ids"), py::arg("offsets"),
+           py::arg("names") = std::vector<std::string>{})
+      .def("start_pull", &SparseLookup::StartPull, py::arg("step") = 0)
+      .def("finish_pull", &SparseLookup::FinishPull)
+      .def("push", &SparseLookup::Push, py::arg("grads"), py::arg("step") = 0,
+           py::arg("scale") = 1.0f, py::arg("collective") = py::none())
+      .def_property_readonly("batch_size", &SparseLookup::batch_size)
+      .def_property_readonly("unique_ids", &SparseLookup::unique_ids)
+      .def_property_readonly("pushed", &SparseLookup::pushed);
+
+  py::class_<ServingClient>(m, "ServingClient")
+      .def(py::init<const std::string&, double, const std::string&, const std::string&,
+                    const std::string&>(),
+           py::arg("address"), py::arg("deadline_s") = 10.0, py::arg("tls_ca") = "",
+           py::arg("tls_cert") = "", py::arg("tls_key") = "")
+      .def("lookup", &ServingClient::Lookup, py::arg("table"), py::arg("ids"))
+      .def("dense_parameters", &ServingClient::DenseParameters);
+}
+
+}  // namespace ember::python
