@@ -14,6 +14,7 @@ click probability) and writes a run directory like ember-worker's.
 """
 
 import argparse
+import json
 import os
 import sys
 
@@ -65,6 +66,8 @@ def main():
     p.add_argument("--generation", type=int, default=0)
     p.add_argument("--run_dir", default="run/examples/dlrm")
     p.add_argument("--max_steps", type=int, default=None)
+    p.add_argument("--no_eval", action="store_true", help="skip the test-set evaluation")
+    p.add_argument("--result_json", default="", help="also write the result here (JSON)")
     args = p.parse_args()
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, args.world_size)))
 
@@ -99,7 +102,7 @@ def main():
             opt.step()        # all-reduces the dense gradients, then Adam
             attempt.record_loss(loss.item(), batch.size)
         evaluation = None
-        if attempt.rank == 0 and config.test_path:
+        if attempt.rank == 0 and config.test_path and not args.no_eval:
             evaluation = ember.torch.evaluate(logits, ember.data.Dataset(config, "test"))
         return attempt.finish(evaluation)
 
@@ -108,6 +111,9 @@ def main():
     finally:
         if cluster is not None:
             cluster.stop()
+    if args.result_json:
+        with open(args.result_json, "w") as f:
+            json.dump(result, f)
     if args.rank == 0 and "test_auc" in result:
         oracle = f"  oracle AUC {result['oracle_auc']:.4f}" if "oracle_auc" in result else ""
         print(f"test AUC {result['test_auc']:.4f}{oracle}  ({result['examples_per_sec']:.0f} ex/s)")

@@ -3,6 +3,8 @@
 # naming each forbidden include, 0 when the tree keeps the rule:
 #   - common/ includes nothing of server/, worker/ or tools/;
 #   - server/ and worker/ never include each other, nor tools/;
+#   - python/ (the Python package's native module, a front end of the worker's runtime)
+#     includes common/ and worker/, never server/ or tools/;
 #   - server/ps, server/coordinator and server/serving never include each other
 #     (what two of them use lives in server/shared/ or server/store/);
 #   - nothing outside server/store/ (and its tests) includes server/store/internal/;
@@ -33,7 +35,9 @@ forbid() {
 
 forbid "common/ includes a layer above it" 'common/*' 'server/|worker/|tools/'
 forbid "server/ includes worker/ or tools/" 'server/*' 'worker/|tools/'
-forbid "worker/ includes server/ or tools/" 'worker/*' 'server/|tools/'
+forbid "worker/ includes server/ or tools/" 'worker/*' 'server/|tools/|python/'
+forbid "python/ includes server/ or tools/" 'python/*' 'server/|tools/'
+forbid "common/ or server/ includes python/" ':(glob)**' 'python/' '^(python/|tests/)'
 for binary in ps coordinator serving; do
   others=$(echo "ps coordinator serving" | tr ' ' '\n' | grep -v "^$binary$" | paste -sd'|')
   forbid "server/$binary includes another binary's folder (move the piece to server/shared/)" \

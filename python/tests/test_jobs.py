@@ -1,0 +1,93 @@
+"""Python jobs on real clusters: a 2-worker BSP job ends bitwise equal on 1 and on 3
+shards, and a PS SIGKILL during a job is recovered with the model bitwise equal to the
+fault-free run's (docs/ARCHITECTURE.md invariants 5 and 6). The workers are
+examples/dlrm.py processes."""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import ember.local
+from conftest import REPO, write_config
+
+EXAMPLE = os.path.join(REPO, "examples", "dlrm.py")
+
+
+def start_workers(cluster, config, out_dir, world=2, extra=()):
+    procs = []
+    for rank in range(world):
+        log = open(os.path.join(out_dir, f"worker{rank}.log"), "w")
+        procs.append((subprocess.Popen(
+            [sys.executable, EXAMPLE, f"--config={config}", f"--coordinator={cluster.coordinator}",
+             f"--rank={rank}", f"--world_size={world}", "--no_eval",
+             f"--run_dir={out_dir}/run", f"--result_json={out_dir}/result{rank}.json", *extra],
+            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, OMP_NUM_THREADS="1")), log))
+    return procs
+
+
+def wait_workers(procs, out_dir, timeout=240):
+    deadline = time.monotonic() + timeout
+    for rank, (p, log) in enumerate(procs):
+        try:
+            p.wait(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for q, _ in procs:
+                q.kill()
+            pytest.fail(f"worker {rank} did not finish: {open(log.name).read()[-3000:]}")
+        log.close()
+        assert p.returncode == 0, open(log.name).read()[-3000:]
+    return [json.load(open(os.path.join(out_dir, f"result{r}.json"))) for r in range(len(procs))]
+
+
+def model_of(result):
+    return (result["sparse_rows"], result["sparse_checksum"], result["dense_checksum"],
+            result["steps"], result["examples"])
+
+
+def test_bsp_two_workers_are_bitwise_equal_on_one_and_three_shards(quickstart_data, tmp_path):
+    config, _ = quickstart_data
+    models = []
+    for shards in (1, 3):
+        out = tmp_path / f"s{shards}"
+        out.mkdir()
+        with ember.local.LocalCluster(shards=shards) as cluster:
+            results = wait_workers(start_workers(cluster, config, str(out)), str(out))
+        assert results[0]["dense_checksum"] == results[1]["dense_checksum"]  # same weights
+        models.append(model_of(results[0]))
+    assert models[0] == models[1], models
+    assert models[0][0] > 1000 and models[0][3] > 20  # it trained
+
+
+def test_a_ps_sigkill_is_recovered_bitwise(quickstart_data, tmp_path):
+    base, _ = quickstart_data
+    config = write_config(tmp_path / "ckpt.pbtxt", base,
+                          replace=[("batch_size: 1024", "batch_size: 256")],
+                          append="\ncheckpoint { every_steps: 10 }\n")
+    # The fault-free run.
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    with ember.local.LocalCluster(shards=2) as cluster:
+        expected = wait_workers(start_workers(cluster, config, str(clean)), str(clean))
+    # The same job with shard 1 killed (SIGKILL) after its step-20 checkpoint.
+    faulty = tmp_path / "faulty"
+    faulty.mkdir()
+    with ember.local.LocalCluster(shards=2) as cluster:
+        procs = start_workers(cluster, config, str(faulty))
+        deadline = time.monotonic() + 120
+        while not glob.glob(os.path.join(cluster.checkpoint_dir, "**", "ckpt-00000000002*"),
+                            recursive=True):
+            assert time.monotonic() < deadline, "no checkpoint at step 20"
+            assert all(p.poll() is None for p, _ in procs), "a worker ended early"
+            time.sleep(0.05)
+        cluster.kill_shard(1)
+        cluster.restart_shard(1)
+        got = wait_workers(procs, str(faulty))
+    logs = open(os.path.join(faulty, "worker0.log")).read()
+    assert "rejoining" in logs and "resuming from checkpoint" in logs, logs[-3000:]
+    assert got[0]["recoveries"] >= 1
+    assert model_of(got[0]) == model_of(expected[0])
