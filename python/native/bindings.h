@@ -26,10 +26,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/tls.h"
-#include "worker/collective/collective.h"
 #include "pybind11/numpy.h"
 #include "pybind11/pybind11.h"
 #include "pybind11/stl.h"
+#include "worker/collective/collective.h"
 
 namespace ember::python {
 

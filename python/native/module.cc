@@ -21,8 +21,8 @@
 #include "worker/data/reader.h"
 #include "worker/eval/metrics.h"
 #include "worker/job/run_report.h"
-#include "worker/training/trainer.h"
 #include "worker/model/model_config.h"
+#include "worker/training/trainer.h"
 
 namespace ember::python {
 namespace {
@@ -270,9 +270,8 @@ void WriteRunDirectory(const std::string& run_dir, const ModelConfig& config, in
 
 // Scores and labels of one evaluation, float32 1-D of one length.
 double Metric(bool auc, const py::handle& scores, const py::handle& labels) {
-  const py::ssize_t n = py::isinstance<py::array>(scores)
-                            ? py::reinterpret_borrow<py::array>(scores).size()
-                            : 0;
+  const py::ssize_t n =
+      py::isinstance<py::array>(scores) ? py::reinterpret_borrow<py::array>(scores).size() : 0;
   py::array_t<float, py::array::c_style> s = FloatsFromArray(scores, {n}, "scores");
   py::array_t<float, py::array::c_style> l = FloatsFromArray(labels, {n}, "labels");
   absl::Span<const float> ss(s.data(), n), ls(l.data(), n);
@@ -281,23 +280,40 @@ double Metric(bool auc, const py::handle& scores, const py::handle& labels) {
 
 const char* CodeName(absl::StatusCode code) {
   switch (code) {
-    case absl::StatusCode::kCancelled: return "CANCELLED";
-    case absl::StatusCode::kUnknown: return "UNKNOWN";
-    case absl::StatusCode::kInvalidArgument: return "INVALID_ARGUMENT";
-    case absl::StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
-    case absl::StatusCode::kNotFound: return "NOT_FOUND";
-    case absl::StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
-    case absl::StatusCode::kPermissionDenied: return "PERMISSION_DENIED";
-    case absl::StatusCode::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case absl::StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case absl::StatusCode::kAborted: return "ABORTED";
-    case absl::StatusCode::kOutOfRange: return "OUT_OF_RANGE";
-    case absl::StatusCode::kUnimplemented: return "UNIMPLEMENTED";
-    case absl::StatusCode::kInternal: return "INTERNAL";
-    case absl::StatusCode::kUnavailable: return "UNAVAILABLE";
-    case absl::StatusCode::kDataLoss: return "DATA_LOSS";
-    case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
+    case absl::StatusCode::kCancelled:
+      return "CANCELLED";
+    case absl::StatusCode::kUnknown:
+      return "UNKNOWN";
+    case absl::StatusCode::kInvalidArgument:
+      return "INVALID_ARGUMENT";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
+    case absl::StatusCode::kNotFound:
+      return "NOT_FOUND";
+    case absl::StatusCode::kAlreadyExists:
+      return "ALREADY_EXISTS";
+    case absl::StatusCode::kPermissionDenied:
+      return "PERMISSION_DENIED";
+    case absl::StatusCode::kResourceExhausted:
+      return "RESOURCE_EXHAUSTED";
+    case absl::StatusCode::kFailedPrecondition:
+      return "FAILED_PRECONDITION";
+    case absl::StatusCode::kAborted:
+      return "ABORTED";
+    case absl::StatusCode::kOutOfRange:
+      return "OUT_OF_RANGE";
+    case absl::StatusCode::kUnimplemented:
+      return "UNIMPLEMENTED";
+    case absl::StatusCode::kInternal:
+      return "INTERNAL";
+    case absl::StatusCode::kUnavailable:
+      return "UNAVAILABLE";
+    case absl::StatusCode::kDataLoss:
+      return "DATA_LOSS";
+    case absl::StatusCode::kUnauthenticated:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -315,7 +331,8 @@ std::vector<uint64_t> IdsFromArray(const py::handle& handle, const std::string& 
                               std::string(py::str(py::object(dtype)))));
   }
   if (array.ndim() != 1) {
-    ThrowInvalid(absl::StrCat(what, ": IDs must be a 1-D array, got ", array.ndim(), " dimensions"));
+    ThrowInvalid(
+        absl::StrCat(what, ": IDs must be a 1-D array, got ", array.ndim(), " dimensions"));
   }
   py::array_t<int64_t, py::array::c_style> c =
       dtype.kind() == 'i' ? py::array_t<int64_t, py::array::c_style>::ensure(array)
@@ -335,8 +352,8 @@ py::array_t<float, py::array::c_style> FloatsFromArray(const py::handle& handle,
   }
   py::array array = py::reinterpret_borrow<py::array>(handle);
   if (!array.dtype().is(py::dtype::of<float>())) {
-    ThrowInvalid(
-        absl::StrCat(what, ": expected float32, got ", std::string(py::str(py::object(array.dtype())))));
+    ThrowInvalid(absl::StrCat(what, ": expected float32, got ",
+                              std::string(py::str(py::object(array.dtype())))));
   }
   bool same = array.ndim() == static_cast<py::ssize_t>(shape.size());
   for (size_t i = 0; same && i < shape.size(); ++i) same = array.shape(i) == shape[i];
@@ -360,7 +377,8 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& 
 }
 
 PYBIND11_MODULE(_ember, m) {
-  m.doc() = "Ember's native runtime (PS client, readers, collectives, jobs); use the `ember` package";
+  m.doc() =
+      "Ember's native runtime (PS client, readers, collectives, jobs); use the `ember` package";
   m.attr("__version__") = std::string(BuildVersion());
 
   py::register_exception_translator([](std::exception_ptr p) {
@@ -384,12 +402,15 @@ PYBIND11_MODULE(_ember, m) {
                              })
       .def_property_readonly("tables", &Tables)
       .def_property_readonly("features", &Features)
-      .def_property_readonly("dense_columns",
-                             [](const ModelConfig& c) { return Names(worker::DenseColumns(c.config)); })
-      .def_property_readonly("eval_columns",
-                             [](const ModelConfig& c) { return Names(worker::EvalColumns(c.config)); })
-      .def_property_readonly("train_path", [](const ModelConfig& c) { return c.config.data().train_path(); })
-      .def_property_readonly("test_path", [](const ModelConfig& c) { return c.config.data().test_path(); })
+      .def_property_readonly(
+          "dense_columns",
+          [](const ModelConfig& c) { return Names(worker::DenseColumns(c.config)); })
+      .def_property_readonly(
+          "eval_columns", [](const ModelConfig& c) { return Names(worker::EvalColumns(c.config)); })
+      .def_property_readonly("train_path",
+                             [](const ModelConfig& c) { return c.config.data().train_path(); })
+      .def_property_readonly("test_path",
+                             [](const ModelConfig& c) { return c.config.data().test_path(); })
       .def_property_readonly("partition_by",
                              [](const ModelConfig& c) { return c.config.data().partition_by(); })
       .def_property_readonly("training",
@@ -426,9 +447,8 @@ PYBIND11_MODULE(_ember, m) {
       .def("job_digest", &JobDigest, py::arg("model_signature"),
            "(digest, config bytes) a job's JoinJob and checkpoints carry")
       .def("__repr__", [](const ModelConfig& c) {
-        return absl::StrCat("<ember ModelConfig '", c.config.name(), "': ",
-                            c.config.tables_size(), " tables, ", c.config.features_size(),
-                            " features>");
+        return absl::StrCat("<ember ModelConfig '", c.config.name(), "': ", c.config.tables_size(),
+                            " tables, ", c.config.features_size(), " features>");
       });
   m.def("load_model_config", &LoadConfig, py::arg("path"),
         "Reads a model config file (text format; .json: JSON) and normalizes it");

@@ -109,8 +109,8 @@ class Client {
       if (s.ok()) normalized = client_->GetTable(config.name());
     }
     if (!s.ok()) {
-      ThrowIfError(absl::Status(s.code(), absl::StrCat("creating table '", config.name(),
-                                                       "': ", s.message())));
+      ThrowIfError(absl::Status(
+          s.code(), absl::StrCat("creating table '", config.name(), "': ", s.message())));
     }
     return TableDict(ValueOrThrow(std::move(normalized)));
   }
@@ -229,8 +229,8 @@ class SparseLookup {
                     const std::vector<std::string>& names) {
     const size_t num_features = feature_tables_.size();
     if (ids.size() != num_features || offsets.size() != num_features) {
-      ThrowInvalid(absl::StrCat("expected the IDs and offsets of ", num_features,
-                                " features, got ", ids.size(), " and ", offsets.size()));
+      ThrowInvalid(absl::StrCat("expected the IDs and offsets of ", num_features, " features, got ",
+                                ids.size(), " and ", offsets.size()));
     }
     if (prepared_) ThrowInvalid("this batch was prepared already");
     const int num_tables = batch_->num_tables();
@@ -238,8 +238,8 @@ class SparseLookup {
     py::list inverse;
     int64_t batch_size = -1;
     for (size_t f = 0; f < num_features; ++f) {
-      const std::string what = f < names.size() ? absl::StrCat("feature '", names[f], "'")
-                                                : absl::StrCat("feature ", f);
+      const std::string what =
+          f < names.size() ? absl::StrCat("feature '", names[f], "'") : absl::StrCat("feature ", f);
       const std::vector<uint64_t> fid = IdsFromArray(ids[f], what + " IDs");
       const std::vector<uint64_t> off = IdsFromArray(offsets[f], what + " offsets");
       if (off.empty() || off[0] != 0 || off.back() != fid.size()) {
@@ -297,8 +297,8 @@ class SparseLookup {
       const std::vector<uint64_t>& ids = batch_->table(t).ids;
       if (ids.empty()) continue;
       handles_.push_back(client_->get().PullAsync(
-          layout.tables[t].name, ids,
-          absl::MakeSpan(data[t], ids.size() * layout.tables[t].dim), call));
+          layout.tables[t].name, ids, absl::MakeSpan(data[t], ids.size() * layout.tables[t].dim),
+          call));
     }
     pulling_ = true;
   }
@@ -331,16 +331,16 @@ class SparseLookup {
     if (!prepared_) ThrowInvalid("prepare and pull the batch before pushing its gradients");
     const worker::SparseLayout& layout = batch_->layout();
     if (grads.size() != static_cast<size_t>(batch_->num_tables())) {
-      ThrowInvalid(absl::StrCat("expected the gradients of ", batch_->num_tables(),
-                                " tables, got ", grads.size()));
+      ThrowInvalid(absl::StrCat("expected the gradients of ", batch_->num_tables(), " tables, got ",
+                                grads.size()));
     }
     if (!std::isfinite(scale)) ThrowInvalid("gradient scale is not finite");
     for (int t = 0; t < batch_->num_tables(); ++t) {
       worker::SparseBatch::TableData& table = batch_->table(t);
       const int dim = layout.tables[t].dim;
       const std::string what = absl::StrCat("gradients of table '", layout.tables[t].name, "'");
-      py::array_t<float, py::array::c_style> g = FloatsFromArray(
-          grads[t], {static_cast<py::ssize_t>(table.ids.size()), dim}, what);
+      py::array_t<float, py::array::c_style> g =
+          FloatsFromArray(grads[t], {static_cast<py::ssize_t>(table.ids.size()), dim}, what);
       const float* p = g.data();
       table.grads.resize(table.ids.size() * dim);
       for (size_t i = 0; i < table.grads.size(); ++i) {
@@ -364,8 +364,8 @@ class SparseLookup {
         if (!s.ok()) s = absl::Status(s.code(), absl::StrCat("sparse exchange: ", s.message()));
         for (size_t t = 0; s.ok() && t < owned.size(); ++t) {
           if (owned[t].ids.empty()) continue;
-          handles.push_back(client_->get().PushAsync(layout.tables[t].name, owned[t].ids,
-                                                     owned[t].grads, step));
+          handles.push_back(
+              client_->get().PushAsync(layout.tables[t].name, owned[t].ids, owned[t].grads, step));
         }
         // `owned` must outlive the pushes.
         const absl::Status pushed = WaitAll(&handles);
@@ -467,13 +467,12 @@ class ServingClient {
 void BindPs(py::module_& m) {
   py::class_<Client, std::shared_ptr<Client>>(m, "Client")
       .def(py::init<const std::string&, const std::map<uint32_t, std::string>&,
-                    std::optional<uint64_t>, uint64_t, uint64_t, double, double,
-                    const std::string&, const std::string&, const std::string&>(),
+                    std::optional<uint64_t>, uint64_t, uint64_t, double, double, const std::string&,
+                    const std::string&, const std::string&>(),
            py::arg("coordinator") = "", py::arg("shards") = std::map<uint32_t, std::string>{},
-           py::arg("worker_id") = py::none(), py::arg("first_sequence") = 1,
-           py::arg("attempt") = 0, py::arg("deadline_s") = 30.0,
-           py::arg("connect_timeout_s") = 30.0, py::arg("tls_ca") = "",
-           py::arg("tls_cert") = "", py::arg("tls_key") = "")
+           py::arg("worker_id") = py::none(), py::arg("first_sequence") = 1, py::arg("attempt") = 0,
+           py::arg("deadline_s") = 30.0, py::arg("connect_timeout_s") = 30.0,
+           py::arg("tls_ca") = "", py::arg("tls_cert") = "", py::arg("tls_key") = "")
       .def("create_table", &Client::CreateTable, py::arg("text"))
       .def("table", &Client::Table, py::arg("name"))
       .def("pull", &Client::Pull, py::arg("table"), py::arg("ids"), py::arg("step") = 0)

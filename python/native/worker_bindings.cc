@@ -21,8 +21,7 @@ class PyCollective {
  public:
   PyCollective(const std::string& coordinator, const std::string& job, uint64_t generation,
                int rank, int world_size, const std::string& host, double timeout_s,
-               const std::string& tls_ca, const std::string& tls_cert,
-               const std::string& tls_key) {
+               const std::string& tls_ca, const std::string& tls_cert, const std::string& tls_key) {
     worker::CollectiveOptions options;
     options.coordinator_address = coordinator;
     options.channel_credentials = ChannelCredentials(tls_ca, tls_cert, tls_key);
@@ -40,9 +39,9 @@ class PyCollective {
     }
     if (!c.ok()) {
       ThrowIfError(absl::Status(
-          c.status().code(), absl::StrCat("worker rendezvous (job '", job, "', generation ",
-                                          generation, ", rank ", rank, " of ", world_size,
-                                          "): ", c.status().message())));
+          c.status().code(),
+          absl::StrCat("worker rendezvous (job '", job, "', generation ", generation, ", rank ",
+                       rank, " of ", world_size, "): ", c.status().message())));
     }
     collective_ = std::move(*c);
   }
@@ -58,7 +57,8 @@ class PyCollective {
                                 std::string(py::str(py::object(array.dtype())))));
     }
     if (!(array.flags() & py::array::c_style) || !array.writeable()) {
-      ThrowInvalid("all_reduce_sum: the array must be C-contiguous and writeable (it is summed in place)");
+      ThrowInvalid(
+          "all_reduce_sum: the array must be C-contiguous and writeable (it is summed in place)");
     }
     float* data = static_cast<float*>(array.mutable_data());
     const size_t n = static_cast<size_t>(array.size());
@@ -187,8 +187,9 @@ class PyJobClient {
       response = jobs_->Join(request, wait);
     }
     if (!response.ok()) {
-      ThrowIfError(absl::Status(response.status().code(),
-                                absl::StrCat("joining job '", job, "': ", response.status().message())));
+      ThrowIfError(
+          absl::Status(response.status().code(),
+                       absl::StrCat("joining job '", job, "': ", response.status().message())));
     }
     py::dict d;
     d["attempt"] = response->attempt();
