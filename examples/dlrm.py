@@ -41,7 +41,9 @@ class DLRM(torch.nn.Module):
         super().__init__()
         self.bottom = torch.nn.Sequential(*mlp([num_dense, *bottom]))
         n = num_features + 1
-        self.pairs = torch.tril_indices(n, n, offset=-1)
+        li, lj = torch.tril_indices(n, n, offset=-1)
+        self.register_buffer("li", li)
+        self.register_buffer("lj", lj)
         self.top = torch.nn.Sequential(*mlp([bottom[-1] + n * (n - 1) // 2, *top]),
                                        torch.nn.Linear(top[-1], 1))
         for m in self.modules():
@@ -52,7 +54,9 @@ class DLRM(torch.nn.Module):
     def forward(self, dense, pooled):
         x = self.bottom(dense)
         z = torch.stack([x, *pooled], dim=1)            # [B, F + 1, dim]
-        dots = torch.bmm(z, z.transpose(1, 2))[:, self.pairs[0], self.pairs[1]]
+        # The strictly lower triangle of z z^T, gathered pair by pair (on the CPU this is
+        # several times faster than bmm and then indexing, forward and backward).
+        dots = (z.index_select(1, self.li) * z.index_select(1, self.lj)).sum(2)
         return self.top(torch.cat([x, dots], dim=1)).squeeze(1)
 
 
@@ -67,9 +71,10 @@ def main():
     p.add_argument("--run_dir", default="run/examples/dlrm")
     p.add_argument("--max_steps", type=int, default=None)
     p.add_argument("--no_eval", action="store_true", help="skip the test-set evaluation")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: cores / workers)")
     p.add_argument("--result_json", default="", help="also write the result here (JSON)")
     args = p.parse_args()
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, args.world_size)))
+    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // max(1, args.world_size)))
 
     config = ember.load_config(args.config)
     cluster = None

@@ -34,7 +34,7 @@ class Batch:
     cursor it starts at."""
 
     __slots__ = ("size", "labels", "weights", "dense", "ids", "offsets", "eval", "features",
-                 "cursor", "step", "_raw")
+                 "cursor", "step", "prepared", "_raw")
 
     def __init__(self, raw, features, eval_columns, cursor):
         self.size = raw["size"]
@@ -47,6 +47,7 @@ class Batch:
         self.eval = {c: torch.from_numpy(a) for c, a in zip(eval_columns, raw["eval"])}
         self.cursor = cursor
         self.step = 0
+        self.prepared = None  # its pulls, started early (ember.torch; SSP/ASP prefetch)
         self._raw = raw
 
     @classmethod

@@ -198,6 +198,8 @@ class Attempt:
         world = self.world_size
         self._start, self._start_examples = time.monotonic(), self.examples
         self._start_step = self.step
+        from . import torch as ember_torch  # the stage clocks (torch is imported by then)
+        self._stages_at_start = dict(ember_torch.stage_seconds)
         if self.checkpoints_enabled and not self.checkpoint and self._last_checkpoint_step is None:
             self.take_checkpoint(dataset)  # a fresh run: before any push
         while True:
@@ -217,11 +219,17 @@ class Attempt:
                     break
                 continue
             if self.checkpoints_enabled and agree[2] > 0.5 and self._last_checkpoint_step != self.step:
-                self.take_checkpoint(dataset)
+                self.take_checkpoint(dataset, embeddings)
             batch = dataset.pop()
             batch.step = self.step
             if embeddings is not None:
                 embeddings.step = self.step
+                if embeddings.consistency != "bsp":
+                    # SSP/ASP: the next batch's pulls overlap this step (they may miss
+                    # this step's pushes: staleness >= 1).
+                    following = dataset.peek()
+                    if following is not None and following.prepared is None:
+                        following.prepared = embeddings.prepare(following, self.step + 1)
             t0 = time.monotonic()
             yield batch
             self._stage["step"] += time.monotonic() - t0
@@ -229,13 +237,15 @@ class Attempt:
             self.examples += int(agree[1])
             self._interval[1] += float(agree[1])
             if self.checkpoints_enabled and every and self.step % every == 0:
-                self.take_checkpoint(dataset)
+                self.take_checkpoint(dataset, embeddings)
             self._maybe_log()
+        if embeddings is not None:
+            embeddings.flush(0)
         if world > 1:
             self.collective.barrier()  # every worker's pushes are applied
         self._train_seconds = time.monotonic() - self._start
         if self.checkpoints_enabled and self._last_checkpoint_step != self.step:
-            self.take_checkpoint(dataset)
+            self.take_checkpoint(dataset, embeddings)
         self._maybe_log(force=True)
 
     def record_loss(self, loss, examples):
@@ -272,10 +282,13 @@ class Attempt:
             self._next_poll = now + 10.0
             return False
 
-    def take_checkpoint(self, dataset=None):
+    def take_checkpoint(self, dataset=None, embeddings=None):
         """A checkpoint at this step barrier: every worker calls it at the same step
-        (``steps`` does). Fails the attempt (on every worker) when it fails."""
+        (``steps`` does), after its pushes are applied. Fails the attempt (on every
+        worker) when it fails."""
         dataset = dataset or self._dataset
+        if embeddings is not None:
+            embeddings.flush(0)
         if self._model is None:
             raise FailedPreconditionError("track(model, optimizer, dataset) before checkpointing")
         if self.world_size > 1:
@@ -351,6 +364,9 @@ class Attempt:
             if self._curve:
                 self._curve[-1]["test_auc"] = evaluation.get("test_auc")
                 self._curve[-1]["test_logloss"] = evaluation.get("test_logloss")
+        stages = self.stage_split()
+        if stages:
+            result["stage_seconds"] = stages
         if self.rank == 0:
             line = (f"done: {self.step} steps, {self.examples} examples in {seconds:.1f}s "
                     f"({result['examples_per_sec']:.0f} ex/s)")
@@ -359,11 +375,28 @@ class Attempt:
                 if "oracle_auc" in evaluation:
                     line += f" (oracle {evaluation['oracle_auc']:.4f})"
             self.job.log(line)
+            if stages:
+                total = max(sum(stages.values()), 1e-9)
+                self.job.log("rank 0 step time: " + ", ".join(
+                    f"{k.replace('_', '-')} {100 * v / total:.0f}%" for k, v in stages.items()))
             if self.job.run_dir:
                 os.makedirs(self.job.run_dir, exist_ok=True)
                 _ember.write_run_directory(self.job.run_dir, self.job.config, self.world_size,
                                            result, self._curve)
         return result
+
+    def stage_split(self):
+        """Seconds of this attempt's steps by stage: pull, compute (forward, backward
+        and optimizer math: what is left), exchange (BSP sparse all-to-all), push,
+        all-reduce (dense gradients)."""
+        if getattr(self, "_stages_at_start", None) is None:
+            return {}
+        from . import torch as ember_torch
+        now = {k: v - self._stages_at_start.get(k, 0.0)
+               for k, v in ember_torch.stage_seconds.items()}
+        compute = max(self._stage["step"] - sum(now.values()), 0.0)
+        return {"pull": now["pull"], "compute": compute, "exchange": now["exchange"],
+                "push": now["push"], "all_reduce": now["all_reduce"]}
 
     def close(self):
         """Leaves the attempt's collective and client (peers fail fast, not at their

@@ -27,6 +27,7 @@ one of the mean over the global batch.
 """
 
 import collections
+import time
 
 import numpy as np
 import torch
@@ -40,6 +41,10 @@ Jagged = collections.namedtuple("Jagged", ["values", "offsets"])
 Jagged.__doc__ = """Un-pooled rows of a feature: values [IDs, dim], offsets [B + 1]."""
 
 _POOLINGS = ("sum", "mean", "none")
+
+# Seconds this process spent, by stage, since it started (ember.Job reports the split
+# of a step: what is left of a step's time is compute).
+stage_seconds = {"pull": 0.0, "exchange": 0.0, "push": 0.0, "all_reduce": 0.0}
 
 
 def pad(jagged, max_len=None):
@@ -91,12 +96,16 @@ class PreparedBatch:
         ids, offsets = batch.native_ids(collection.feature_names)
         self.unique, self.inverse = self.native.prepare(ids, offsets, collection.feature_names)
         self.offsets = offsets
+        t0 = time.monotonic()
         self.native.start_pull(step)
+        self._start_seconds = time.monotonic() - t0
         self.rows = None
 
     def wait(self):
         if self.rows is None:
+            t0 = time.monotonic()
             self.rows = self.native.finish_pull()
+            stage_seconds["pull"] += time.monotonic() - t0 + self._start_seconds
         return self.rows
 
     def push(self, grads):
@@ -108,7 +117,19 @@ class PreparedBatch:
             else:
                 arrays.append(g.detach().to(torch.float32).contiguous().numpy())
         collective = c.collective if c.consistency == "bsp" else None
-        self.native.push(arrays, self.step, c.gradient_scale, collective)
+        # SSP/ASP: the pushes stay in flight until a later prepare (flush) waits for
+        # them. BSP waits here: the step's pushes are applied when backward returns
+        # (with several workers the dense all-reduce after it is the step barrier).
+        wait = c.consistency == "bsp"
+        exchange, push = self.native.push(arrays, self.step, c.gradient_scale, collective,
+                                          wait)
+        stage_seconds["exchange"] += exchange
+        stage_seconds["push"] += push
+        if not wait:
+            c._in_flight.append(self)
+
+    def finish_push(self):
+        stage_seconds["push"] += self.native.finish_push()
 
 
 class EmbeddingCollection(torch.nn.Module):
@@ -165,6 +186,8 @@ class EmbeddingCollection(torch.nn.Module):
             self._feature_tables.append(index[table])
             self.poolings.append(pooling)
         self.step = 0
+        self.staleness = 1
+        self._in_flight = []  # PreparedBatch whose pushes are in flight
 
     @classmethod
     def from_config(cls, client, config, collective=None, consistency=None, pooling=None):
@@ -179,20 +202,38 @@ class EmbeddingCollection(torch.nn.Module):
                                        f"the config has {sorted(names)}")
         features = [{"name": f["name"], "table": f["table"],
                      "pooling": pooling.get(f["name"], f["pooling"])} for f in config.features]
-        return cls(client, config.tables, features, collective=collective,
-                   consistency=consistency or config.training["consistency"])
+        collection = cls(client, config.tables, features, collective=collective,
+                         consistency=consistency or config.training["consistency"])
+        collection.staleness = max(1, int(config.training["staleness"]))
+        return collection
 
     def dim(self, feature):
         return self.dims[self.table_names[self._feature_tables[self.feature_names.index(feature)]]]
 
+    def flush(self, keep=0):
+        """Waits until at most ``keep`` batches' pushes are in flight (0: every push is
+        applied); raises the first push error."""
+        while len(self._in_flight) > keep:
+            self._in_flight.pop(0).finish_push()
+
     def prepare(self, batch, step=None):
         """Dedups the batch's IDs per table and starts their pulls (SSP/ASP: call it for
-        the next batch before this step's backward to overlap them). BSP needs the
-        previous step's pushes applied first: prepare after ``optimizer.step()``."""
+        the next batch before this step's backward to overlap them). In BSP every
+        earlier push is applied first; in SSP all but the last staleness - 1 steps'
+        (ASP: 4); outside training, all."""
+        if self.consistency == "bsp" or not (self.training and torch.is_grad_enabled()):
+            self.flush(0)
+        else:
+            self.flush(self.staleness - 1 if self.consistency == "ssp" else 4)
         return PreparedBatch(self, batch, self.step if step is None else step)
 
     def forward(self, batch):
-        prepared = batch if isinstance(batch, PreparedBatch) else self.prepare(batch)
+        if isinstance(batch, PreparedBatch):
+            prepared = batch
+        elif getattr(batch, "prepared", None) is not None and batch.prepared.collection is self:
+            prepared, batch.prepared = batch.prepared, None  # prefetched (Attempt.steps)
+        else:
+            prepared = self.prepare(batch)
         rows_np = prepared.wait()
         if torch.is_grad_enabled() and self.training:
             anchor = torch.zeros((), requires_grad=True)
@@ -207,8 +248,12 @@ class EmbeddingCollection(torch.nn.Module):
             if self.poolings[f] == "none":
                 out[name] = Jagged(rows[t].index_select(0, inverse), offsets)
             else:
-                out[name] = F.embedding_bag(inverse, rows[t], offsets, mode=self.poolings[f],
-                                            include_last_offset=True)
+                pooled = F.embedding_bag(inverse, rows[t], offsets, mode="sum",
+                                         include_last_offset=True)
+                if self.poolings[f] == "mean":  # sum / count (0 IDs: zeros); torch's CPU
+                    counts = (offsets[1:] - offsets[:-1]).clamp(min=1)  # mean backward is slow
+                    pooled = pooled / counts.unsqueeze(1).to(pooled.dtype)
+                out[name] = pooled
         return out
 
 
@@ -258,7 +303,9 @@ class DistributedOptimizer:
                 buf[at:at + k] = g.reshape(-1).to(torch.float32).numpy()
             at += k
         buf[n] = 1.0  # the step's barrier: every worker takes part even without params
+        t0 = time.monotonic()
         self.collective.all_reduce_sum(buf)
+        stage_seconds["all_reduce"] += time.monotonic() - t0
         world = float(self.collective.world_size)
         at = 0
         with torch.no_grad():

@@ -223,6 +223,7 @@ class SparseLookup {
     // Leave nothing in flight that writes into arrays about to be freed.
     py::gil_scoped_release unlocked;
     WaitAll(&handles_).IgnoreError();
+    WaitAll(&push_handles_).IgnoreError();
   }
 
   py::tuple Prepare(const std::vector<py::object>& ids, const std::vector<py::object>& offsets,
@@ -321,8 +322,10 @@ class SparseLookup {
   // workers (BSP) the gradients are first summed across workers per ID, in rank
   // order, and each ID is pushed once by its owner rank (worker/training/
   // sparse_exchange.h). Every gradient is checked before anything is sent.
-  void Push(const std::vector<py::object>& grads, int64_t step, float scale,
-            py::object collective) {
+  // Returns (seconds in the exchange, seconds pushing). Without `wait` the pushes stay
+  // in flight (their errors come from FinishPush); the exchange is always waited for.
+  py::tuple Push(const std::vector<py::object>& grads, int64_t step, float scale,
+                 py::object collective, bool wait) {
     if (pushed_) {
       ThrowIfError(absl::FailedPreconditionError(
           "this batch's sparse gradients were pushed already (backward ran twice on one "
@@ -355,21 +358,21 @@ class SparseLookup {
     worker::Collective* exchange = collective.is_none() ? nullptr : CollectiveOf(collective);
     pushed_ = true;
     absl::Status s;
+    absl::Time start = absl::Now(), exchanged = start;
     {
       py::gil_scoped_release unlocked;
-      std::vector<PsHandle> handles;
+      std::vector<PsHandle>& handles = push_handles_;
       if (exchange != nullptr && exchange->world_size() > 1) {
-        std::vector<worker::OwnedGradients> owned;
+        std::vector<worker::OwnedGradients>& owned = owned_;
         s = worker::ReduceSparseGradients(*exchange, *batch_, &owned);
+        exchanged = absl::Now();
         if (!s.ok()) s = absl::Status(s.code(), absl::StrCat("sparse exchange: ", s.message()));
         for (size_t t = 0; s.ok() && t < owned.size(); ++t) {
           if (owned[t].ids.empty()) continue;
           handles.push_back(
               client_->get().PushAsync(layout.tables[t].name, owned[t].ids, owned[t].grads, step));
         }
-        // `owned` must outlive the pushes.
-        const absl::Status pushed = WaitAll(&handles);
-        if (s.ok()) s = pushed;
+        // `owned_` outlives the pushes.
       } else {
         for (int t = 0; t < batch_->num_tables(); ++t) {
           const worker::SparseBatch::TableData& table = batch_->table(t);
@@ -377,10 +380,27 @@ class SparseLookup {
           handles.push_back(
               client_->get().PushAsync(layout.tables[t].name, table.ids, table.grads, step));
         }
-        s = WaitAll(&handles);
+      }
+      if (!s.ok() || wait) {
+        const absl::Status pushed = WaitAll(&handles);
+        if (s.ok()) s = pushed;
       }
     }
     ThrowIfError(s);
+    return py::make_tuple(absl::ToDoubleSeconds(exchanged - start),
+                          absl::ToDoubleSeconds(absl::Now() - exchanged));
+  }
+
+  // Waits for the pushes Push left in flight; their first error.
+  double FinishPush() {
+    const absl::Time start = absl::Now();
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      s = WaitAll(&push_handles_);
+    }
+    ThrowIfError(s);
+    return absl::ToDoubleSeconds(absl::Now() - start);
   }
 
   int64_t batch_size() const { return batch_size_; }
@@ -393,6 +413,8 @@ class SparseLookup {
   std::unique_ptr<worker::SparseBatch> batch_;
   std::vector<py::array_t<float>> rows_;
   std::vector<PsHandle> handles_;
+  std::vector<PsHandle> push_handles_;
+  std::vector<worker::OwnedGradients> owned_;  // BSP: what this rank pushes
   bool prepared_ = false;
   bool pulling_ = false;
   bool pushed_ = false;
@@ -492,7 +514,8 @@ void BindPs(py::module_& m) {
       .def("start_pull", &SparseLookup::StartPull, py::arg("step") = 0)
       .def("finish_pull", &SparseLookup::FinishPull)
       .def("push", &SparseLookup::Push, py::arg("grads"), py::arg("step") = 0,
-           py::arg("scale") = 1.0f, py::arg("collective") = py::none())
+           py::arg("scale") = 1.0f, py::arg("collective") = py::none(), py::arg("wait") = true)
+      .def("finish_push", &SparseLookup::FinishPush)
       .def_property_readonly("batch_size", &SparseLookup::batch_size)
       .def_property_readonly("unique_ids", &SparseLookup::unique_ids)
       .def_property_readonly("pushed", &SparseLookup::pushed);
