@@ -18,10 +18,10 @@ from conftest import REPO, write_config
 EXAMPLE = os.path.join(REPO, "examples", "dlrm.py")
 
 
-def start_workers(cluster, config, out_dir, world=2, extra=()):
+def start_workers(cluster, config, out_dir, world=2, extra=(), only=None):
     procs = []
-    for rank in range(world):
-        log = open(os.path.join(out_dir, f"worker{rank}.log"), "w")
+    for rank in range(world) if only is None else [only]:
+        log = open(os.path.join(out_dir, f"worker{rank}.log"), "a")
         procs.append((subprocess.Popen(
             [sys.executable, EXAMPLE, f"--config={config}", f"--coordinator={cluster.coordinator}",
              f"--rank={rank}", f"--world_size={world}", "--no_eval",
@@ -91,3 +91,64 @@ def test_a_ps_sigkill_is_recovered_bitwise(quickstart_data, tmp_path):
     assert "rejoining" in logs and "resuming from checkpoint" in logs, logs[-3000:]
     assert got[0]["recoveries"] >= 1
     assert model_of(got[0]) == model_of(expected[0])
+
+
+def run_with_fault(config, tmp_path, name, fault):
+    """Runs the 2-worker job on 2 shards and calls fault(cluster, procs, restart) once its
+    step-20 checkpoint exists; returns rank 0's result and log."""
+    out = tmp_path / name
+    out.mkdir()
+    with ember.local.LocalCluster(shards=2) as cluster:
+        procs = start_workers(cluster, config, str(out))
+        deadline = time.monotonic() + 120
+        while not glob.glob(os.path.join(cluster.checkpoint_dir, "**", "ckpt-00000000002*"),
+                            recursive=True):
+            assert time.monotonic() < deadline, "no checkpoint at step 20"
+            assert all(p.poll() is None for p, _ in procs), "a worker ended early"
+            time.sleep(0.05)
+
+        def restart(rank):
+            procs[rank][0].wait()
+            procs[rank][1].close()
+            procs[rank] = start_workers(cluster, config, str(out), only=rank)[0]
+
+        fault(cluster, procs, restart)
+        got = wait_workers(procs, str(out))
+    return got[0], open(os.path.join(out, "worker0.log")).read()
+
+
+@pytest.fixture(scope="module")
+def fault_free(quickstart_data, tmp_path_factory):
+    base, _ = quickstart_data
+    root = tmp_path_factory.mktemp("faults")
+    config = write_config(root / "ckpt.pbtxt", base,
+                          replace=[("batch_size: 1024", "batch_size: 256")],
+                          append="\ncheckpoint { every_steps: 10 }\n")
+    clean = root / "clean"
+    clean.mkdir()
+    with ember.local.LocalCluster(shards=2) as cluster:
+        expected = wait_workers(start_workers(cluster, config, str(clean)), str(clean))
+    return config, expected[0]
+
+
+def test_a_worker_sigkill_is_recovered_bitwise(fault_free, tmp_path):
+    config, expected = fault_free
+
+    def kill_rank_1(cluster, procs, restart):
+        procs[1][0].kill()  # SIGKILL; its supervisor starts it again
+        restart(1)
+
+    got, log = run_with_fault(config, tmp_path, "worker", kill_rank_1)
+    assert "rejoining" in log and "resuming from checkpoint" in log, log[-3000:]
+    assert model_of(got) == model_of(expected)
+
+
+def test_a_coordinator_sigkill_loses_nothing(fault_free, tmp_path):
+    config, expected = fault_free
+
+    def kill_coordinator(cluster, procs, restart):
+        cluster.kill_coordinator()
+        cluster.restart_coordinator()
+
+    got, log = run_with_fault(config, tmp_path, "coordinator", kill_coordinator)
+    assert model_of(got) == model_of(expected), log[-3000:]
