@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+import ember
+
 from conftest import REPO
 
 # Measured 2026-12-02 on this data: dlrm 0.71, din 0.70 (oracle 0.79); a model that
@@ -34,3 +36,22 @@ def test_example_learns(example, quickstart_data, tmp_path):
     assert abs(result["test_auc"] - auc) < 1e-4
     assert (run / "metrics.tsv").read_text().count("\n") >= 2
     assert (run / "training.svg").read_text().startswith("<svg")
+
+
+def test_the_readme_example_runs_as_written(quickstart_data, tmp_path):
+    readme = open(os.path.join(REPO, "README.md")).read()
+    section = readme[readme.index("## Python and PyTorch"):]
+    code = section[section.index("```python\n") + len("```python\n"):]
+    code = code[:code.index("```")]
+    assert len(code.strip().splitlines()) < 40  # the bar for the example
+    config, _ = quickstart_data
+    assert 'ember.load_config("configs/quickstart.pbtxt")' in code
+    script = tmp_path / "readme_example.py"
+    script.write_text(code.replace("configs/quickstart.pbtxt", config))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=600, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=package))
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    line = [l for l in out.stdout.splitlines() if l.startswith("test AUC")][-1]
+    assert float(line.split()[2]) > 0.65, line
+    assert (tmp_path / "run" / "readme" / "result.json").exists()
