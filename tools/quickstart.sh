@@ -19,7 +19,8 @@ tools/install-deps.sh
 BUILD_DIR="${EMBER_BUILD_DIR:-build}"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)" \
-  --target ember-coordinator ember-ps ember-worker ember-datagen ember-serving emberctl
+  --target ember-coordinator ember-ps ember-worker ember-datagen ember-serving emberctl \
+  ember_python
 
 RUN=run/quickstart
 if [[ ! -f "$RUN/data/oracle.json" ]]; then
@@ -73,3 +74,8 @@ echo
 echo "== security: every channel used mutual TLS; admin changes are audited"
 "$BUILD_DIR/bin/emberctl" audit --limit=5
 echo "  (docs/OPERATIONS.md, \"Security\": a worker's certificate cannot make admin calls; $CLUSTER/audit.jsonl)"
+
+echo
+echo "== Python and PyTorch: the same model in PyTorch on ember.torch (README, docs/PYTHON.md)"
+echo "  export PYTHONPATH=\$PWD/$BUILD_DIR/python"
+echo "  /usr/bin/python3 examples/dlrm.py      # or examples/din.py: target attention"
