@@ -37,7 +37,8 @@ import numpy as np
 from . import _ember
 from . import state as dense_state
 from .client import Client
-from .errors import EmberError, FailedPreconditionError, InvalidArgumentError
+from .errors import (AbortedError, DeadlineExceededError, EmberError, FailedPreconditionError,
+                     InvalidArgumentError)
 
 _PYTHON_JOB = b"ember.torch job v1"
 
@@ -99,8 +100,9 @@ class Job:
                                  f"{record['failure']}")
                 except EmberError:
                     pass
-            attempt = Attempt(self, join, recoveries)
+            attempt = None
             try:
+                attempt = Attempt(self, join, recoveries)
                 result = train(attempt)
                 if self.rank == 0:
                     try:
@@ -115,7 +117,8 @@ class Job:
                 after, reason = join["attempt"], str(e)
                 recoveries += 1
             finally:
-                attempt.close()
+                if attempt is not None:
+                    attempt.close()
 
 
 class Attempt:
@@ -150,11 +153,21 @@ class Attempt:
         if job.world_size > 1:
             job.log(f"worker {self.rank}/{self.world_size}: waiting for the other "
                     f"{self.world_size - 1} worker(s) of attempt {self.number}")
-        self.collective = _ember.Collective(
-            coordinator=job.coordinator, job=f"{job.name}.a{self.number}",
-            generation=job.generation, rank=self.rank, world_size=self.world_size,
-            host=job.collective_host, timeout_s=job.collective_timeout_s,
-            tls_ca=ca, tls_cert=cert, tls_key=key)
+        try:
+            self.collective = _ember.Collective(
+                coordinator=job.coordinator, job=f"{job.name}.a{self.number}",
+                generation=job.generation, rank=self.rank, world_size=self.world_size,
+                host=job.collective_host, timeout_s=job.collective_timeout_s,
+                tls_ca=ca, tls_cert=cert, tls_key=key)
+        except DeadlineExceededError as e:
+            if recoveries > 0 or self.checkpoint:
+                raise  # a recovery waits for restarted peers (max_recoveries)
+            # A fresh run's missing peers never started: waiting longer changes nothing.
+            raise FailedPreconditionError(
+                f"{e.message}; start every rank 0..{self.world_size - 1} with "
+                f"world_size={self.world_size} against the same coordinator, each able to "
+                f"reach the others at its collective_host (every run of a job on one "
+                f"coordinator needs its own generation)") from None
         if self._state is not None:
             s = self._state
             if s["world_size"] != self.world_size or len(s["cursors"]) != self.world_size:
@@ -322,7 +335,6 @@ class Attempt:
         if failed is not None:
             raise failed
         if flag[0] > 0.5:
-            from .errors import AbortedError
             raise AbortedError(f"checkpoint at step {self.step} failed on rank 0")
         self._last_checkpoint_step = self.step
         self._last_checkpoint_time = time.monotonic()

@@ -169,3 +169,16 @@ def test_ssp_and_asp_jobs_train_every_example(quickstart_data, tmp_path):
         assert results[0]["sparse_rows"] > 1000
         # It learned: 0.651 in both modes (2026-12-02); a model that does not learn: 0.5.
         assert results[0]["test_auc"] > 0.62, (mode, results[0])
+
+
+def test_a_missing_peer_fails_a_fresh_job_once_naming_the_fix(quickstart_data, tmp_path):
+    import ember
+    from ember import errors
+    config = ember.load_config(quickstart_data[0])
+    with ember.local.LocalCluster(shards=1) as cluster:
+        job = ember.Job(config, cluster.coordinator, rank=0, world_size=2,
+                        collective_timeout_s=2.0, log=None)
+        t0 = time.monotonic()
+        with pytest.raises(errors.FailedPreconditionError, match="start every rank 0..1"):
+            job.run(lambda attempt: pytest.fail("an attempt ran without its peer"))
+        assert time.monotonic() - t0 < 30  # one rendezvous timeout, not 100 recoveries

@@ -1,0 +1,74 @@
+"""ember.data over ember-datagen's files: partitions, the cursor, bad input."""
+
+import numpy as np
+import pytest
+
+import ember
+import ember.data
+from ember import errors
+
+
+def labels_of(dataset):
+    return np.concatenate([b.labels.numpy() for b in dataset])
+
+
+def test_two_ranks_read_every_example_once(quickstart_data):
+    config = ember.load_config(quickstart_data[0])
+    whole = ember.data.Dataset(config, "train", batch_size=4096)
+    parts = [ember.data.Dataset(config, "train", rank=r, world_size=2, batch_size=4096)
+             for r in range(2)]
+    counts = [sum(b.size for b in p) for p in parts]
+    assert sum(counts) == sum(b.size for b in whole) == 60000
+    assert min(counts) > 0
+
+
+def test_a_cursor_resumes_with_identical_batches(quickstart_data):
+    config = ember.load_config(quickstart_data[0])
+    a = ember.data.Dataset(config, "train", batch_size=1000, epochs=2)
+    it = iter(a)
+    for _ in range(37):  # into the second file
+        next(it)
+    cursor = a.state()
+    rest = [b for b in it]
+    b = ember.data.Dataset(config, "train", batch_size=1000, epochs=2)
+    b.load_state(cursor)
+    again = list(b)
+    assert len(again) == len(rest) > 60
+    for x, y in zip(rest, again):
+        assert np.array_equal(x.labels.numpy(), y.labels.numpy())
+        assert np.array_equal(x.ids["item_id"].numpy(), y.ids["item_id"].numpy())
+        assert np.array_equal(x.dense.numpy(), y.dense.numpy())
+    batch = rest[0]
+    assert batch.dense.shape == (1000, len(config.dense_columns))
+    offsets = batch.offsets["recent_items"].numpy()
+    assert offsets[0] == 0 and offsets[-1] == batch.ids["recent_items"].numel()
+
+
+def test_test_data_carries_its_eval_columns(quickstart_data):
+    config = ember.load_config(quickstart_data[0])
+    batch = next(iter(ember.data.Dataset(config, "test")))
+    p = batch.eval["true_prob"].numpy()
+    assert p.min() >= 0 and p.max() <= 1 and p.std() > 0
+
+
+def test_bad_input(quickstart_data, tmp_path):
+    config = ember.load_config(quickstart_data[0])
+    with pytest.raises(errors.NotFoundError):
+        ember.data.Dataset(config, str(tmp_path / "missing"))
+    with pytest.raises(errors.InvalidArgumentError, match="batch_size"):
+        ember.data.Dataset(config, "train", batch_size=0)
+    with pytest.raises(errors.InvalidArgumentError, match="rank"):
+        ember.data.Dataset(config, "train", rank=2, world_size=2)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    header = open(quickstart_data[1] + "/test/part-00000.tsv").readline()
+    (bad / "part-0.tsv").write_text(header + "not\ta\tline\n" * 2000)
+    with pytest.raises(errors.InvalidArgumentError, match="malformed"):
+        list(ember.data.Dataset(config, str(bad)))
+    with pytest.raises(errors.InvalidArgumentError, match="features\\[0\\].*table 'nope'"):
+        ember.parse_config('name: "x" data { columns { name: "label" kind: LABEL } '
+                           'columns { name: "u" kind: CATEGORICAL } } '
+                           'tables { name: "t" dim: 4 } features { column: "u" table: "nope" }',
+                           origin="x.pbtxt")
+    with pytest.raises(errors.NotFoundError):
+        ember.load_config(str(tmp_path / "none.pbtxt"))
