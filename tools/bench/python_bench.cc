@@ -26,10 +26,10 @@ absl::StatusOr<Figures> RunPythonSuite(const BenchOptions& options) {
   if (bin.empty()) return absl::InternalError("cannot read /proc/self/exe");
   const std::string source = EMBER_SOURCE_DIR;
   const std::string scratch = options.dir.empty() ? "/tmp/ember-bench-python" : options.dir;
-  const std::string command = absl::StrCat(
-      "PYTHONPATH=", bin, "/../python /usr/bin/python3 ", source,
-      "/tools/bench/python_bench.py --bin=", bin, " --scratch=", scratch,
-      " --train_examples=", options.train_examples, " --seed=", options.seed);
+  const std::string command =
+      absl::StrCat("PYTHONPATH=", bin, "/../python /usr/bin/python3 ", source,
+                   "/tools/bench/python_bench.py --bin=", bin, " --scratch=", scratch,
+                   " --train_examples=", options.train_examples, " --seed=", options.seed);
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return absl::InternalError(absl::StrCat("cannot run ", command));
   std::string out;
@@ -39,9 +39,8 @@ absl::StatusOr<Figures> RunPythonSuite(const BenchOptions& options) {
     return absl::InternalError(absl::StrCat("`", command, "` failed (status ", status, ")"));
   }
   // The flat JSON object of the last line: numbers and booleans, in order.
-  const std::string last = out.substr(out.find_last_of('{') == std::string::npos
-                                          ? 0
-                                          : out.rfind('{', out.find_last_of('{')));
+  const std::string last = out.substr(
+      out.find_last_of('{') == std::string::npos ? 0 : out.rfind('{', out.find_last_of('{')));
   Figures figures;
   const std::regex pair("\"([a-z0-9_]+)\": *(true|false|-?[0-9.eE+-]+)");
   for (std::sregex_iterator it(last.begin(), last.end(), pair), end; it != end; ++it) {
@@ -60,7 +59,8 @@ absl::StatusOr<Figures> RunPythonSuite(const BenchOptions& options) {
 
 }  // namespace
 
-EMBER_BENCH_SUITE(python, "the quickstart DLRM on ember.torch vs local PyTorch tables vs ember-worker",
+EMBER_BENCH_SUITE(python,
+                  "the quickstart DLRM on ember.torch vs local PyTorch tables vs ember-worker",
                   RunPythonSuite);
 
 }  // namespace ember::bench
