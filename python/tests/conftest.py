@@ -48,3 +48,19 @@ def write_config(path, base, replace=(), append=""):
     with open(path, "w") as f:
         f.write(text + append)
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def conversions_data(tmp_path_factory):
+    """(config path, data dir): configs/quickstart_cvr.pbtxt over 60000 training examples
+    of ember-datagen --conversions (clicks and a planted conversion truth)."""
+    root = tmp_path_factory.mktemp("quickstart_cvr")
+    data = root / "data"
+    subprocess.run([os.path.join(ember.local.find_bin_dir(), "ember-datagen"), f"--out={data}",
+                    "--train_examples=60000", "--test_examples=10000", "--train_files=2",
+                    "--conversions"], check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(REPO, "configs", "quickstart_cvr.pbtxt")) as f:
+        text = f.read().replace("../run/quickstart_cvr/data", str(data))
+    config = root / "quickstart_cvr.pbtxt"
+    config.write_text(text)
+    return str(config), str(data)

@@ -2,8 +2,8 @@
 //
 // ember-datagen as a real process on small datasets in a temporary directory: the
 // output layout and schema, determinism, the planted truth's bookkeeping (cold users,
-// item training counts, item -> category/shop, the oracle), realistic skew, gzip, and
-// flag errors.
+// item training counts, item -> category/shop, the oracle), realistic skew, gzip, the
+// planted conversions of --conversions, and flag errors.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -401,10 +401,102 @@ TEST_F(DatagenTest, RegeneratingRemovesStaleParts) {
   EXPECT_EQ(names, (std::vector<std::string>{"part-00000.tsv.gz", "part-00001.tsv.gz"}));
 }
 
+// --conversions: the click data stays exactly that of a run without it (dataset "a"),
+// the conversions are post-click and realistic, and oracle.json's conversion oracle
+// is the one of the files.
+TEST_F(DatagenTest, ConversionsKeepTheClicksAndPlantALearnableCvr) {
+  const fs::path dir = Dir("conversions");
+  const RunResult r = RunDatagen(
+      {absl::StrCat("--out=", dir.string()), absl::StrCat("--train_examples=", kTrain),
+       absl::StrCat("--test_examples=", kTest), "--train_files=3", "--seed=1", "--conversions"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Table clicks_train = Train("a");
+  const Table clicks_test = Test("a");
+  const Table train = Train("conversions");
+  const Table test = Test("conversions");
+  std::vector<std::string> train_columns = kColumns;
+  for (const char* c : {"true_prob", "converted", "true_cvr_prob"}) train_columns.push_back(c);
+  EXPECT_EQ(train.header, train_columns);
+  std::vector<std::string> test_columns = clicks_test.header;
+  for (const char* c : {"converted", "true_cvr_prob"}) test_columns.push_back(c);
+  EXPECT_EQ(test.header, test_columns);
+  ASSERT_EQ(train.rows.size(), clicks_train.rows.size());
+  ASSERT_EQ(test.rows.size(), clicks_test.rows.size());
+
+  // Line by line: the click columns are the same; converted only after a click.
+  struct Counts {
+    double clicks = 0, conversions = 0;
+  };
+  auto check = [](const Table& with, const Table& without, Counts* counts) {
+    const size_t n = without.header.size();
+    const size_t converted = with.header.size() - 2;
+    for (size_t i = 0; i < with.rows.size(); ++i) {
+      const std::vector<std::string>& row = with.rows[i];
+      ASSERT_EQ(row.size(), with.header.size()) << "line " << i + 2;
+      ASSERT_EQ(std::vector<std::string>(row.begin(), row.begin() + n), without.rows[i])
+          << "line " << i + 2;
+      const std::string& c = row[converted];
+      ASSERT_TRUE(c == "0" || c == "1") << "line " << i + 2 << ": " << c;
+      if (row[0] == "0") {
+        ASSERT_EQ(c, "0") << "a conversion without a click, line " << i + 2;
+      }
+      const double p = Number(row[converted + 1]);
+      ASSERT_TRUE(p > 0 && p < 1) << "line " << i + 2 << ": " << row[converted + 1];
+      counts->clicks += row[0] == "1";
+      counts->conversions += c == "1";
+    }
+  };
+  Counts train_counts, test_counts;
+  check(train, clicks_train, &train_counts);
+  check(test, clicks_test, &test_counts);
+  for (size_t i = 0; i < train.rows.size(); ++i) {  // training files' true_prob
+    const double p = Number(train.rows[i][12]);
+    ASSERT_TRUE(p > 0 && p < 1) << train.rows[i][12];
+  }
+  // ConversionTruth::base_cvr is 0.1: about 3000 training clicks (sd of the rate
+  // 0.006), about 750 test clicks (sd 0.011).
+  const double train_cvr = train_counts.conversions / train_counts.clicks;
+  const double test_cvr = test_counts.conversions / test_counts.clicks;
+  EXPECT_GT(train_cvr, 0.07);
+  EXPECT_LT(train_cvr, 0.13);
+  EXPECT_GT(test_cvr, 0.05);
+  EXPECT_LT(test_cvr, 0.15);
+
+  // The oracle: the written probabilities against the written conversions.
+  const std::string oracle = ReadFile(dir / "oracle.json");
+  EXPECT_EQ(ReadFile(Dir("a") / "oracle.json"),
+            oracle.substr(0, oracle.find(", \"cvr_test_auc\"")) + "}\n")
+      << "the click oracle differs: " << oracle;
+  std::vector<std::pair<double, int>> cvr, ctcvr;
+  double logloss = 0;
+  for (const auto& row : test.rows) {
+    const double p = Number(row[16]);
+    const int converted = row[15] == "1";
+    ctcvr.emplace_back(static_cast<float>(Number(row[12])) * static_cast<float>(p), converted);
+    if (row[0] != "1") continue;
+    cvr.emplace_back(p, converted);
+    logloss -= converted ? std::log(p) : std::log1p(-p);
+  }
+  const double cvr_auc = JsonField(oracle, "cvr_test_auc");
+  EXPECT_NEAR(Auc(cvr), cvr_auc, 2e-6) << oracle;
+  EXPECT_NEAR(logloss / cvr.size(), JsonField(oracle, "cvr_test_logloss"), 2e-6) << oracle;
+  EXPECT_EQ(JsonField(oracle, "cvr_test_examples"), test_counts.clicks) << oracle;
+  EXPECT_NEAR(Auc(ctcvr), JsonField(oracle, "ctcvr_test_auc"), 2e-6) << oracle;
+  EXPECT_NEAR(JsonField(oracle, "base_cvr"), train_cvr, 2e-6) << oracle;
+  // A CVR a model must learn: well above chance, short of certainty (about 0.77 on
+  // the default universe; 0.83 here, from 67 test conversions).
+  EXPECT_GT(cvr_auc, 0.68) << oracle;
+  EXPECT_LT(cvr_auc, 0.9) << oracle;
+  EXPECT_GT(JsonField(oracle, "ctcvr_test_auc"), cvr_auc) << "clicks explain conversions too";
+  EXPECT_TRUE(absl::StrContains(ReadFile(dir / "datagen.json"), "\"conversions\": true"));
+  EXPECT_FALSE(absl::StrContains(ReadFile(Dir("a") / "datagen.json"), "conversions"));
+}
+
 TEST(DatagenFlagsTest, HelpBadFlagsAndUnwritableOutput) {
   const RunResult help = RunDatagen({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(absl::StartsWith(help.output, "usage: ember-datagen")) << help.output;
+  EXPECT_TRUE(absl::StrContains(help.output, "--conversions")) << help.output;
   // Each: the arguments (split at spaces for RunDatagen) and what the first line says.
   const std::vector<UsageErrorCase> cases = {
       {"", "--out is required"},

@@ -4,6 +4,16 @@
 // truth (tools/datagen/world.h), in the layout of tools/datagen/generator.h.
 //
 //   ember-datagen --out=run/quickstart/data
+//   ember-datagen --out=run/quickstart_cvr/data --conversions   # + post-click conversions
+//
+// --conversions (default off: the files are then exactly those of a run without it)
+// adds a planted post-click conversion to every example: columns converted (0/1, 0
+// without a click) and true_cvr_prob (the true P(conversion | click, features), from a
+// CVR model of the same features with its own weights), training files also get
+// true_prob, and oracle.json the conversion oracle (cvr_test_auc over clicked test
+// examples, ctcvr_test_auc over all). Every click column of every line is the same as
+// without it (the conversions have their own random streams). tools/datagen/generator.h
+// has the layout.
 //
 // Progress lines and a final summary go to stdout. Exit codes (common/flags.h): 0 done,
 // 1 the output could not be written, 2 bad flags.
@@ -27,7 +37,10 @@ void DeclareFlags(FlagSet& flags, DatagenOptions& o) {
   flags.Description(
       "Writes DIR/train/part-NNNNN.tsv, DIR/test/part-00000.tsv, DIR/oracle.json (AUC and\n"
       "logloss of the true click probabilities on the test set) and DIR/datagen.json (the\n"
-      "flags). The same flags always give the same files.");
+      "flags). The same flags always give the same files. --conversions adds post-click\n"
+      "conversions (columns converted, true_cvr_prob; train files also true_prob) and\n"
+      "their oracle (cvr_test_auc over clicked test examples, ctcvr_test_auc over all);\n"
+      "the click columns stay exactly those of a run without it.");
   constexpr uint64_t kMaxEntities = 100000000;  // the world keeps ~50 bytes per entity
   flags.String("out", &o.out, "DIR", "output directory (created)").Required();
   flags.Number("train_examples", &o.train_examples, "N", "training examples").Min(1);
@@ -45,6 +58,8 @@ void DeclareFlags(FlagSet& flags, DatagenOptions& o) {
       .Range(0, 1);
   flags.Number("seed", &o.seed, "N", "random seed");
   flags.Bool("gzip", &o.gzip, "write .tsv.gz files (zlib)");
+  flags.Bool("conversions", &o.conversions,
+             "add planted post-click conversions (converted, true_cvr_prob; default off)");
 }
 
 absl::Status Run(const DatagenOptions& options) {
@@ -54,6 +69,11 @@ absl::Status Run(const DatagenOptions& options) {
             << s.test_examples << " test examples (ctr " << s.test_ctr << ", cold users "
             << s.cold_user_fraction << "); oracle test AUC " << s.oracle_auc << ", logloss "
             << s.oracle_logloss << std::endl;
+  if (options.conversions) {
+    std::cout << "conversions: cvr among clicks " << s.train_cvr << " (train), " << s.test_cvr
+              << " (test, " << s.test_clicks << " clicks); oracle cvr AUC " << s.cvr_oracle_auc
+              << ", ctcvr AUC " << s.ctcvr_oracle_auc << std::endl;
+  }
   return absl::OkStatus();
 }
 

@@ -30,12 +30,22 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum Stream : uint64_t { kTrainStream = 10, kTestStream = 11 };
+// The files' random streams (Rng::ForStream; tools/datagen/world.cc holds the
+// world's). The conversions have their own, so the click draws stay the same.
+enum Stream : uint64_t {
+  kTrainStream = 10,
+  kTestStream = 11,
+  kTrainConversionStream = 12,
+  kTestConversionStream = 13,
+};
 
 constexpr char kHeader[] =
     "label\tuser_id\titem_id\tcategory_id\tshop_id\tuser_segment\thour\tdevice\trecent_items\t"
     "price\tuser_age\tsession_depth";
 constexpr char kTestHeaderExtra[] = "\ttrue_prob\titem_train_count\tcold_user";
+// With conversions: after the training columns, and after the test columns.
+constexpr char kTrainHeaderConversions[] = "\ttrue_prob\tconverted\ttrue_cvr_prob";
+constexpr char kHeaderConversions[] = "\tconverted\ttrue_cvr_prob";
 constexpr int kMaxThreads = 8;  // each holds per-item and per-user counts
 constexpr uint64_t kProgressChunk = 100000;
 constexpr uint64_t kProgressEvery = 10000000;
@@ -70,6 +80,15 @@ void AppendExample(const Example& e, std::string* out) {
   AppendNumber(out, e.user_age, std::chars_format::fixed, 1);
   out->push_back('\t');
   AppendNumber(out, e.session_depth);
+}
+
+// The conversion columns (converted, true_cvr_prob), each after a tab. The
+// probability as written (shortest round-trip float) is what the oracle uses.
+void AppendConversion(const Example& e, std::string* out) {
+  out->push_back('\t');
+  AppendNumber(out, e.converted);
+  out->push_back('\t');
+  AppendNumber(out, static_cast<float>(e.cvr_prob));
 }
 
 std::string PartName(uint32_t index, bool gzip) {
@@ -137,6 +156,7 @@ struct TrainCounts {
   std::vector<uint8_t> user_seen;    // index user_id - 1, training population only
   uint64_t examples = 0;
   uint64_t positives = 0;
+  uint64_t conversions = 0;
 };
 
 class TrainWriter {
@@ -172,6 +192,7 @@ class TrainWriter {
       }
       total.examples += counts[t].examples;
       total.positives += counts[t].positives;
+      total.conversions += counts[t].conversions;
     }
     return total;
   }
@@ -185,14 +206,24 @@ class TrainWriter {
     EMBER_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> file,
                            OutputFile::Open(path.string(), options_.gzip));
     Rng rng = Rng::ForStream(options_.seed, kTrainStream, index);
-    std::string line = absl::StrCat(kHeader, "\n");
+    Rng conversion_rng = Rng::ForStream(options_.seed, kTrainConversionStream, index);
+    const bool conversions = options_.conversions;
+    std::string line = absl::StrCat(kHeader, conversions ? kTrainHeaderConversions : "", "\n");
     EMBER_RETURN_IF_ERROR(file->Append(line));
     Example example;
     uint64_t positives = 0;
+    uint64_t converted = 0;
     for (uint64_t i = 0; i < n; ++i) {
       world_.SampleExample(world_.SampleTrainUser(rng), rng, &example);
       line.clear();
       AppendExample(example, &line);
+      if (conversions) {
+        world_.SampleConversion(conversion_rng, &example);
+        line.push_back('\t');
+        AppendNumber(&line, static_cast<float>(example.prob));
+        AppendConversion(example, &line);
+        converted += example.converted;
+      }
       line.push_back('\n');
       EMBER_RETURN_IF_ERROR(file->Append(line));
       ++counts->item_count[example.item_id - 1];
@@ -204,6 +235,7 @@ class TrainWriter {
     EMBER_RETURN_IF_ERROR(file->Close());
     counts->examples += n;
     counts->positives += positives;
+    counts->conversions += converted;
     absl::MutexLock lock(&log_mutex_);
     log_ << "wrote " << path.string() << ": " << n << " examples, ctr "
          << (n > 0 ? static_cast<double>(positives) / n : 0.0) << ", "
@@ -283,10 +315,13 @@ double ExactAuc(const std::vector<float>& scores, const std::vector<uint8_t>& la
 namespace {
 
 // The test examples as written: their true probabilities and labels, and how many
-// came from cold users.
+// came from cold users; with conversions also the true conversion probabilities and
+// the conversions.
 struct TestData {
   std::vector<float> probs;
   std::vector<uint8_t> labels;
+  std::vector<float> cvr_probs;
+  std::vector<uint8_t> converted;
   uint64_t cold_examples = 0;
 };
 
@@ -297,9 +332,11 @@ absl::StatusOr<TestData> WriteTest(const DatagenOptions& options, const World& w
   const fs::path test_path = out / "test" / PartName(0, options.gzip);
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<OutputFile> test_file,
                          OutputFile::Open(test_path.string(), options.gzip));
-  std::string line = absl::StrCat(kHeader, kTestHeaderExtra, "\n");
+  std::string line =
+      absl::StrCat(kHeader, kTestHeaderExtra, options.conversions ? kHeaderConversions : "", "\n");
   EMBER_RETURN_IF_ERROR(test_file->Append(line));
   Rng rng = Rng::ForStream(options.seed, kTestStream, 0);
+  Rng conversion_rng = Rng::ForStream(options.seed, kTestConversionStream, 0);
   TestData data;
   std::vector<float>& probs = data.probs;
   std::vector<uint8_t>& labels = data.labels;
@@ -325,7 +362,14 @@ absl::StatusOr<TestData> WriteTest(const DatagenOptions& options, const World& w
     AppendNumber(&line, probs[i]);
     line.push_back('\t');
     AppendNumber(&line, train.item_count[example.item_id - 1]);
-    line += cold ? "\t1\n" : "\t0\n";
+    line += cold ? "\t1" : "\t0";
+    if (options.conversions) {
+      world.SampleConversion(conversion_rng, &example);
+      AppendConversion(example, &line);
+      data.cvr_probs.push_back(static_cast<float>(example.cvr_prob));
+      data.converted.push_back(static_cast<uint8_t>(example.converted));
+    }
+    line.push_back('\n');
     EMBER_RETURN_IF_ERROR(test_file->Append(line));
     data.cold_examples += cold;
   }
@@ -333,6 +377,43 @@ absl::StatusOr<TestData> WriteTest(const DatagenOptions& options, const World& w
   log << "wrote " << test_path.string() << ": " << options.test_examples << " examples"
       << std::endl;
   return data;
+}
+
+// Mean log loss of `probs` against 0/1 `labels`; NaN when empty.
+double LogLoss(const std::vector<float>& probs, const std::vector<uint8_t>& labels) {
+  double logloss = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    const double p = std::clamp<double>(probs[i], 1e-15, 1 - 1e-15);
+    logloss -= labels[i] ? std::log(p) : std::log1p(-p);
+  }
+  return probs.empty() ? std::numeric_limits<double>::quiet_NaN() : logloss / probs.size();
+}
+
+// The conversion oracle's figures over the test data, and the conversion rates.
+void SummarizeConversions(const TrainCounts& train, const TestData& test, DatagenSummary* summary) {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  summary->train_cvr =
+      train.positives > 0 ? static_cast<double>(train.conversions) / train.positives : kNaN;
+  std::vector<float> clicked_probs;
+  std::vector<uint8_t> clicked_converted;
+  std::vector<float> ctcvr_probs(test.probs.size());
+  for (size_t i = 0; i < test.probs.size(); ++i) {
+    // As a reader computes it from the written columns.
+    ctcvr_probs[i] = test.probs[i] * test.cvr_probs[i];
+    if (test.labels[i]) {
+      clicked_probs.push_back(test.cvr_probs[i]);
+      clicked_converted.push_back(test.converted[i]);
+    }
+  }
+  summary->test_clicks = clicked_probs.size();
+  const uint64_t conversions =
+      std::accumulate(test.converted.begin(), test.converted.end(), uint64_t{0});
+  summary->test_cvr =
+      summary->test_clicks > 0 ? static_cast<double>(conversions) / summary->test_clicks : kNaN;
+  summary->cvr_oracle_auc = ExactAuc(clicked_probs, clicked_converted);
+  summary->cvr_oracle_logloss = LogLoss(clicked_probs, clicked_converted);
+  summary->ctcvr_oracle_auc = ExactAuc(ctcvr_probs, test.converted);
+  summary->ctcvr_oracle_logloss = LogLoss(ctcvr_probs, test.converted);
 }
 
 // The summary of the generated data (seconds not set).
@@ -349,13 +430,7 @@ DatagenSummary Summarize(const DatagenOptions& options, const TrainCounts& train
                          ? static_cast<double>(test_positives) / options.test_examples
                          : std::numeric_limits<double>::quiet_NaN();
   summary.oracle_auc = ExactAuc(probs, labels);
-  double logloss = 0;
-  for (size_t i = 0; i < probs.size(); ++i) {
-    const double p = std::clamp<double>(probs[i], 1e-15, 1 - 1e-15);
-    logloss -= labels[i] ? std::log(p) : std::log1p(-p);
-  }
-  summary.oracle_logloss =
-      probs.empty() ? std::numeric_limits<double>::quiet_NaN() : logloss / probs.size();
+  summary.oracle_logloss = LogLoss(probs, labels);
   summary.cold_user_fraction = options.test_examples > 0
                                    ? static_cast<double>(test.cold_examples) / options.test_examples
                                    : std::numeric_limits<double>::quiet_NaN();
@@ -366,6 +441,7 @@ DatagenSummary Summarize(const DatagenOptions& options, const TrainCounts& train
   summary.top1pct_item_share = static_cast<double>(std::accumulate(
                                    item_counts.begin(), item_counts.begin() + top, uint64_t{0})) /
                                train.examples;
+  if (options.conversions) SummarizeConversions(train, test, &summary);
   return summary;
 }
 
@@ -379,7 +455,17 @@ absl::Status WriteReports(const DatagenOptions& options, const DatagenSummary& s
           ", \"test_logloss\": ", JsonNumber(summary.oracle_logloss, "%.6f"),
           ", \"test_examples\": ", summary.test_examples, ", \"train_examples\": ",
           summary.train_examples, ", \"base_ctr\": ", JsonNumber(summary.train_ctr, "%.6f"),
-          ", \"cold_user_fraction\": ", JsonNumber(summary.cold_user_fraction, "%.6f"), "}\n")));
+          ", \"cold_user_fraction\": ", JsonNumber(summary.cold_user_fraction, "%.6f"),
+          options.conversions
+              ? absl::StrCat(
+                    ", \"cvr_test_auc\": ", JsonNumber(summary.cvr_oracle_auc, "%.6f"),
+                    ", \"cvr_test_logloss\": ", JsonNumber(summary.cvr_oracle_logloss, "%.6f"),
+                    ", \"cvr_test_examples\": ", summary.test_clicks,
+                    ", \"ctcvr_test_auc\": ", JsonNumber(summary.ctcvr_oracle_auc, "%.6f"),
+                    ", \"ctcvr_test_logloss\": ", JsonNumber(summary.ctcvr_oracle_logloss, "%.6f"),
+                    ", \"base_cvr\": ", JsonNumber(summary.train_cvr, "%.6f"))
+              : "",
+          "}\n")));
   EMBER_RETURN_IF_ERROR(WriteText(
       out / "datagen.json",
       absl::StrCat(
@@ -390,7 +476,11 @@ absl::Status WriteReports(const DatagenOptions& options, const DatagenSummary& s
           ", \"shops\": ", options.shops, ", \"zipf\": ", JsonNumber(options.zipf),
           ", \"cold_user_fraction\": ", JsonNumber(options.cold_user_fraction),
           ", \"seed\": ", options.seed, ", \"gzip\": ", options.gzip ? "true" : "false",
-          ", \"cold_users\": ", cold_users, ", \"true_bias\": ", JsonNumber(world.bias()), "}\n")));
+          ", \"cold_users\": ", cold_users, ", \"true_bias\": ", JsonNumber(world.bias()),
+          options.conversions ? absl::StrCat(", \"conversions\": true, \"true_cvr_bias\": ",
+                                             JsonNumber(world.conversion_bias()))
+                              : "",
+          "}\n")));
   return absl::OkStatus();
 }
 
@@ -412,6 +502,7 @@ absl::StatusOr<DatagenSummary> Generate(const DatagenOptions& options, std::ostr
   world_options.shops = options.shops;
   world_options.zipf = options.zipf;
   world_options.seed = options.seed;
+  world_options.conversions = options.conversions;
   const World world(world_options);
 
   int threads =

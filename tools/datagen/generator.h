@@ -18,6 +18,22 @@
 // label was drawn from (a float, written in its shortest round-trip form); oracle.json
 // is computed from the values as written.
 //
+// With conversions (--conversions; off by default, and then every file is exactly as
+// without the option): every example also gets a post-click conversion drawn from a
+// planted CVR model of the same features (tools/datagen/world.h), from random streams
+// of its own, so every other column of every line is the same with and without it.
+// Training files then also hold: true_prob converted true_cvr_prob; test files:
+// true_prob item_train_count cold_user converted true_cvr_prob (so one model config
+// can read both with their EVAL columns). converted is 0/1 and always 0 when label is
+// 0; true_cvr_prob is the exact P(conversion | click, features) it was drawn from, on
+// every line (also unclicked ones). oracle.json then also holds, over the test data:
+//   cvr_test_auc, cvr_test_logloss   true_cvr_prob against converted, clicked examples
+//   cvr_test_examples                the clicked test examples
+//   ctcvr_test_auc, ctcvr_test_logloss  true_prob * true_cvr_prob against converted,
+//                                    every example
+//   base_cvr                         conversions / clicks of the training data
+// and datagen.json "conversions": true and true_cvr_bias (the calibrated c0).
+//
 // Test users: a cold_user_fraction share of test examples (each independently) have a
 // user from the cold population (max(1, users / 10) users with IDs above --users,
 // never in training, drawn by popularity); the others a training-population user
@@ -53,7 +69,8 @@ struct DatagenOptions {
   double cold_user_fraction = 0.1;  // in [0, 1]
   uint64_t seed = 1;
   bool gzip = false;
-  int threads = 0;  // train files written in parallel; 0 = hardware concurrency
+  bool conversions = false;  // adds the planted conversions (see above)
+  int threads = 0;           // train files written in parallel; 0 = hardware concurrency
 };
 
 // INVALID_ARGUMENT naming the option when one is out of range.
@@ -68,6 +85,14 @@ struct DatagenSummary {
   double oracle_logloss = 0;
   double cold_user_fraction = 0;  // measured share of cold test examples
   double top1pct_item_share = 0;  // share of training examples on the top 1% items
+  // With conversions (NaN where undefined, e.g. no clicked test example):
+  double train_cvr = 0;       // conversions / clicks of the training data
+  double test_cvr = 0;        // conversions / clicks of the test data
+  uint64_t test_clicks = 0;   // clicked test examples
+  double cvr_oracle_auc = 0;  // over clicked test examples
+  double cvr_oracle_logloss = 0;
+  double ctcvr_oracle_auc = 0;  // over every test example
+  double ctcvr_oracle_logloss = 0;
   double seconds = 0;
 };
 

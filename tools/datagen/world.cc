@@ -16,11 +16,21 @@ enum Stream : uint64_t {
   kShopStream = 4,
   kGlobalStream = 5,
   kCalibrationStream = 6,
+  // The conversion truth's (WorldOptions::conversions): streams of their own, so the
+  // click truth is the same with and without it. (tools/datagen/generator.cc uses
+  // 10-13 for the files.)
+  kConversionUserStream = 20,
+  kConversionItemStream = 21,
+  kConversionCategoryStream = 22,
+  kConversionShopStream = 23,
+  kConversionGlobalStream = 24,
+  kConversionCalibrationStream = 25,
 };
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr std::array<double, kNumDevices> kDeviceCdf = {0.55, 0.80, 0.95, 1.0};
 constexpr std::array<double, kNumDevices> kDeviceEffect = {0.0, 0.1, -0.25, 0.15};
+constexpr std::array<double, kNumDevices> kDeviceConversionEffect = {0.0, 0.35, -0.3, -0.15};
 constexpr double kRecentNoneProbability = 0.15;
 constexpr double kDepthContinueProbability = 0.75;  // geometric session depth, mean 3
 constexpr int kCalibrationExamples = 20000;
@@ -71,6 +81,7 @@ World::World(const WorldOptions& options)
   hour_cdf_.back() = 1.0;
   BuildEntities();
   CalibrateBias();
+  if (options.conversions) BuildConversions();
 }
 
 void World::BuildEntities() {
@@ -207,6 +218,102 @@ void World::CalibrateBias() {
     (sum / logits.size() < options_.truth.base_ctr ? lo : hi) = mid;
   }
   b0_ = (lo + hi) / 2;
+}
+
+// --- conversions --------------------------------------------------------------------
+
+void World::BuildConversions() {
+  const ConversionTruth& t = options_.conversion;
+  ConversionParams& c = conversion_;
+  // Purchase tastes live in their own latent space: per segment, per category.
+  std::array<std::array<float, kLatentDim>, kNumSegments> segment_taste{};
+  Rng global = Rng::ForStream(options_.seed, kConversionGlobalStream, 0);
+  for (int s = 0; s < kNumSegments; ++s) {
+    c.segment_bias[s] = static_cast<float>(t.segment_bias_sd * global.Gaussian());
+    FillGaussian(global, t.segment_taste_sd, &segment_taste[s]);
+  }
+  std::vector<std::array<float, kLatentDim>> category_factor(options_.categories);
+  c.category_bias.resize(options_.categories);
+  for (uint64_t k = 0; k < options_.categories; ++k) {
+    Rng rng = Rng::ForStream(options_.seed, kConversionCategoryStream, k + 1);
+    c.category_bias[k] = static_cast<float>(t.category_bias_sd * rng.Gaussian());
+    FillGaussian(rng, t.category_factor_sd, &category_factor[k]);
+  }
+  c.shop_bias.resize(options_.shops);
+  for (uint64_t s = 0; s < options_.shops; ++s) {
+    Rng rng = Rng::ForStream(options_.seed, kConversionShopStream, s + 1);
+    c.shop_bias[s] = static_cast<float>(t.shop_bias_sd * rng.Gaussian());
+  }
+  c.item_bias.resize(options_.items);
+  c.item_factor.resize(options_.items);
+  for (uint64_t i = 0; i < options_.items; ++i) {
+    Rng rng = Rng::ForStream(options_.seed, kConversionItemStream, i + 1);
+    c.item_bias[i] = static_cast<float>(t.item_bias_sd * rng.Gaussian());
+    FillGaussian(rng, t.item_factor_sd, &c.item_factor[i]);
+    const auto& factor = category_factor[items_[i].category - 1];
+    for (int k = 0; k < kLatentDim; ++k) c.item_factor[i][k] += factor[k];
+  }
+  c.user_bias.resize(users_.size());
+  c.user_taste.resize(users_.size());
+  for (uint64_t u = 0; u < users_.size(); ++u) {
+    Rng rng = Rng::ForStream(options_.seed, kConversionUserStream, u + 1);
+    c.user_bias[u] = static_cast<float>(t.user_bias_sd * rng.Gaussian());
+    FillGaussian(rng, t.user_taste_sd, &c.user_taste[u]);
+    const auto& taste = segment_taste[users_[u].segment];
+    for (int k = 0; k < kLatentDim; ++k) c.user_taste[u][k] += taste[k];
+  }
+
+  // c0: the mean conversion probability over clicks, sum(ctr * cvr) / sum(ctr), grows
+  // with c0: bisect for base_cvr.
+  Rng rng = Rng::ForStream(options_.seed, kConversionCalibrationStream, 0);
+  std::vector<double> click_probs(kCalibrationExamples);
+  std::vector<double> logits(kCalibrationExamples);
+  Example example;
+  double clicks = 0;
+  for (int e = 0; e < kCalibrationExamples; ++e) {
+    SampleFeatures(SampleTrainUser(rng), rng, &example);
+    click_probs[e] = Sigmoid(b0_ + LogitWithoutBias(example));
+    logits[e] = ConversionLogitWithoutBias(example);
+    clicks += click_probs[e];
+  }
+  double lo = -20, hi = 20;
+  for (int iteration = 0; iteration < 60; ++iteration) {
+    const double mid = (lo + hi) / 2;
+    double conversions = 0;
+    for (int e = 0; e < kCalibrationExamples; ++e) {
+      conversions += click_probs[e] * Sigmoid(mid + logits[e]);
+    }
+    (conversions / clicks < t.base_cvr ? lo : hi) = mid;
+  }
+  c0_ = (lo + hi) / 2;
+}
+
+double World::ConversionLogitWithoutBias(const Example& example) const {
+  const ConversionTruth& t = options_.conversion;
+  const ConversionParams& c = conversion_;
+  const uint64_t u = example.user_id - 1;
+  const uint64_t i = example.item_id - 1;
+  const Item& item = items_[i];
+  double logit = c.user_bias[u] + c.item_bias[i] + c.category_bias[item.category - 1] +
+                 c.shop_bias[item.shop - 1] + c.segment_bias[users_[u].segment] +
+                 kDeviceConversionEffect[example.device - kDeviceIdBase];
+  logit += t.taste_weight * Dot(c.user_taste[u], c.item_factor[i]);
+  logit += t.click_taste_weight * Dot(users_[u].taste, item.factor);
+  logit += t.price_rel_weight * item.log_price_rel +
+           t.price_weight * (std::log(example.price) - std::log(20.0));
+  logit += t.age_weight * (example.user_age - 40.0) / 15.0;
+  logit += t.depth_weight * std::log1p(static_cast<double>(example.session_depth));
+  return logit;
+}
+
+double World::ConversionProbability(const Example& example) const {
+  return Sigmoid(c0_ + ConversionLogitWithoutBias(example));
+}
+
+void World::SampleConversion(Rng& rng, Example* example) const {
+  example->cvr_prob = ConversionProbability(*example);
+  const bool converts = rng.Bernoulli(example->cvr_prob);  // drawn for every example
+  example->converted = example->label == 1 && converts ? 1 : 0;
 }
 
 }  // namespace ember::datagen

@@ -19,6 +19,23 @@
 // the training click rate is about Truth::base_ctr. Each item belongs to one category
 // and one shop, drawn once; category and shop sizes (items each) are Zipf-skewed too.
 //
+// Conversions (opt-in, WorldOptions::conversions): a clicked
+// example converts (a purchase after the click) with a probability from a second
+// logistic model over the same features, with its own hidden parameters:
+//
+//   cvr_logit = c0 + c_user + c_item + c_category + c_shop + c_segment
+//             + w_buy    * <u_user, v_item>     (purchase taste: segment + personal,
+//                                                item factor: category + item)
+//             + w_click  * <p_user, q_item>     (the click model's taste: some shared
+//                                                signal, as in real funnels)
+//             + device effect
+//             + price (relative to the category and absolute), age and depth terms
+//
+// (expensive items, young users and shallow sessions convert less; the click model
+// has other weights and signs for these). c0 is calibrated so the conversion rate
+// among clicked training examples is about ConversionTruth::base_cvr. P(conversion |
+// no click) is 0: converted is drawn only for clicks.
+//
 // IDs: users 1..users (training population) and users+1..users+cold_users (only in
 // test data); items 1..items; categories 1..categories; shops 1..shops; segments
 // 1000..1019, hours 2000..2023, devices 3000..3003. Popularity ranks map to IDs
@@ -76,6 +93,31 @@ struct Truth {
   double depth_weight = -0.15;      // times log(1 + session_depth)
 };
 
+// The magnitudes of the planted conversion truth. Tuned on the default universe: the
+// oracle AUC of the conversion probability among clicked test examples is about 0.77
+// (0.77-0.82 over seeds; the oracle AUC of click * conversion over all test examples
+// about 0.86), the conversion rate among clicks about 0.1. Shops, categories, price and the
+// segment x category purchase taste carry most of the signal (they are learnable from
+// the few conversions of a small dataset); personal parts are small.
+struct ConversionTruth {
+  double base_cvr = 0.1;  // target mean P(conversion | click) of clicked training data
+  double user_bias_sd = 0.15;
+  double item_bias_sd = 0.25;
+  double category_bias_sd = 0.4;
+  double shop_bias_sd = 0.5;  // shop quality: the largest single part
+  double segment_bias_sd = 0.3;
+  double segment_taste_sd = 0.45;   // purchase taste, per latent dim
+  double user_taste_sd = 0.1;       // personal deviation from the segment, per dim
+  double category_factor_sd = 0.5;  // per latent dim
+  double item_factor_sd = 0.1;      // deviation from the category, per dim
+  double taste_weight = 1.0;
+  double click_taste_weight = 0.3;  // times the click model's <p_user, q_item>
+  double price_rel_weight = -0.5;   // per unit of log(price) above the category level
+  double price_weight = -0.35;      // per unit of log(price) above log(20)
+  double age_weight = 0.3;          // times (age - 40) / 15
+  double depth_weight = 0.25;       // times log(1 + session_depth)
+};
+
 struct WorldOptions {
   uint64_t users = 200000;
   uint64_t cold_users = 20000;  // IDs users+1 .. users+cold_users; 0 = none
@@ -85,6 +127,11 @@ struct WorldOptions {
   double zipf = 1.1;  // popularity exponent of users and items
   uint64_t seed = 1;
   Truth truth;
+  // Plants the conversion truth too (ConversionProbability, SampleConversion). The
+  // click truth and every click draw are the same either way: the conversion
+  // parameters come from random streams of their own.
+  bool conversions = false;
+  ConversionTruth conversion;
 };
 
 // One generated example, as written to the files.
@@ -103,6 +150,10 @@ struct Example {
   double user_age = 0;  // rounded to 0.1
   uint32_t session_depth = 0;
   double prob = 0;  // the true click probability
+  // With conversions (World::SampleConversion): the true P(conversion | click,
+  // features), and the conversion drawn from it (0 whenever label is 0).
+  double cvr_prob = 0;
+  int converted = 0;
 };
 
 class World {
@@ -119,9 +170,19 @@ class World {
   // context, recent items, probability and label.
   void SampleExample(uint64_t user_id, Rng& rng, Example* example) const;
 
+  // The true P(conversion | click, features) of a sampled example. REQUIRES:
+  // options().conversions.
+  double ConversionProbability(const Example& example) const;
+  // Sets example->cvr_prob and draws example->converted (always 0 without a click)
+  // from `rng`, which it advances by exactly one draw per call whatever the label, so
+  // the conversions of a stream line up with its examples. REQUIRES:
+  // options().conversions.
+  void SampleConversion(Rng& rng, Example* example) const;
+
   uint64_t CategoryOf(uint64_t item_id) const { return items_[item_id - 1].category; }
   uint64_t ShopOf(uint64_t item_id) const { return items_[item_id - 1].shop; }
   double bias() const { return b0_; }
+  double conversion_bias() const { return c0_; }  // 0 without conversions
   const WorldOptions& options() const { return options_; }
 
  private:
@@ -145,7 +206,21 @@ class World {
     std::array<float, kLatentDim> factor;
   };
 
+  // The hidden parameters of the conversion truth.
+  struct ConversionParams {
+    std::vector<float> user_bias;  // index id-1, training then cold users
+    std::vector<std::array<float, kLatentDim>> user_taste;
+    std::vector<float> item_bias;  // index id-1
+    std::vector<std::array<float, kLatentDim>> item_factor;
+    std::vector<float> category_bias;  // index id-1
+    std::vector<float> shop_bias;      // index id-1
+    std::array<float, kNumSegments> segment_bias{};
+  };
+
   void BuildEntities();
+  // The conversion parameters, then c0.
+  void BuildConversions();
+  double ConversionLogitWithoutBias(const Example& example) const;
   // Everything of the logit but b0.
   double LogitWithoutBias(const Example& example) const;
   // Fills everything but prob and label.
@@ -173,6 +248,8 @@ class World {
   std::array<double, kNumHours> hour_cdf_{};
   std::array<double, kNumHours> hour_effect_{};
   double b0_ = 0;
+  ConversionParams conversion_;  // empty without conversions
+  double c0_ = 0;
 };
 
 }  // namespace ember::datagen
