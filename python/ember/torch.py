@@ -3,9 +3,11 @@
 ``EmbeddingCollection`` maps features to PS tables (several features may share one
 table) with SUM, MEAN or no pooling ("none": the rows per ID, jagged, for attention
 over a history). Its forward pulls each table's unique IDs of the batch once (the
-native dedup and the per-shard parallel pulls of ember-worker) and pools them with
-``torch.nn.functional.embedding_bag``; its backward pushes one gradient per unique ID,
-which the table's server-side optimizer applies. In BSP jobs with several workers the
+native dedup and the per-shard parallel pulls of ember-worker) and pools them: with
+ember-worker's own SUM/MEAN pooling and its backward (worker/training/sparse_features.h)
+when every feature is pooled, else with ``torch.nn.functional.embedding_bag`` over the
+pulled rows. Its backward pushes one gradient per unique ID, which the table's
+server-side optimizer applies. In BSP jobs with several workers the
 gradients are first summed across workers per ID in rank order and each ID is pushed
 once (worker/training/sparse_exchange.h), so the model does not depend on the number
 of shards and is bitwise reproducible.
@@ -69,6 +71,21 @@ def pad(jagged, max_len=None):
     return padded * mask.unsqueeze(-1).to(values.dtype), mask
 
 
+class _PooledFeatures(torch.autograd.Function):
+    """Every feature SUM/MEAN-pooled by the native SparseBatch, [B, pooled width];
+    backward runs its native backward and pushes the rows' gradients."""
+
+    @staticmethod
+    def forward(ctx, prepared, anchor):
+        ctx.prepared = prepared
+        return torch.from_numpy(prepared.native.pool())
+
+    @staticmethod
+    def backward(ctx, d_pooled):
+        ctx.prepared.push_pooled(d_pooled)
+        return None, None
+
+
 class _SparseRows(torch.autograd.Function):
     """The pulled rows of every table as tensors; backward pushes their gradients."""
 
@@ -92,7 +109,7 @@ class PreparedBatch:
         self.batch = batch
         self.step = step
         self.native = _ember.SparseLookup(collection._client.native, collection.table_names,
-                                          collection._feature_tables)
+                                          collection._feature_tables, collection.poolings)
         ids, offsets = batch.native_ids(collection.feature_names)
         self.unique, self.inverse = self.native.prepare(ids, offsets, collection.feature_names)
         self.offsets = offsets
@@ -116,13 +133,20 @@ class PreparedBatch:
                 arrays.append(np.zeros_like(r))
             else:
                 arrays.append(g.detach().to(torch.float32).contiguous().numpy())
+        self._pushed(self.native.push, arrays)
+
+    def push_pooled(self, d_pooled):
+        self._pushed(self.native.push_pooled,
+                     d_pooled.detach().to(torch.float32).contiguous().numpy())
+
+    def _pushed(self, push, grads):
+        c = self.collection
         collective = c.collective if c.consistency == "bsp" else None
         # SSP/ASP: the pushes stay in flight until a later prepare (flush) waits for
         # them. BSP waits here: the step's pushes are applied when backward returns
         # (with several workers the dense all-reduce after it is the step barrier).
         wait = c.consistency == "bsp"
-        exchange, push = self.native.push(arrays, self.step, c.gradient_scale, collective,
-                                          wait)
+        exchange, push = push(grads, self.step, c.gradient_scale, collective, wait)
         stage_seconds["exchange"] += exchange
         stage_seconds["push"] += push
         if not wait:
@@ -187,6 +211,13 @@ class EmbeddingCollection(torch.nn.Module):
             self.poolings.append(pooling)
         self.step = 0
         self.staleness = 1
+        # Every feature pooled: the native pooling (one [B, width] output, sliced).
+        self._native_pooling = "none" not in self.poolings
+        self._columns, at = [], 0
+        for name, t in zip(self.feature_names, self._feature_tables):
+            width = self.dims[self.table_names[t]]
+            self._columns.append((name, at, width))
+            at += width
         self._in_flight = []  # PreparedBatch whose pushes are in flight
 
     @classmethod
@@ -228,6 +259,9 @@ class EmbeddingCollection(torch.nn.Module):
         return PreparedBatch(self, batch, self.step if step is None else step)
 
     def forward(self, batch):
+        """{feature: pooled [B, dim]} (a Jagged for pooling "none"). With every feature
+        pooled, pooling and its backward run natively (SparseBatch::Pool/Backward);
+        otherwise with embedding_bag over the pulled rows."""
         if isinstance(batch, PreparedBatch):
             prepared = batch
         elif getattr(batch, "prepared", None) is not None and batch.prepared.collection is self:
@@ -235,7 +269,15 @@ class EmbeddingCollection(torch.nn.Module):
         else:
             prepared = self.prepare(batch)
         rows_np = prepared.wait()
-        if torch.is_grad_enabled() and self.training:
+        grad = torch.is_grad_enabled() and self.training
+        if self._native_pooling:
+            if grad:
+                pooled = _PooledFeatures.apply(prepared, torch.zeros((), requires_grad=True))
+            else:
+                pooled = torch.from_numpy(prepared.native.pool())
+            return {name: pooled[:, at:at + width]
+                    for name, at, width in self._columns}
+        if grad:
             anchor = torch.zeros((), requires_grad=True)
             rows = _SparseRows.apply(prepared, anchor)
         else:

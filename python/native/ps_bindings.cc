@@ -16,6 +16,7 @@
 #include "google/protobuf/text_format.h"
 #include "grpcpp/create_channel.h"
 #include "python/native/bindings.h"
+#include "worker/data/example_batch.h"
 #include "worker/training/sparse_exchange.h"
 #include "worker/training/sparse_features.h"
 
@@ -199,111 +200,121 @@ class Client {
   uint64_t worker_id_ = 0;
 };
 
-// One batch's sparse side: the unique IDs per table (over every feature that uses
-// the table, first-seen order: features in order, examples in order, as the native
-// worker's SparseBatch), their pulls, and one push per unique ID.
+// One batch's sparse side, on the native worker's SparseBatch: the unique IDs per
+// table (over every feature that uses the table, first-seen order: features in
+// order, examples in order), their pulls, SUM/MEAN pooling and its backward, and one
+// push per unique ID (in BSP with several workers through the sparse exchange).
 class SparseLookup {
  public:
+  // `poolings`: per feature "sum", "mean" or "none" (the rows are used un-pooled by
+  // Python; such a feature still takes its columns in Pool's output).
   SparseLookup(std::shared_ptr<Client> client, const std::vector<std::string>& tables,
-               const std::vector<int>& feature_tables)
-      : client_(std::move(client)), feature_tables_(feature_tables) {
+               const std::vector<int>& feature_tables, const std::vector<std::string>& poolings)
+      : client_(std::move(client)) {
     worker::SparseLayout layout;
     for (const std::string& name : tables) {
       layout.tables.push_back({name, client_->Dim(name)});
     }
     for (size_t f = 0; f < feature_tables.size(); ++f) {
-      if (feature_tables[f] < 0 || feature_tables[f] >= static_cast<int>(tables.size())) {
-        ThrowInvalid(absl::StrCat("feature ", f, " names table index ", feature_tables[f],
-                                  ", not in [0, ", tables.size(), ")"));
+      const int t = feature_tables[f];
+      if (t < 0 || t >= static_cast<int>(tables.size())) {
+        ThrowInvalid(
+            absl::StrCat("feature ", f, " names table index ", t, ", not in [0, ", tables.size(), ")"));
       }
+      worker::SparseLayout::Feature feature;
+      feature.name = absl::StrCat("feature ", f);
+      feature.table = t;
+      feature.dim = layout.tables[t].dim;
+      feature.mean = f < poolings.size() && poolings[f] == "mean";
+      feature.pooled_offset = layout.pooled_width;
+      layout.pooled_width += feature.dim;
+      layout.features.push_back(feature);
     }
     batch_ = std::make_unique<worker::SparseBatch>(std::move(layout));
   }
   ~SparseLookup() {
-    // Leave nothing in flight that writes into arrays about to be freed.
+    // Leave nothing in flight that writes into (or reads) the batch's buffers.
     py::gil_scoped_release unlocked;
     WaitAll(&handles_).IgnoreError();
     WaitAll(&push_handles_).IgnoreError();
   }
 
+  // Returns (unique IDs per table, each feature's IDs as positions in its table's
+  // unique IDs), as int64 arrays.
   py::tuple Prepare(const std::vector<py::object>& ids, const std::vector<py::object>& offsets,
                     const std::vector<std::string>& names) {
-    const size_t num_features = feature_tables_.size();
+    const size_t num_features = batch_->layout().features.size();
     if (ids.size() != num_features || offsets.size() != num_features) {
-      ThrowInvalid(absl::StrCat("expected the IDs and offsets of ", num_features, " features, got ",
-                                ids.size(), " and ", offsets.size()));
+      ThrowInvalid(absl::StrCat("expected the IDs and offsets of ", num_features,
+                                " features, got ", ids.size(), " and ", offsets.size()));
     }
     if (prepared_) ThrowInvalid("this batch was prepared already");
-    const int num_tables = batch_->num_tables();
-    std::vector<absl::flat_hash_map<uint64_t, uint32_t>> seen(num_tables);
-    py::list inverse;
+    worker::ExampleBatch example;
+    example.sparse.resize(num_features);
     int64_t batch_size = -1;
     for (size_t f = 0; f < num_features; ++f) {
-      const std::string what =
-          f < names.size() ? absl::StrCat("feature '", names[f], "'") : absl::StrCat("feature ", f);
-      const std::vector<uint64_t> fid = IdsFromArray(ids[f], what + " IDs");
+      const std::string what = f < names.size() ? absl::StrCat("feature '", names[f], "'")
+                                                : absl::StrCat("feature ", f);
+      worker::SparseColumn& column = example.sparse[f];
+      column.ids = IdsFromArray(ids[f], what + " IDs");
       const std::vector<uint64_t> off = IdsFromArray(offsets[f], what + " offsets");
-      if (off.empty() || off[0] != 0 || off.back() != fid.size()) {
+      if (off.empty() || off[0] != 0 || off.back() != column.ids.size()) {
         ThrowInvalid(absl::StrCat(what, ": offsets must start at 0 and end at the number of IDs (",
-                                  fid.size(), "), got ", off.empty() ? 0 : off[0], " .. ",
+                                  column.ids.size(), "), got ", off.empty() ? 0 : off[0], " .. ",
                                   off.empty() ? 0 : off.back()));
       }
-      for (size_t k = 1; k < off.size(); ++k) {
-        if (off[k] < off[k - 1] || static_cast<int64_t>(off[k]) < 0) {
+      if (column.ids.size() > UINT32_MAX) ThrowInvalid(what + ": more than 2^32 IDs in a batch");
+      column.offsets.resize(off.size());
+      for (size_t k = 0; k < off.size(); ++k) {
+        if (k > 0 && off[k] < off[k - 1]) {
           ThrowInvalid(absl::StrCat(what, ": offsets decrease at example ", k - 1));
         }
+        column.offsets[k] = static_cast<uint32_t>(off[k]);
       }
       const int64_t b = static_cast<int64_t>(off.size()) - 1;
       if (batch_size >= 0 && b != batch_size) {
         ThrowInvalid(absl::StrCat(what, " has ", b, " examples, the first feature ", batch_size));
       }
       batch_size = b;
-      const int t = feature_tables_[f];
-      worker::SparseBatch::TableData& table = batch_->table(t);
-      py::array_t<int64_t> inv(static_cast<py::ssize_t>(fid.size()));
-      int64_t* out = inv.mutable_data();
-      for (size_t k = 0; k < fid.size(); ++k) {
-        auto [it, added] = seen[t].try_emplace(fid[k], static_cast<uint32_t>(table.ids.size()));
-        if (added) table.ids.push_back(fid[k]);
-        out[k] = it->second;
-      }
-      inverse.append(inv);
     }
-    py::list unique;
-    for (int t = 0; t < num_tables; ++t) {
+    example.size = static_cast<int>(batch_size < 0 ? 0 : batch_size);
+    batch_->Build(example);  // the native dedup
+    py::list unique, inverse;
+    for (int t = 0; t < batch_->num_tables(); ++t) {
       const std::vector<uint64_t>& u = batch_->table(t).ids;
       py::array_t<int64_t> a(static_cast<py::ssize_t>(u.size()));
       if (!u.empty()) std::memcpy(a.mutable_data(), u.data(), u.size() * 8);
       unique.append(a);
     }
+    for (size_t f = 0; f < num_features; ++f) {
+      const std::vector<uint32_t>& at = batch_->occurrences(static_cast<int>(f));
+      py::array_t<int64_t> a(static_cast<py::ssize_t>(at.size()));
+      int64_t* out = a.mutable_data();
+      for (size_t k = 0; k < at.size(); ++k) out[k] = at[k];
+      inverse.append(a);
+    }
     prepared_ = true;
-    batch_size_ = batch_size < 0 ? 0 : batch_size;
     return py::make_tuple(unique, inverse);
   }
 
   void StartPull(int64_t step) {
     if (!prepared_) ThrowInvalid("prepare the batch before pulling it");
-    if (pulling_ || !rows_.empty()) ThrowInvalid("this batch was pulled already");
+    if (pulling_ || pulled_) ThrowInvalid("this batch was pulled already");
     const worker::SparseLayout& layout = batch_->layout();
-    for (int t = 0; t < batch_->num_tables(); ++t) {
-      rows_.emplace_back(std::vector<py::ssize_t>{
-          static_cast<py::ssize_t>(batch_->table(t).ids.size()), layout.tables[t].dim});
-    }
-    std::vector<float*> data;
-    for (py::array_t<float>& r : rows_) data.push_back(r.mutable_data());
     py::gil_scoped_release unlocked;
     PsCallOptions call;
     call.step = step;
     for (int t = 0; t < batch_->num_tables(); ++t) {
-      const std::vector<uint64_t>& ids = batch_->table(t).ids;
-      if (ids.empty()) continue;
-      handles_.push_back(client_->get().PullAsync(
-          layout.tables[t].name, ids, absl::MakeSpan(data[t], ids.size() * layout.tables[t].dim),
-          call));
+      worker::SparseBatch::TableData& table = batch_->table(t);
+      if (table.ids.empty()) continue;
+      handles_.push_back(client_->get().PullAsync(layout.tables[t].name, table.ids,
+                                                  absl::MakeSpan(table.rows), call));
     }
     pulling_ = true;
   }
 
+  // The pulled rows per table, [unique IDs, dim] float32 arrays over the batch's own
+  // buffers (they keep this object alive).
   py::list FinishPull() {
     if (!pulling_) ThrowInvalid("no pull was started for this batch");
     absl::Status s;
@@ -313,66 +324,141 @@ class SparseLookup {
     }
     pulling_ = false;
     ThrowIfError(s);
+    pulled_ = true;
+    py::object self = py::cast(this, py::return_value_policy::reference);
     py::list out;
-    for (py::array_t<float>& r : rows_) out.append(r);
+    for (int t = 0; t < batch_->num_tables(); ++t) {
+      worker::SparseBatch::TableData& table = batch_->table(t);
+      const py::ssize_t dim = batch_->layout().tables[t].dim;
+      out.append(py::array_t<float>({static_cast<py::ssize_t>(table.ids.size()), dim},
+                                    {dim * static_cast<py::ssize_t>(sizeof(float)),
+                                     static_cast<py::ssize_t>(sizeof(float))},
+                                    table.rows.data(), self));
+    }
     return out;
   }
 
-  // Pushes one gradient per unique ID, times `scale`. With a collective of several
-  // workers (BSP) the gradients are first summed across workers per ID, in rank
-  // order, and each ID is pushed once by its owner rank (worker/training/
-  // sparse_exchange.h). Every gradient is checked before anything is sent.
-  // Returns (seconds in the exchange, seconds pushing). Without `wait` the pushes stay
-  // in flight (their errors come from FinishPush); the exchange is always waited for.
+  // SUM/MEAN pooling of every feature (worker/training/sparse_features.h): float32
+  // [batch, sum of the features' dims], features in order.
+  py::array_t<float> Pool() {
+    if (!pulled_) ThrowInvalid("pull the batch before pooling it");
+    const worker::SparseLayout& layout = batch_->layout();
+    py::array_t<float> out(
+        {static_cast<py::ssize_t>(batch_->batch_size()), py::ssize_t{layout.pooled_width}});
+    float* data = out.mutable_data();
+    const size_t n = static_cast<size_t>(batch_->batch_size()) * layout.pooled_width;
+    {
+      py::gil_scoped_release unlocked;
+      batch_->Pool(absl::MakeSpan(data, n));
+    }
+    return out;
+  }
+
+  // Pushes the gradients of every table's unique rows (float32 [unique IDs, dim]).
   py::tuple Push(const std::vector<py::object>& grads, int64_t step, float scale,
                  py::object collective, bool wait) {
+    CheckPushable();
+    const worker::SparseLayout& layout = batch_->layout();
+    if (grads.size() != static_cast<size_t>(batch_->num_tables())) {
+      ThrowInvalid(absl::StrCat("expected the gradients of ", batch_->num_tables(),
+                                " tables, got ", grads.size()));
+    }
+    for (int t = 0; t < batch_->num_tables(); ++t) {
+      worker::SparseBatch::TableData& table = batch_->table(t);
+      const int dim = layout.tables[t].dim;
+      py::array_t<float, py::array::c_style> g = FloatsFromArray(
+          grads[t], {static_cast<py::ssize_t>(table.ids.size()), dim},
+          absl::StrCat("gradients of table '", layout.tables[t].name, "'"));
+      if (!table.grads.empty()) {
+        std::memcpy(table.grads.data(), g.data(), table.grads.size() * sizeof(float));
+      }
+    }
+    return PushGrads(step, scale, collective, wait);
+  }
+
+  // Pool's backward from the gradient of its output ([batch, pooled width]), then the
+  // push of the rows' gradients.
+  py::tuple PushPooled(const py::handle& d_pooled, int64_t step, float scale,
+                       py::object collective, bool wait) {
+    CheckPushable();
+    const worker::SparseLayout& layout = batch_->layout();
+    py::array_t<float, py::array::c_style> d = FloatsFromArray(
+        d_pooled, {static_cast<py::ssize_t>(batch_->batch_size()), layout.pooled_width},
+        "gradient of the pooled features");
+    {
+      py::gil_scoped_release unlocked;
+      const size_t n = static_cast<size_t>(batch_->batch_size()) * layout.pooled_width;
+      batch_->Backward(absl::MakeConstSpan(d.data(), n));
+    }
+    return PushGrads(step, scale, collective, wait);
+  }
+
+  // Waits for the pushes Push left in flight; their first error. Returns the seconds
+  // it waited.
+  double FinishPush() {
+    const absl::Time start = absl::Now();
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      s = WaitAll(&push_handles_);
+    }
+    ThrowIfError(s);
+    return absl::ToDoubleSeconds(absl::Now() - start);
+  }
+
+  int64_t batch_size() const { return batch_->batch_size(); }
+  size_t unique_ids() const { return batch_->unique_ids(); }
+  bool pushed() const { return pushed_; }
+  int pooled_width() const { return batch_->layout().pooled_width; }
+
+ private:
+  void CheckPushable() const {
     if (pushed_) {
       ThrowIfError(absl::FailedPreconditionError(
           "this batch's sparse gradients were pushed already (backward ran twice on one "
           "forward: the second would apply the update again); nothing was pushed"));
     }
-    if (!prepared_) ThrowInvalid("prepare and pull the batch before pushing its gradients");
-    const worker::SparseLayout& layout = batch_->layout();
-    if (grads.size() != static_cast<size_t>(batch_->num_tables())) {
-      ThrowInvalid(absl::StrCat("expected the gradients of ", batch_->num_tables(), " tables, got ",
-                                grads.size()));
-    }
+    if (!pulled_) ThrowInvalid("prepare and pull the batch before pushing its gradients");
+  }
+
+  // Checks and scales the tables' grads, then pushes them: with a collective of several
+  // workers (BSP) first summed across workers per ID in rank order, each ID pushed once
+  // by its owner rank (worker/training/sparse_exchange.h). Returns (seconds in the
+  // exchange, seconds pushing). Without `wait` the pushes stay in flight (FinishPush);
+  // the exchange is always waited for.
+  py::tuple PushGrads(int64_t step, float scale, const py::object& collective, bool wait) {
     if (!std::isfinite(scale)) ThrowInvalid("gradient scale is not finite");
+    const worker::SparseLayout& layout = batch_->layout();
     for (int t = 0; t < batch_->num_tables(); ++t) {
       worker::SparseBatch::TableData& table = batch_->table(t);
       const int dim = layout.tables[t].dim;
-      const std::string what = absl::StrCat("gradients of table '", layout.tables[t].name, "'");
-      py::array_t<float, py::array::c_style> g =
-          FloatsFromArray(grads[t], {static_cast<py::ssize_t>(table.ids.size()), dim}, what);
-      const float* p = g.data();
-      table.grads.resize(table.ids.size() * dim);
       for (size_t i = 0; i < table.grads.size(); ++i) {
-        if (!std::isfinite(p[i])) {
-          ThrowInvalid(absl::StrCat(what, ": the gradient of id ", table.ids[i / dim],
-                                    " is not finite (", p[i],
+        if (!std::isfinite(table.grads[i])) {
+          ThrowInvalid(absl::StrCat("gradients of table '", layout.tables[t].name,
+                                    "': the gradient of id ", table.ids[i / dim],
+                                    " is not finite (", table.grads[i],
                                     "); nothing was pushed for this batch"));
         }
-        table.grads[i] = p[i] * scale;
+        table.grads[i] *= scale;
       }
     }
     worker::Collective* exchange = collective.is_none() ? nullptr : CollectiveOf(collective);
     pushed_ = true;
     absl::Status s;
-    absl::Time start = absl::Now(), exchanged = start;
+    const absl::Time start = absl::Now();
+    absl::Time exchanged = start;
     {
       py::gil_scoped_release unlocked;
       std::vector<PsHandle>& handles = push_handles_;
       if (exchange != nullptr && exchange->world_size() > 1) {
-        std::vector<worker::OwnedGradients>& owned = owned_;
-        s = worker::ReduceSparseGradients(*exchange, *batch_, &owned);
+        s = worker::ReduceSparseGradients(*exchange, *batch_, &owned_);
         exchanged = absl::Now();
         if (!s.ok()) s = absl::Status(s.code(), absl::StrCat("sparse exchange: ", s.message()));
-        for (size_t t = 0; s.ok() && t < owned.size(); ++t) {
-          if (owned[t].ids.empty()) continue;
-          handles.push_back(
-              client_->get().PushAsync(layout.tables[t].name, owned[t].ids, owned[t].grads, step));
+        for (size_t t = 0; s.ok() && t < owned_.size(); ++t) {
+          if (owned_[t].ids.empty()) continue;
+          handles.push_back(client_->get().PushAsync(layout.tables[t].name, owned_[t].ids,
+                                                     owned_[t].grads, step));
         }
-        // `owned_` outlives the pushes.
       } else {
         for (int t = 0; t < batch_->num_tables(); ++t) {
           const worker::SparseBatch::TableData& table = batch_->table(t);
@@ -391,34 +477,15 @@ class SparseLookup {
                           absl::ToDoubleSeconds(absl::Now() - exchanged));
   }
 
-  // Waits for the pushes Push left in flight; their first error.
-  double FinishPush() {
-    const absl::Time start = absl::Now();
-    absl::Status s;
-    {
-      py::gil_scoped_release unlocked;
-      s = WaitAll(&push_handles_);
-    }
-    ThrowIfError(s);
-    return absl::ToDoubleSeconds(absl::Now() - start);
-  }
-
-  int64_t batch_size() const { return batch_size_; }
-  size_t unique_ids() const { return batch_->unique_ids(); }
-  bool pushed() const { return pushed_; }
-
- private:
   std::shared_ptr<Client> client_;
-  std::vector<int> feature_tables_;
   std::unique_ptr<worker::SparseBatch> batch_;
-  std::vector<py::array_t<float>> rows_;
   std::vector<PsHandle> handles_;
   std::vector<PsHandle> push_handles_;
   std::vector<worker::OwnedGradients> owned_;  // BSP: what this rank pushes
   bool prepared_ = false;
   bool pulling_ = false;
+  bool pulled_ = false;
   bool pushed_ = false;
-  int64_t batch_size_ = 0;
 };
 
 class ServingClient {
@@ -507,18 +574,23 @@ void BindPs(py::module_& m) {
 
   py::class_<SparseLookup>(m, "SparseLookup")
       .def(py::init<std::shared_ptr<Client>, const std::vector<std::string>&,
-                    const std::vector<int>&>(),
-           py::arg("client"), py::arg("tables"), py::arg("feature_tables"))
+                    const std::vector<int>&, const std::vector<std::string>&>(),
+           py::arg("client"), py::arg("tables"), py::arg("feature_tables"),
+           py::arg("poolings") = std::vector<std::string>{})
       .def("prepare", &SparseLookup::Prepare, py::arg("ids"), py::arg("offsets"),
            py::arg("names") = std::vector<std::string>{})
       .def("start_pull", &SparseLookup::StartPull, py::arg("step") = 0)
       .def("finish_pull", &SparseLookup::FinishPull)
+      .def("pool", &SparseLookup::Pool)
       .def("push", &SparseLookup::Push, py::arg("grads"), py::arg("step") = 0,
+           py::arg("scale") = 1.0f, py::arg("collective") = py::none(), py::arg("wait") = true)
+      .def("push_pooled", &SparseLookup::PushPooled, py::arg("d_pooled"), py::arg("step") = 0,
            py::arg("scale") = 1.0f, py::arg("collective") = py::none(), py::arg("wait") = true)
       .def("finish_push", &SparseLookup::FinishPush)
       .def_property_readonly("batch_size", &SparseLookup::batch_size)
       .def_property_readonly("unique_ids", &SparseLookup::unique_ids)
-      .def_property_readonly("pushed", &SparseLookup::pushed);
+      .def_property_readonly("pushed", &SparseLookup::pushed)
+      .def_property_readonly("pooled_width", &SparseLookup::pooled_width);
 
   py::class_<ServingClient>(m, "ServingClient")
       .def(py::init<const std::string&, double, const std::string&, const std::string&,

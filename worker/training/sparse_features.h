@@ -76,6 +76,9 @@ class SparseBatch {
   int num_tables() const { return static_cast<int>(tables_.size()); }
   // Total unique IDs over tables.
   size_t unique_ids() const;
+  // Feature f's IDs of the built batch as positions in its table's `ids`, in the
+  // batch's order (CSR with the batch's offsets).
+  const std::vector<uint32_t>& occurrences(int f) const { return index_[f]; }
 
   // Writes the pooled features: pooled[b * width + offset_f + j] = sum (or mean) over
   // example b's IDs of feature f of row[j]. REQUIRES: rows pulled;
