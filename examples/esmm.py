@@ -160,6 +160,9 @@ def main():
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world_size", type=int, default=1)
     p.add_argument("--generation", type=int, default=0)
+    p.add_argument("--tls_ca", default="", help="mutual TLS: the CA (with --tls_cert, --tls_key)")
+    p.add_argument("--tls_cert", default="", help="this worker's certificate (e.g. client.pem)")
+    p.add_argument("--tls_key", default="", help="its private key")
     p.add_argument("--run_dir", default="run/examples/esmm")
     p.add_argument("--max_steps", type=int, default=None)
     p.add_argument("--no_eval", action="store_true", help="skip the test-set evaluation")
@@ -181,7 +184,8 @@ def main():
         cluster = LocalCluster(shards=args.shards).start()
         args.coordinator = cluster.coordinator
     job = ember.Job(config, args.coordinator, rank=args.rank, world_size=args.world_size,
-                    generation=args.generation, run_dir=args.run_dir)
+                    generation=args.generation, run_dir=args.run_dir,
+                    tls=(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None)
 
     def train(attempt):
         torch.manual_seed(1)

@@ -84,10 +84,15 @@ class Client {
       }
     }
     if (!client.ok()) {
-      ThrowIfError(absl::Status(client.status().code(),
-                                absl::StrCat("connecting to the PS cluster",
-                                             coordinator.empty() ? "" : " at coordinator ",
-                                             coordinator, ": ", client.status().message())));
+      const bool unavailable = client.status().code() == absl::StatusCode::kUnavailable;
+      ThrowIfError(absl::Status(
+          client.status().code(),
+          absl::StrCat(
+              "connecting to the PS cluster", coordinator.empty() ? "" : " at coordinator ",
+              coordinator, ": ", client.status().message(),
+              unavailable
+                  ? absl::StrCat(" ", TlsHintForUnavailable(options.channel_credentials != nullptr))
+                  : "")));
     }
     client_ = std::shared_ptr<PsClient>(std::move(*client));
     worker_id_ = options.worker_id;
@@ -218,8 +223,8 @@ class SparseLookup {
     for (size_t f = 0; f < feature_tables.size(); ++f) {
       const int t = feature_tables[f];
       if (t < 0 || t >= static_cast<int>(tables.size())) {
-        ThrowInvalid(
-            absl::StrCat("feature ", f, " names table index ", t, ", not in [0, ", tables.size(), ")"));
+        ThrowInvalid(absl::StrCat("feature ", f, " names table index ", t, ", not in [0, ",
+                                  tables.size(), ")"));
       }
       worker::SparseLayout::Feature feature;
       feature.name = absl::StrCat("feature ", f);
@@ -245,16 +250,16 @@ class SparseLookup {
                     const std::vector<std::string>& names) {
     const size_t num_features = batch_->layout().features.size();
     if (ids.size() != num_features || offsets.size() != num_features) {
-      ThrowInvalid(absl::StrCat("expected the IDs and offsets of ", num_features,
-                                " features, got ", ids.size(), " and ", offsets.size()));
+      ThrowInvalid(absl::StrCat("expected the IDs and offsets of ", num_features, " features, got ",
+                                ids.size(), " and ", offsets.size()));
     }
     if (prepared_) ThrowInvalid("this batch was prepared already");
     worker::ExampleBatch example;
     example.sparse.resize(num_features);
     int64_t batch_size = -1;
     for (size_t f = 0; f < num_features; ++f) {
-      const std::string what = f < names.size() ? absl::StrCat("feature '", names[f], "'")
-                                                : absl::StrCat("feature ", f);
+      const std::string what =
+          f < names.size() ? absl::StrCat("feature '", names[f], "'") : absl::StrCat("feature ", f);
       worker::SparseColumn& column = example.sparse[f];
       column.ids = IdsFromArray(ids[f], what + " IDs");
       const std::vector<uint64_t> off = IdsFromArray(offsets[f], what + " offsets");
@@ -330,10 +335,10 @@ class SparseLookup {
     for (int t = 0; t < batch_->num_tables(); ++t) {
       worker::SparseBatch::TableData& table = batch_->table(t);
       const py::ssize_t dim = batch_->layout().tables[t].dim;
-      out.append(py::array_t<float>({static_cast<py::ssize_t>(table.ids.size()), dim},
-                                    {dim * static_cast<py::ssize_t>(sizeof(float)),
-                                     static_cast<py::ssize_t>(sizeof(float))},
-                                    table.rows.data(), self));
+      out.append(py::array_t<float>(
+          {static_cast<py::ssize_t>(table.ids.size()), dim},
+          {dim * static_cast<py::ssize_t>(sizeof(float)), static_cast<py::ssize_t>(sizeof(float))},
+          table.rows.data(), self));
     }
     return out;
   }
@@ -360,15 +365,15 @@ class SparseLookup {
     CheckPushable();
     const worker::SparseLayout& layout = batch_->layout();
     if (grads.size() != static_cast<size_t>(batch_->num_tables())) {
-      ThrowInvalid(absl::StrCat("expected the gradients of ", batch_->num_tables(),
-                                " tables, got ", grads.size()));
+      ThrowInvalid(absl::StrCat("expected the gradients of ", batch_->num_tables(), " tables, got ",
+                                grads.size()));
     }
     for (int t = 0; t < batch_->num_tables(); ++t) {
       worker::SparseBatch::TableData& table = batch_->table(t);
       const int dim = layout.tables[t].dim;
-      py::array_t<float, py::array::c_style> g = FloatsFromArray(
-          grads[t], {static_cast<py::ssize_t>(table.ids.size()), dim},
-          absl::StrCat("gradients of table '", layout.tables[t].name, "'"));
+      py::array_t<float, py::array::c_style> g =
+          FloatsFromArray(grads[t], {static_cast<py::ssize_t>(table.ids.size()), dim},
+                          absl::StrCat("gradients of table '", layout.tables[t].name, "'"));
       if (!table.grads.empty()) {
         std::memcpy(table.grads.data(), g.data(), table.grads.size() * sizeof(float));
       }
@@ -378,8 +383,8 @@ class SparseLookup {
 
   // Pool's backward from the gradient of its output ([batch, pooled width]), then the
   // push of the rows' gradients.
-  py::tuple PushPooled(const py::handle& d_pooled, int64_t step, float scale,
-                       py::object collective, bool wait) {
+  py::tuple PushPooled(const py::handle& d_pooled, int64_t step, float scale, py::object collective,
+                       bool wait) {
     CheckPushable();
     const worker::SparseLayout& layout = batch_->layout();
     py::array_t<float, py::array::c_style> d = FloatsFromArray(
