@@ -63,36 +63,6 @@ def test_bsp_two_workers_are_bitwise_equal_on_one_and_three_shards(quickstart_da
     assert models[0][0] > 1000 and models[0][3] > 20  # it trained
 
 
-def test_a_ps_sigkill_is_recovered_bitwise(quickstart_data, tmp_path):
-    base, _ = quickstart_data
-    config = write_config(tmp_path / "ckpt.pbtxt", base,
-                          replace=[("batch_size: 1024", "batch_size: 256")],
-                          append="\ncheckpoint { every_steps: 10 }\n")
-    # The fault-free run.
-    clean = tmp_path / "clean"
-    clean.mkdir()
-    with ember.local.LocalCluster(shards=2) as cluster:
-        expected = wait_workers(start_workers(cluster, config, str(clean)), str(clean))
-    # The same job with shard 1 killed (SIGKILL) after its step-20 checkpoint.
-    faulty = tmp_path / "faulty"
-    faulty.mkdir()
-    with ember.local.LocalCluster(shards=2) as cluster:
-        procs = start_workers(cluster, config, str(faulty))
-        deadline = time.monotonic() + 120
-        while not glob.glob(os.path.join(cluster.checkpoint_dir, "**", "ckpt-00000000002*"),
-                            recursive=True):
-            assert time.monotonic() < deadline, "no checkpoint at step 20"
-            assert all(p.poll() is None for p, _ in procs), "a worker ended early"
-            time.sleep(0.05)
-        cluster.kill_shard(1)
-        cluster.restart_shard(1)
-        got = wait_workers(procs, str(faulty))
-    logs = open(os.path.join(faulty, "worker0.log")).read()
-    assert "rejoining" in logs and "resuming from checkpoint" in logs, logs[-3000:]
-    assert got[0]["recoveries"] >= 1
-    assert model_of(got[0]) == model_of(expected[0])
-
-
 def run_with_fault(config, tmp_path, name, fault):
     """Runs the 2-worker job on 2 shards and calls fault(cluster, procs, restart) once its
     step-20 checkpoint exists; returns rank 0's result and log."""
@@ -129,6 +99,19 @@ def fault_free(quickstart_data, tmp_path_factory):
     with ember.local.LocalCluster(shards=2) as cluster:
         expected = wait_workers(start_workers(cluster, config, str(clean)), str(clean))
     return config, expected[0]
+
+
+def test_a_ps_sigkill_is_recovered_bitwise(fault_free, tmp_path):
+    config, expected = fault_free
+
+    def kill_shard_1(cluster, procs, restart):
+        cluster.kill_shard(1)  # SIGKILL
+        cluster.restart_shard(1)
+
+    got, log = run_with_fault(config, tmp_path, "ps", kill_shard_1)
+    assert "rejoining" in log and "resuming from checkpoint" in log, log[-3000:]
+    assert got["recoveries"] >= 1
+    assert model_of(got) == model_of(expected)
 
 
 def test_a_worker_sigkill_is_recovered_bitwise(fault_free, tmp_path):
