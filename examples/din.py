@@ -83,7 +83,9 @@ def main():
     p.add_argument("--run_dir", default="run/examples/din")
     p.add_argument("--max_steps", type=int, default=None)
     args = p.parse_args()
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, args.world_size)))
+    # A core stays for the PS shards and the reader (on 2 cores 1 torch thread trained
+    # 1.4x faster than 2).
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, args.world_size) - 1))
 
     config = ember.load_config(args.config)
     cluster = None

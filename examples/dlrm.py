@@ -74,10 +74,11 @@ def main():
     p.add_argument("--run_dir", default="run/examples/dlrm")
     p.add_argument("--max_steps", type=int, default=None)
     p.add_argument("--no_eval", action="store_true", help="skip the test-set evaluation")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: cores / workers)")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: cores / workers - 1: a core stays for "
+                   "the PS shards and the reader; on 2 cores 1 thread trained 1.4x faster than 2)")
     p.add_argument("--result_json", default="", help="also write the result here (JSON)")
     args = p.parse_args()
-    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // max(1, args.world_size)))
+    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // max(1, args.world_size) - 1))
 
     config = ember.load_config(args.config)
     cluster = None
