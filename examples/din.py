@@ -17,7 +17,6 @@ ember-worker's.
     /usr/bin/python3 examples/din.py --coordinator=127.0.0.1:6000 --rank=0 --world_size=2
 """
 
-import argparse
 import os
 import sys
 
@@ -25,9 +24,9 @@ import torch
 import torch.nn.functional as F
 
 import ember
+import ember.cli
 import ember.data
 import ember.torch
-from ember.local import LocalCluster
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HISTORY = "recent_items"
@@ -70,31 +69,10 @@ class DIN(torch.nn.Module):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=os.path.join(REPO, "configs/quickstart.pbtxt"))
-    p.add_argument("--coordinator", default="", help="default: start a local cluster")
-    p.add_argument("--shards", type=int, default=2, help="shards of the local cluster")
-    p.add_argument("--rank", type=int, default=0)
-    p.add_argument("--world_size", type=int, default=1)
-    p.add_argument("--generation", type=int, default=0)
-    p.add_argument("--tls_ca", default="", help="mutual TLS: the CA (with --tls_cert, --tls_key)")
-    p.add_argument("--tls_cert", default="", help="this worker's certificate (e.g. client.pem)")
-    p.add_argument("--tls_key", default="", help="its private key")
-    p.add_argument("--run_dir", default="run/examples/din")
-    p.add_argument("--max_steps", type=int, default=None)
-    args = p.parse_args()
-    # A core stays for the PS shards and the reader (on 2 cores 1 torch thread trained
-    # 1.4x faster than 2).
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, args.world_size) - 1))
-
-    config = ember.load_config(args.config)
-    cluster = None
-    if not args.coordinator:
-        cluster = LocalCluster(shards=args.shards).start()
-        args.coordinator = cluster.coordinator
-    job = ember.Job(config, args.coordinator, rank=args.rank, world_size=args.world_size,
-                    generation=args.generation, run_dir=args.run_dir,
-                    tls=(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None)
+    args = ember.cli.parser(__doc__, os.path.join(REPO, "configs/quickstart.pbtxt"),
+                            "run/examples/din").parse_args()
+    config = ember.cli.load(args)
+    job, cluster = ember.cli.start_job(args, config)
 
     def train(attempt):
         torch.manual_seed(1)
@@ -121,18 +99,15 @@ def main():
             opt.step()        # all-reduces the dense gradients, then Adam
             attempt.record_loss(loss.item(), batch.size)
         evaluation = None
-        if attempt.rank == 0 and config.test_path:
+        if attempt.rank == 0 and config.test_path and not args.no_eval:
             evaluation = ember.torch.evaluate(logits, ember.data.Dataset(config, "test"))
         return attempt.finish(evaluation)
 
     try:
         result = job.run(train)
     finally:
-        if cluster is not None:
-            cluster.stop()
-    if args.rank == 0 and "test_auc" in result:
-        oracle = f"  oracle AUC {result['oracle_auc']:.4f}" if "oracle_auc" in result else ""
-        print(f"test AUC {result['test_auc']:.4f}{oracle}  ({result['examples_per_sec']:.0f} ex/s)")
+        ember.cli.stop(cluster)
+    ember.cli.report(args, result)
     return 0
 
 

@@ -24,8 +24,6 @@ directory like ember-worker's.
     /usr/bin/python3 examples/esmm.py --coordinator=127.0.0.1:6000 --rank=0 --world_size=2
 """
 
-import argparse
-import json
 import math
 import os
 import sys
@@ -35,9 +33,9 @@ import torch
 import torch.nn.functional as F
 
 import ember
+import ember.cli
 import ember.data
 import ember.torch
-from ember.local import LocalCluster
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONVERTED = "converted"          # EVAL column: 1 = the click converted (0 without a click)
@@ -153,26 +151,9 @@ def evaluate(predict, dataset, true_prob_column):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=os.path.join(REPO, "configs/quickstart_cvr.pbtxt"))
-    p.add_argument("--coordinator", default="", help="default: start a local cluster")
-    p.add_argument("--shards", type=int, default=2, help="shards of the local cluster")
-    p.add_argument("--rank", type=int, default=0)
-    p.add_argument("--world_size", type=int, default=1)
-    p.add_argument("--generation", type=int, default=0)
-    p.add_argument("--tls_ca", default="", help="mutual TLS: the CA (with --tls_cert, --tls_key)")
-    p.add_argument("--tls_cert", default="", help="this worker's certificate (e.g. client.pem)")
-    p.add_argument("--tls_key", default="", help="its private key")
-    p.add_argument("--run_dir", default="run/examples/esmm")
-    p.add_argument("--max_steps", type=int, default=None)
-    p.add_argument("--no_eval", action="store_true", help="skip the test-set evaluation")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: cores / workers - 1: a core stays for "
-                   "the PS shards and the reader; on 2 cores 1 thread trained 1.4x faster than 2)")
-    p.add_argument("--result_json", default="", help="also write the result here (JSON)")
-    args = p.parse_args()
-    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // max(1, args.world_size) - 1))
-
-    config = ember.load_config(args.config)
+    args = ember.cli.parser(__doc__, os.path.join(REPO, "configs/quickstart_cvr.pbtxt"),
+                            "run/examples/esmm").parse_args()
+    config = ember.cli.load(args)
     true_prob = config.eval.get("true_prob_column", "")
     missing = [c for c in (true_prob, CONVERTED, TRUE_CVR) if c not in config.eval_columns]
     if not true_prob or missing:
@@ -180,13 +161,7 @@ def main():
               f"eval.true_prob_column (configs/quickstart_cvr.pbtxt; data from ember-datagen "
               f"--conversions); missing {missing or ['eval.true_prob_column']}", file=sys.stderr)
         return 2
-    cluster = None
-    if not args.coordinator:
-        cluster = LocalCluster(shards=args.shards).start()
-        args.coordinator = cluster.coordinator
-    job = ember.Job(config, args.coordinator, rank=args.rank, world_size=args.world_size,
-                    generation=args.generation, run_dir=args.run_dir,
-                    tls=(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None)
+    job, cluster = ember.cli.start_job(args, config)
 
     def train(attempt):
         torch.manual_seed(1)
@@ -222,14 +197,9 @@ def main():
     try:
         result = job.run(train)
     finally:
-        if cluster is not None:
-            cluster.stop()
-    if args.result_json:
-        with open(args.result_json, "w") as f:
-            json.dump(result, f)
+        ember.cli.stop(cluster)
+    ember.cli.report(args, result)
     if args.rank == 0 and "test_auc" in result:
-        print(f"test AUC {result['test_auc']:.4f}  oracle AUC {result['oracle_auc']:.4f}  "
-              f"({result['examples_per_sec']:.0f} ex/s)")
         print(f"cvr AUC {result['cvr_auc']:.4f}  oracle AUC {result['cvr_oracle_auc']:.4f}  "
               f"({result['cvr_examples']} clicked test examples)")
         print(f"ctcvr AUC {result['ctcvr_auc']:.4f}  oracle AUC {result['ctcvr_oracle_auc']:.4f}")

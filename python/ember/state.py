@@ -24,14 +24,6 @@ def _torch():
     return torch
 
 
-def signature(model):
-    """The model's parameter and buffer names, shapes and dtypes: what a job's config
-    digest covers besides the config (a checkpoint of another model is refused)."""
-    parts = [f"p {n} {tuple(p.shape)} {p.dtype}" for n, p in model.named_parameters()]
-    parts += [f"b {n} {tuple(b.shape)} {b.dtype}" for n, b in model.named_buffers()]
-    return "\n".join(parts).encode()
-
-
 def parameters_to_bytes(model):
     chunks = [p.detach().to("cpu", dtype=_torch().float32).contiguous().reshape(-1).numpy()
               for _, p in model.named_parameters()]

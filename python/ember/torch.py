@@ -126,7 +126,6 @@ class PreparedBatch:
         return self.rows
 
     def push(self, grads):
-        c = self.collection
         arrays = []
         for g, r in zip(grads, self.rows):
             if g is None:
