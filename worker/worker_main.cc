@@ -21,9 +21,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "common/flags.h"
+#include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
-#include "worker/model/model_config.h"
 #include "worker/training/trainer.h"
 
 namespace ember::worker {
@@ -79,10 +79,11 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
       .Number("metrics_port", &o.metrics_port, "N", "Prometheus metrics port; 0 picks one, -1 none")
       .Range(-1, 65535);
   flags.String("metrics_host", &o.metrics_host, "ADDR", "metrics bind address");
-  flags.Choice<DenseDevice>("device", &o.dense_device.device,
-                            {{"cpu", DenseDevice::kCpu}, {"cuda", DenseDevice::kCuda}},
-                            "where the dense tower runs. cuda: cuBLAS + Ember's kernels on one "
-                            "GPU, dense gradients all-reduced with NCCL");
+  flags.Choice<model::DenseDevice>(
+      "device", &o.dense_device.device,
+      {{"cpu", model::DenseDevice::kCpu}, {"cuda", model::DenseDevice::kCuda}},
+      "where the dense tower runs. cuda: cuBLAS + Ember's kernels on one "
+      "GPU, dense gradients all-reduced with NCCL");
   flags.Choice<DensePrecision>("dense_precision", &o.dense_device.precision,
                                {{"fp32", DensePrecision::kFp32},
                                 {"tf32", DensePrecision::kTf32},
@@ -151,7 +152,7 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
 // The checks of flags together, then the config with its overrides.
 absl::Status FinishFlags(WorkerFlags& w) {
   TrainerOptions& o = w.trainer;
-  if (o.dense_device.device == DenseDevice::kCpu &&
+  if (o.dense_device.device == model::DenseDevice::kCpu &&
       o.dense_device.precision != DensePrecision::kFp32) {
     return CheckDenseDevice(o.dense_device);  // explains that the CPU computes in fp32
   }
@@ -161,7 +162,7 @@ absl::Status FinishFlags(WorkerFlags& w) {
   }
   EMBER_ASSIGN_OR_RETURN(const TlsCredentials credentials, TlsCredentials::Load(w.tls));
   if (credentials.enabled()) o.channel_credentials = credentials.Channel();
-  EMBER_ASSIGN_OR_RETURN(v1::ModelConfig config, LoadModelConfig(w.config_path));
+  EMBER_ASSIGN_OR_RETURN(v1::ModelConfig config, model::LoadModelConfig(w.config_path));
   v1::TrainingConfig* t = config.mutable_training();
   if (!w.train.empty()) config.mutable_data()->set_train_path(w.train);
   if (!w.test.empty()) config.mutable_data()->set_test_path(w.test);
@@ -190,7 +191,7 @@ absl::Status FinishFlags(WorkerFlags& w) {
   if (w.cold_resample_fraction) skew->set_cold_resample_fraction(*w.cold_resample_fraction);
   if (w.hot_cache_steps) skew->set_hot_cache_steps(*w.hot_cache_steps);
   // The overrides are checked like the file itself.
-  EMBER_ASSIGN_OR_RETURN(o.config, NormalizeModelConfig(std::move(config), w.config_path));
+  EMBER_ASSIGN_OR_RETURN(o.config, model::NormalizeModelConfig(std::move(config), w.config_path));
   return absl::OkStatus();
 }
 
@@ -203,7 +204,7 @@ absl::Status Run(const WorkerFlags& flags) {
         s.code(),
         absl::StrCat("--device=", DenseDeviceName(options.dense_device.device), ": ", s.message()));
   }
-  if (options.dense_device.device == DenseDevice::kCuda) {
+  if (options.dense_device.device == model::DenseDevice::kCuda) {
     std::cout << "dense tower on "
               << DescribeCudaDevice(options.dense_device.cuda_device).value_or("?") << " ("
               << DensePrecisionName(options.dense_device.precision) << ")" << std::endl;

@@ -13,22 +13,22 @@
 #include "absl/strings/str_cat.h"
 #include "common/build_info.h"
 #include "common/hash.h"
+#include "common/model/example_batch.h"
+#include "common/model/model_config.h"
 #include "ember/v1/model.pb.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "python/native/bindings.h"
-#include "worker/data/example_batch.h"
 #include "worker/data/reader.h"
 #include "worker/eval/metrics.h"
 #include "worker/job/run_report.h"
-#include "worker/model/model_config.h"
 #include "worker/training/trainer.h"
 
 namespace ember::python {
 namespace {
 
+using model::ExampleBatch;
 using worker::DatasetReader;
-using worker::ExampleBatch;
 using worker::ReaderOptions;
 using worker::ReaderPosition;
 
@@ -44,7 +44,7 @@ ModelConfig Normalize(v1::ModelConfig parsed, const std::string& base_dir,
   if (!parsed.has_dense()) parsed.mutable_dense()->set_interaction(v1::DenseTowerConfig::CONCAT);
   std::string text;
   google::protobuf::TextFormat::PrintToString(parsed, &text);
-  return ModelConfig{ValueOrThrow(worker::ParseModelConfig(text, false, base_dir, origin))};
+  return ModelConfig{ValueOrThrow(model::ParseModelConfig(text, false, base_dir, origin))};
 }
 
 ModelConfig ParseText(const std::string& text, bool json, const std::string& base_dir,
@@ -54,12 +54,12 @@ ModelConfig ParseText(const std::string& text, bool json, const std::string& bas
   v1::ModelConfig parsed;
   if (json) {
     if (!google::protobuf::util::JsonStringToMessage(text, &parsed).ok()) {
-      ThrowIfError(worker::ParseModelConfig(text, true, base_dir, origin).status());
+      ThrowIfError(model::ParseModelConfig(text, true, base_dir, origin).status());
     }
   } else {
     google::protobuf::TextFormat::Parser parser;
     if (!parser.ParseFromString(text, &parsed)) {
-      ThrowIfError(worker::ParseModelConfig(text, false, base_dir, origin).status());
+      ThrowIfError(model::ParseModelConfig(text, false, base_dir, origin).status());
     }
   }
   return Normalize(std::move(parsed), base_dir, origin);
@@ -67,7 +67,7 @@ ModelConfig ParseText(const std::string& text, bool json, const std::string& bas
 
 ModelConfig LoadConfig(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) ThrowIfError(worker::LoadModelConfig(path).status());  // NOT_FOUND / errno
+  if (!in) ThrowIfError(model::LoadModelConfig(path).status());  // NOT_FOUND / errno
   std::stringstream text;
   text << in.rdbuf();
   const std::string dir = std::filesystem::absolute(path).parent_path().string();
@@ -115,7 +115,7 @@ std::vector<std::string> Names(const std::vector<const v1::ColumnConfig*>& colum
 // fields a resumed run may change) and `model` (the Python model's signature: its
 // parameter names and shapes), digested together.
 py::tuple JobDigest(const ModelConfig& c, const py::bytes& model) {
-  const v1::ModelConfig digested = worker::DigestedConfig(c.config);
+  const v1::ModelConfig digested = model::DigestedConfig(c.config);
   std::string bytes = digested.SerializeAsString();
   const std::string signature = model;
   const uint64_t digest = Mix64(HashBytes(bytes) ^ Mix64Alt(HashBytes(signature)));
@@ -163,7 +163,7 @@ class Reader {
     py::array_t<float> dense = ArrayOf(batch_.dense.data(), batch_.dense.size());
     out["dense"] = dense.reshape({static_cast<py::ssize_t>(b), py::ssize_t{batch_.num_dense}});
     py::list ids, offsets, eval;
-    for (const worker::SparseColumn& s : batch_.sparse) {
+    for (const model::SparseColumn& s : batch_.sparse) {
       py::array_t<int64_t> i(static_cast<py::ssize_t>(s.ids.size()));
       if (!s.ids.empty()) std::memcpy(i.mutable_data(), s.ids.data(), s.ids.size() * 8);
       py::array_t<int64_t> o(static_cast<py::ssize_t>(s.offsets.size()));
@@ -214,7 +214,7 @@ class Reader {
  private:
   ModelConfig config_;  // the reader keeps pointers into it
   std::unique_ptr<DatasetReader> reader_;
-  ExampleBatch batch_;
+  model::ExampleBatch batch_;
 };
 
 template <typename T>
@@ -404,9 +404,9 @@ PYBIND11_MODULE(_ember, m) {
       .def_property_readonly("features", &Features)
       .def_property_readonly(
           "dense_columns",
-          [](const ModelConfig& c) { return Names(worker::DenseColumns(c.config)); })
+          [](const ModelConfig& c) { return Names(model::DenseColumns(c.config)); })
       .def_property_readonly(
-          "eval_columns", [](const ModelConfig& c) { return Names(worker::EvalColumns(c.config)); })
+          "eval_columns", [](const ModelConfig& c) { return Names(model::EvalColumns(c.config)); })
       .def_property_readonly("train_path",
                              [](const ModelConfig& c) { return c.config.data().train_path(); })
       .def_property_readonly("test_path",

@@ -11,12 +11,12 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/hash.h"
+#include "common/model/example_batch.h"
 #include "common/ps_client.h"
 #include "ember/v1/serving.grpc.pb.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/create_channel.h"
 #include "python/native/bindings.h"
-#include "worker/data/example_batch.h"
 #include "worker/training/sparse_exchange.h"
 #include "worker/training/sparse_features.h"
 
@@ -254,13 +254,13 @@ class SparseLookup {
                                 ids.size(), " and ", offsets.size()));
     }
     if (prepared_) ThrowInvalid("this batch was prepared already");
-    worker::ExampleBatch example;
+    model::ExampleBatch example;
     example.sparse.resize(num_features);
     int64_t batch_size = -1;
     for (size_t f = 0; f < num_features; ++f) {
       const std::string what =
           f < names.size() ? absl::StrCat("feature '", names[f], "'") : absl::StrCat("feature ", f);
-      worker::SparseColumn& column = example.sparse[f];
+      model::SparseColumn& column = example.sparse[f];
       column.ids = IdsFromArray(ids[f], what + " IDs");
       const std::vector<uint64_t> off = IdsFromArray(offsets[f], what + " offsets");
       if (off.empty() || off[0] != 0 || off.back() != column.ids.size()) {

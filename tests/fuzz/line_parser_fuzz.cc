@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 //
-// Fuzz target: the TSV line parser (worker/data/line_parser.h) under two configs, the
+// Fuzz target: the TSV line parser (common/model/line_parser.h) under two configs, the
 // quickstart's schema TSV (DECIMAL ids, a MULTI_HOT column, LOG1P dense columns, EVAL
 // columns) and a Criteo layout with HEX ids. The first byte picks the config and
 // whether EVAL columns are read; the rest is split into lines. Invariants: no crash;
@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "absl/strings/str_split.h"
+#include "common/model/example_batch.h"
+#include "common/model/line_parser.h"
+#include "common/model/model_config.h"
 #include "tests/fuzz/fuzz_check.h"
-#include "worker/data/example_batch.h"
-#include "worker/data/line_parser.h"
-#include "worker/model/model_config.h"
 
 namespace {
 
-using ember::worker::ExampleBatch;
-using ember::worker::LineParser;
+using ember::model::ExampleBatch;
+using ember::model::LineParser;
 
 constexpr char kSchemaConfig[] = R"pb(
   name: "fuzz-schema"
@@ -55,12 +55,12 @@ constexpr char kCriteoConfig[] = R"pb(
 )pb";
 
 struct Parsers {
-  std::vector<LineParser> parsers;  // schema, schema with eval, criteo
+  std::vector<ember::model::LineParser> parsers;  // schema, schema with eval, criteo
 };
 
 ember::v1::ModelConfig Config(const char* text) {
   absl::StatusOr<ember::v1::ModelConfig> config =
-      ember::worker::ParseModelConfig(text, /*json=*/false, "", "fuzz");
+      ember::model::ParseModelConfig(text, /*json=*/false, "", "fuzz");
   if (!config.ok()) std::fprintf(stderr, "%s\n", config.status().ToString().c_str());
   FUZZ_CHECK(config.ok());
   return *config;
@@ -69,7 +69,7 @@ ember::v1::ModelConfig Config(const char* text) {
 std::vector<absl::string_view> Columns(const ember::v1::ModelConfig& config) {
   std::vector<absl::string_view> names;
   if (config.data().format() == ember::v1::DataConfig::CRITEO_TSV) {
-    for (const std::string& name : ember::worker::CriteoColumnNames()) names.push_back(name);
+    for (const std::string& name : ember::model::CriteoColumnNames()) names.push_back(name);
   } else {
     for (const auto& column : config.data().columns()) names.push_back(column.name());
   }
@@ -83,10 +83,10 @@ const Parsers& GetParsers() {
     auto* out = new Parsers;
     for (int i = 0; i < 3; ++i) {
       const ember::v1::ModelConfig& config = i < 2 ? schema : criteo;
-      ember::worker::ReaderOptions options;
+      ember::model::LineParserOptions options;
       options.with_eval_columns = i == 1;
-      absl::StatusOr<LineParser> parser =
-          LineParser::Create(config, options, Columns(config), "fuzz.tsv");
+      absl::StatusOr<ember::model::LineParser> parser =
+          ember::model::LineParser::Create(config, options, Columns(config), "fuzz.tsv");
       FUZZ_CHECK(parser.ok());
       out->parsers.push_back(*std::move(parser));
     }
@@ -99,23 +99,23 @@ const Parsers& GetParsers() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  LineParser parser = GetParsers().parsers[data[0] % 3];
+  ember::model::LineParser parser = GetParsers().parsers[data[0] % 3];
   const absl::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
-  ExampleBatch batch;
+  ember::model::ExampleBatch batch;
   batch.Reset(parser.num_dense(), parser.num_features(), parser.num_eval());
   size_t examples = 0;
   std::string error;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     error.clear();
     switch (parser.Parse(line, &error)) {
-      case LineParser::Result::kOk:
+      case ember::model::LineParser::Result::kOk:
         parser.AppendTo(&batch);
         ++examples;
         break;
-      case LineParser::Result::kMalformed:
+      case ember::model::LineParser::Result::kMalformed:
         FUZZ_CHECK(!error.empty());
         break;
-      case LineParser::Result::kOtherPartition:
+      case ember::model::LineParser::Result::kOtherPartition:
         FUZZ_CHECK(false);  // one rank: every line is ours
     }
   }

@@ -21,19 +21,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/model/dense_tower.h"
+#include "common/model/model_config.h"
+#include "common/model/tower_layout.h"
 #include "common/status_macros.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/suite.h"
-#include "worker/dense/dense_tower.h"
-#include "worker/dense/tower_layout.h"
-#include "worker/model/model_config.h"
+#include "worker/dense/dense_device.h"
+#include "worker/dense/dense_optimizer.h"
 
 namespace ember::bench {
 namespace {
 
-using worker::DenseDevice;
+using model::DenseDevice;
+using model::DenseTower;
 using worker::DensePrecision;
-using worker::DenseTower;
 using worker::DenseTowerOptions;
 
 void Say(const std::string& line) { std::fprintf(stderr, "dense: %s\n", line.c_str()); }
@@ -66,8 +68,8 @@ std::vector<Inputs> MakeInputs(int batch, int num_dense, int width, uint64_t see
 absl::StatusOr<double> TimeSteps(const v1::ModelConfig& config, const std::vector<int>& dims,
                                  int num_dense, const DenseTowerOptions& device, int batch,
                                  const BenchOptions& options) {
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<DenseTower> tower,
-                         DenseTower::Create(config.dense(), num_dense, dims, device));
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<model::DenseTower> tower,
+                         CreateDenseTower(config.dense(), num_dense, dims, device));
   std::unique_ptr<worker::DenseOptimizer> optimizer =
       worker::CreateDenseOptimizer(config.dense_optimizer(), *tower);
   const int width = tower->pooled_width();
@@ -111,7 +113,7 @@ absl::StatusOr<double> TimeSteps(const v1::ModelConfig& config, const std::vecto
 
 absl::StatusOr<Figures> RunDenseSuite(const BenchOptions& options) {
   EMBER_ASSIGN_OR_RETURN(v1::ModelConfig config,
-                         worker::LoadModelConfig(EMBER_SOURCE_DIR "/configs/quickstart.pbtxt"));
+                         model::LoadModelConfig(EMBER_SOURCE_DIR "/configs/quickstart.pbtxt"));
   std::vector<int> dims;
   for (const v1::FeatureConfig& feature : config.features()) {
     for (const v1::TableConfig& table : config.tables()) {
@@ -119,8 +121,8 @@ absl::StatusOr<Figures> RunDenseSuite(const BenchOptions& options) {
     }
   }
   const int num_dense = 3;
-  EMBER_ASSIGN_OR_RETURN(worker::dense_internal::TowerLayout layout,
-                         worker::dense_internal::BuildTowerLayout(config.dense(), num_dense, dims));
+  EMBER_ASSIGN_OR_RETURN(model::dense_internal::TowerLayout layout,
+                         model::dense_internal::BuildTowerLayout(config.dense(), num_dense, dims));
   const double flops_per_example = 3 * 2 * layout.ForwardMacsPerExample();
 
   Figures figures;
@@ -138,7 +140,7 @@ absl::StatusOr<Figures> RunDenseSuite(const BenchOptions& options) {
   };
   std::vector<Backend> backends = {{"cpu", {}}};
   DenseTowerOptions cuda;
-  cuda.device = DenseDevice::kCuda;
+  cuda.device = model::DenseDevice::kCuda;
   if (absl::Status s = worker::CheckDenseDevice(cuda); s.ok()) {
     figures.AddString("gpu", worker::DescribeCudaDevice(0).value_or("?"));
     for (DensePrecision p : {DensePrecision::kFp32, DensePrecision::kTf32, DensePrecision::kBf16}) {

@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/model/line_parser.h"
+#include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "worker/data/file_source.h"
-#include "worker/data/line_parser.h"
-#include "worker/model/model_config.h"
 
 namespace ember::worker {
 namespace {
@@ -26,21 +26,23 @@ class DatasetReaderImpl final : public DatasetReader {
         options_(options),
         files_(std::move(files)),
         criteo_(config_.data().format() == v1::DataConfig::CRITEO_TSV),
-        num_dense_(static_cast<int>(DenseColumns(config_).size())),
+        num_dense_(static_cast<int>(model::DenseColumns(config_).size())),
         num_features_(config_.features_size()),
-        num_eval_(options.with_eval_columns ? static_cast<int>(EvalColumns(config_).size()) : 0) {}
+        num_eval_(options.with_eval_columns ? static_cast<int>(model::EvalColumns(config_).size())
+                                            : 0) {}
 
   // Builds the Criteo parser (one layout for every file) and opens the first file.
   absl::Status Init() {
     if (criteo_) {
-      const std::vector<absl::string_view> names(CriteoColumnNames().begin(),
-                                                 CriteoColumnNames().end());
-      EMBER_ASSIGN_OR_RETURN(parser_, LineParser::Create(config_, options_, names, "Criteo"));
+      const std::vector<absl::string_view> names(model::CriteoColumnNames().begin(),
+                                                 model::CriteoColumnNames().end());
+      EMBER_ASSIGN_OR_RETURN(parser_,
+                             model::LineParser::Create(config_, ParserOptions(), names, "Criteo"));
     }
     return OpenFile(0);
   }
 
-  absl::StatusOr<bool> Next(int max_examples, ExampleBatch* batch) override {
+  absl::StatusOr<bool> Next(int max_examples, model::ExampleBatch* batch) override {
     if (!failed_.ok()) return failed_;
     if (max_examples <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("max_examples ", max_examples, " <= 0"));
@@ -66,14 +68,14 @@ class DatasetReaderImpl final : public DatasetReader {
       if (line.empty()) continue;  // blank lines are not data
       ++stats_.lines;
       switch (parser_->Parse(line, &error_)) {
-        case LineParser::Result::kOk:
+        case model::LineParser::Result::kOk:
           parser_->AppendTo(batch);
           ++stats_.examples;
           break;
-        case LineParser::Result::kOtherPartition:
+        case model::LineParser::Result::kOtherPartition:
           ++stats_.skipped_other_partition;
           break;
-        case LineParser::Result::kMalformed:
+        case model::LineParser::Result::kMalformed:
           ++stats_.malformed;
           if (static_cast<int>(stats_.first_errors.size()) < options_.max_reported_errors) {
             stats_.first_errors.push_back(
@@ -127,6 +129,14 @@ class DatasetReaderImpl final : public DatasetReader {
   const std::vector<std::string>& files() const override { return files_; }
 
  private:
+  model::LineParserOptions ParserOptions() const {
+    model::LineParserOptions o;
+    o.rank = options_.rank;
+    o.world_size = options_.world_size;
+    o.with_eval_columns = options_.with_eval_columns;
+    return o;
+  }
+
   // Opens files_[index] and, for schema TSV, reads its header and builds its parser.
   // An empty file has no header and no data.
   absl::Status OpenFile(int index) {
@@ -137,8 +147,9 @@ class DatasetReaderImpl final : public DatasetReader {
     EMBER_ASSIGN_OR_RETURN(bool has_header, source_->Next(&header));
     if (!has_header) return absl::OkStatus();
     std::vector<absl::string_view> names;
-    SplitTabs(header, &names);
-    absl::StatusOr<LineParser> parser = LineParser::Create(config_, options_, names, files_[index]);
+    model::SplitTabs(header, &names);
+    absl::StatusOr<model::LineParser> parser =
+        model::LineParser::Create(config_, ParserOptions(), names, files_[index]);
     if (!parser.ok()) {
       source_.reset();
       return parser.status();
@@ -177,8 +188,8 @@ class DatasetReaderImpl final : public DatasetReader {
   const int num_eval_;
 
   int file_index_ = 0;
-  std::unique_ptr<LineSource> source_;  // null between files
-  std::optional<LineParser> parser_;    // the current file's (schema) or Criteo's
+  std::unique_ptr<LineSource> source_;       // null between files
+  std::optional<model::LineParser> parser_;  // the current file's (schema) or Criteo's
   ReaderStats stats_;
   absl::Status failed_;  // sticky error of Next until Seek / Rewind
   std::string error_;    // scratch for Parse
@@ -193,7 +204,8 @@ absl::StatusOr<std::unique_ptr<DatasetReader>> DatasetReader::Open(const v1::Mod
     return absl::InvalidArgumentError(
         absl::StrCat("bad partition: rank ", options.rank, " of world_size ", options.world_size));
   }
-  EMBER_ASSIGN_OR_RETURN(v1::ModelConfig normalized, NormalizeModelConfig(config, "model config"));
+  EMBER_ASSIGN_OR_RETURN(v1::ModelConfig normalized,
+                         model::NormalizeModelConfig(config, "model config"));
   EMBER_ASSIGN_OR_RETURN(std::vector<std::string> all_files, ListDataFiles(path));
   std::vector<std::string> files;
   if (normalized.data().partition_by() == "file") {

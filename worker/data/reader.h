@@ -1,14 +1,14 @@
 // Copyright 2026 The Ember Authors.
 //
 // DatasetReader: reads one worker's partition of a dataset (a file or a directory of
-// files, plain or gzip) in Criteo TSV or schema TSV format and produces ExampleBatch
+// files, plain or gzip) in Criteo TSV or schema TSV format and produces model::ExampleBatch
 // batches laid out by the model config.
 //
 //   ReaderOptions options;
 //   options.rank = 1;  options.world_size = 2;
 //   absl::StatusOr<std::unique_ptr<DatasetReader>> reader =
 //       DatasetReader::Open(config, config.data().train_path(), options);
-//   ExampleBatch batch;
+//   model::ExampleBatch batch;
 //   while (true) {
 //     absl::StatusOr<bool> more = (*reader)->Next(1024, &batch);
 //     if (!more.ok()) return more.status();   // IO error or too many malformed lines
@@ -16,7 +16,7 @@
 //     ...
 //   }
 //
-// Value syntax per column kind: worker/data/line_parser.h. Blank lines are skipped
+// Value syntax per column kind: common/model/line_parser.h. Blank lines are skipped
 // (they are not data lines). An empty file has no header and no data.
 //
 // Malformed lines (wrong column count, a bad number, a bad ID) are skipped and
@@ -46,8 +46,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/model/example_batch.h"
 #include "ember/v1/model.pb.h"
-#include "worker/data/example_batch.h"
 
 namespace ember::worker {
 
@@ -80,7 +80,7 @@ class DatasetReader {
  public:
   // Lists the files of `path` (a file, or every regular file in a directory sorted by
   // name, names starting with '.' skipped), picks this rank's partition and opens the
-  // first file. `config` is normalized again (NormalizeModelConfig's errors). NOT_FOUND
+  // first file. `config` is normalized again (model::NormalizeModelConfig's errors). NOT_FOUND
   // for a missing path or an empty directory; INVALID_ARGUMENT for a bad rank /
   // world_size, when the first file's schema TSV header lacks a configured column
   // (EVAL columns only with with_eval_columns; IGNORE columns never needed), or when
@@ -99,7 +99,7 @@ class DatasetReader {
   // malformed lines, the message has the counts and the first errors; a later file's
   // header lacks a column), DATA_LOSS (corrupt or truncated gzip), the IO error
   // otherwise. An error is sticky: Next returns it again until Seek or Rewind.
-  virtual absl::StatusOr<bool> Next(int max_examples, ExampleBatch* batch) = 0;
+  virtual absl::StatusOr<bool> Next(int max_examples, model::ExampleBatch* batch) = 0;
 
   // Starts the partition over from its first example (next epoch). Stats keep counting.
   virtual absl::Status Rewind() = 0;

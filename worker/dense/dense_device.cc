@@ -2,7 +2,11 @@
 
 #include "worker/dense/dense_device.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "common/model/tower_layout.h"
+#include "common/status_macros.h"
 #include "worker/dense/cuda/cuda_backend.h"
 
 namespace ember::worker {
@@ -56,6 +60,21 @@ absl::Status CheckDenseDevice(const DenseTowerOptions& options) {
 
 absl::StatusOr<std::string> DescribeCudaDevice(int ordinal) {
   return cuda_internal::DescribeDevice(ordinal);
+}
+
+absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateDenseTower(
+    const v1::DenseTowerConfig& config, int num_dense, std::vector<int> feature_dims,
+    const DenseTowerOptions& options) {
+  EMBER_RETURN_IF_ERROR(CheckDenseDevice(options));
+  if (options.device == DenseDevice::kCpu) {
+    return model::DenseTower::Create(config, num_dense, std::move(feature_dims));
+  }
+  EMBER_ASSIGN_OR_RETURN(
+      model::dense_internal::TowerLayout layout,
+      model::dense_internal::BuildTowerLayout(config, num_dense, std::move(feature_dims)));
+  std::vector<float> parameters = model::dense_internal::InitialParameters(
+      layout, config.init_seed() == 0 ? 1 : config.init_seed());
+  return cuda_internal::CreateCudaDenseTower(std::move(layout), std::move(parameters), options);
 }
 
 }  // namespace ember::worker

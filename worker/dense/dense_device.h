@@ -2,7 +2,7 @@
 //
 // Where a dense tower runs: the CPU (OpenBLAS) or a CUDA GPU (cuBLAS and Ember's
 // kernels), and in which matrix precision. Chosen once per worker (`--device`,
-// `--dense_precision`) and passed to DenseTower::Create.
+// `--dense_precision`) and passed to CreateDenseTower.
 //
 //   DenseTowerOptions options;
 //   EMBER_ASSIGN_OR_RETURN(options.device, ParseDenseDevice("cuda"));
@@ -15,15 +15,19 @@
 #ifndef EMBER_WORKER_DENSE_DENSE_DEVICE_H_
 #define EMBER_WORKER_DENSE_DENSE_DEVICE_H_
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/model/dense_tower.h"
+#include "ember/v1/model.pb.h"
 
 namespace ember::worker {
 
-enum class DenseDevice { kCpu, kCuda };
+using ::ember::model::DenseDevice;  // kCpu, kCuda: the tower's (common/model/dense_tower.h)
 
 // The precision of the tower's matrix products. Everything else (bias, activations,
 // interaction, loss, optimizer, master weights) is float32 in every mode.
@@ -55,6 +59,15 @@ const char* DensePrecisionName(DensePrecision precision);
 // UNAVAILABLE, with the runtime's reason: no driver, no device, ordinal out of range).
 // INVALID_ARGUMENT for a non-fp32 precision on the CPU or a negative ordinal.
 absl::Status CheckDenseDevice(const DenseTowerOptions& options);
+
+// A tower on the device of `options`: model::DenseTower::Create's tower on the CPU, the
+// CUDA backend's (dense/cuda/) on a GPU, from the same layout and initial weights. The
+// errors of BuildTowerLayout (INVALID_ARGUMENT: see model::DenseTower::Create), those
+// of CheckDenseDevice(options), and for CUDA RESOURCE_EXHAUSTED or INTERNAL when the
+// device cannot hold the parameters or start cuBLAS.
+absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateDenseTower(
+    const v1::DenseTowerConfig& config, int num_dense, std::vector<int> feature_dims,
+    const DenseTowerOptions& options = DenseTowerOptions());
 
 // One line about the CUDA device `ordinal` ("NVIDIA H200, compute 9.0, 132 SMs, 140 GiB"),
 // or the reason there is none (the status of CheckDenseDevice).

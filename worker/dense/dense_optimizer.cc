@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 //
-// The dense optimizers (declared in dense_tower.h): SGD, Adagrad, Adam over one flat
+// The dense optimizers (declared in dense_optimizer.h): SGD, Adagrad, Adam over one flat
 // float array. Element updates run in float, in PyTorch's operation order; the step
 // scalars (bias corrections) are computed in double and rounded once.
 //
@@ -15,8 +15,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/model/dense_tower.h"
 #include "worker/dense/cuda/cuda_backend.h"
-#include "worker/dense/dense_tower.h"
+#include "worker/dense/dense_optimizer.h"
 #include "worker/dense/optimizer_state.h"
 
 namespace ember::worker {
@@ -30,17 +31,19 @@ class FlatOptimizer : public DenseOptimizer {
       : kind_(kind), n_(num_parameters), state_(num_parameters * num_moments, 0.0f) {}
 
   std::vector<float> SaveState() const final {
-    std::vector<float> out = dense_internal::OptimizerStateHeader(kind_, step_, state_.size());
-    std::copy(state_.begin(), state_.end(), out.begin() + dense_internal::kOptimizerStateHeader);
+    std::vector<float> out =
+        model::dense_internal::OptimizerStateHeader(kind_, step_, state_.size());
+    std::copy(state_.begin(), state_.end(),
+              out.begin() + model::dense_internal::kOptimizerStateHeader);
     return out;
   }
 
   absl::Status LoadState(absl::Span<const float> state) final {
     absl::StatusOr<uint64_t> step =
-        dense_internal::CheckOptimizerState(state, kind_, state_.size());
+        model::dense_internal::CheckOptimizerState(state, kind_, state_.size());
     if (!step.ok()) return step.status();
     step_ = *step;
-    state_.assign(state.begin() + dense_internal::kOptimizerStateHeader, state.end());
+    state_.assign(state.begin() + model::dense_internal::kOptimizerStateHeader, state.end());
     return absl::OkStatus();
   }
 
@@ -145,9 +148,9 @@ std::unique_ptr<DenseOptimizer> DenseOptimizer::Create(const v1::DenseOptimizerC
 }
 
 std::unique_ptr<DenseOptimizer> CreateDenseOptimizer(const v1::DenseOptimizerConfig& config,
-                                                     DenseTower& tower) {
+                                                     model::DenseTower& tower) {
   const size_t n = tower.step_parameters().size();
-  if (tower.device() == DenseDevice::kCuda) {
+  if (tower.device() == model::DenseDevice::kCuda) {
     return cuda_internal::CreateCudaDenseOptimizer(config, n, tower.cuda_stream());
   }
   return DenseOptimizer::Create(config, n);

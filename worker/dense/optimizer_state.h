@@ -22,7 +22,7 @@
 #include "absl/types/span.h"
 #include "ember/v1/model.pb.h"
 
-namespace ember::worker::dense_internal {
+namespace ember::model::dense_internal {
 
 constexpr size_t kOptimizerStateHeader = 3;
 
@@ -57,6 +57,6 @@ inline absl::StatusOr<uint64_t> CheckOptimizerState(absl::Span<const float> stat
   return static_cast<uint64_t>(state[1]) | (static_cast<uint64_t>(state[2]) << 24);
 }
 
-}  // namespace ember::worker::dense_internal
+}  // namespace ember::model::dense_internal
 
 #endif  // EMBER_WORKER_DENSE_OPTIMIZER_STATE_H_

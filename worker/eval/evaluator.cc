@@ -9,18 +9,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "worker/data/reader.h"
 #include "worker/eval/metrics.h"
-#include "worker/model/model_config.h"
 
 namespace ember::worker {
 namespace {
 
-// Index of the EVAL column named `name` in ExampleBatch::eval, or -1.
+// Index of the EVAL column named `name` in model::ExampleBatch::eval, or -1.
 int EvalIndex(const v1::ModelConfig& config, const std::string& name) {
   if (name.empty()) return -1;
-  const std::vector<const v1::ColumnConfig*> columns = EvalColumns(config);
+  const std::vector<const v1::ColumnConfig*> columns = model::EvalColumns(config);
   for (size_t i = 0; i < columns.size(); ++i) {
     if (columns[i]->name() == name) return static_cast<int>(i);
   }
@@ -45,7 +45,7 @@ struct EvalSums {
 };
 
 // Adds one batch's scores to the accumulators.
-absl::Status Accumulate(const v1::EvalConfig& ec, const ExampleBatch& batch,
+absl::Status Accumulate(const v1::EvalConfig& ec, const model::ExampleBatch& batch,
                         const std::vector<float>& scores, EvalSums* sums) {
   const int b = batch.size;
   sums->buckets.assign(b, -1);
@@ -100,7 +100,7 @@ TestSetResult Summarize(const EvalSums& sums) {
 }  // namespace
 
 absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const SparseLayout& layout,
-                                       PsClient& client, DenseTower& tower) {
+                                       PsClient& client, model::DenseTower& tower) {
   const absl::Time start = absl::Now();
   ReaderOptions options;
   options.with_eval_columns = true;
@@ -113,7 +113,7 @@ absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const Spar
   sums.true_prob = EvalIndex(config, ec.true_prob_column());
   const uint64_t cap = config.training().eval_max_examples();
 
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   SparseBatch sparse(layout);
   std::vector<float> pooled, logits, scores;
   const int batch_size = static_cast<int>(config.training().batch_size());

@@ -13,9 +13,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/model/dense_tower.h"
 #include "common/ps_client.h"
 #include "ember/v1/model.pb.h"
-#include "worker/dense/dense_tower.h"
 #include "worker/training/sparse_features.h"
 
 namespace ember::worker {
@@ -37,7 +37,7 @@ struct TestSetResult {
 // the rows it needs and runs `tower` forward. REQUIRES: config normalized; tables
 // registered on `client`. Errors: reader, PS and NOT_FOUND (no test data).
 absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const SparseLayout& layout,
-                                       PsClient& client, DenseTower& tower);
+                                       PsClient& client, model::DenseTower& tower);
 
 }  // namespace ember::worker
 

@@ -41,13 +41,13 @@ bool FrequencyTracker::Add(int feature, uint64_t id) {
   return true;
 }
 
-void FrequencyTracker::Classify(const ExampleBatch& batch, std::vector<uint8_t>* cold) {
+void FrequencyTracker::Classify(const model::ExampleBatch& batch, std::vector<uint8_t>* cold) {
   cold->assign(static_cast<size_t>(batch.size), 0);
   for (auto& m : batch_counts_) m.clear();
   for (int i = 0; i < batch.size; ++i) {
     bool is_cold = false;
     for (size_t f = 0; f < features_.size(); ++f) {
-      const SparseColumn& column = batch.sparse[features_[f].sparse_index];
+      const model::SparseColumn& column = batch.sparse[features_[f].sparse_index];
       for (uint32_t k = column.offsets[i]; k < column.offsets[i + 1]; ++k) {
         const uint64_t id = column.ids[k];
         uint32_t& seen = batch_counts_[f][id];
@@ -61,10 +61,10 @@ void FrequencyTracker::Classify(const ExampleBatch& batch, std::vector<uint8_t>*
   }
 }
 
-void FrequencyTracker::Count(const ExampleBatch& batch, int examples) {
+void FrequencyTracker::Count(const model::ExampleBatch& batch, int examples) {
   for (int i = 0; i < examples; ++i) {
     for (size_t f = 0; f < features_.size(); ++f) {
-      const SparseColumn& column = batch.sparse[features_[f].sparse_index];
+      const model::SparseColumn& column = batch.sparse[features_[f].sparse_index];
       for (uint32_t k = column.offsets[i]; k < column.offsets[i + 1]; ++k) {
         Add(static_cast<int>(f), column.ids[k]);
       }

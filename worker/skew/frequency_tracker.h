@@ -34,15 +34,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "common/model/example_batch.h"
 #include "ember/v1/checkpoint.pb.h"
-#include "worker/data/example_batch.h"
 
 namespace ember::worker {
 
 class FrequencyTracker {
  public:
   struct Feature {
-    int sparse_index = 0;    // the feature's column in ExampleBatch.sparse
+    int sparse_index = 0;    // the feature's column in model::ExampleBatch.sparse
     uint32_t threshold = 1;  // an ID with a count below this is cold; >= 1
   };
 
@@ -53,10 +53,10 @@ class FrequencyTracker {
   // whose count (the tracker's plus its occurrences in examples 0..i-1 of the batch)
   // is below the feature's threshold, else 0. Does not change the counts.
   // REQUIRES: batch.sparse has every tracked feature's column.
-  void Classify(const ExampleBatch& batch, std::vector<uint8_t>* cold);
+  void Classify(const model::ExampleBatch& batch, std::vector<uint8_t>* cold);
 
   // Counts every tracked ID of the first `examples` examples of `batch`, in order.
-  void Count(const ExampleBatch& batch, int examples);
+  void Count(const model::ExampleBatch& batch, int examples);
 
   // One feature's count of `id` (saturated at the threshold; 0 for an unknown ID).
   uint32_t CountOf(int feature, uint64_t id) const;

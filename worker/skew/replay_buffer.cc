@@ -12,7 +12,7 @@ namespace ember::worker {
 
 ReplayBuffer::ReplayBuffer(size_t capacity) : capacity_(capacity) { assert(capacity_ >= 1); }
 
-void ReplayBuffer::Push(const ExampleBatch& batch, int i) {
+void ReplayBuffer::Push(const model::ExampleBatch& batch, int i) {
   assert(i >= 0 && i < batch.size);
   if (examples_.size() >= capacity_) {
     examples_.pop_front();
@@ -25,7 +25,7 @@ void ReplayBuffer::Push(const ExampleBatch& batch, int i) {
   e.dense.assign(batch.dense.begin() + static_cast<std::ptrdiff_t>(i * d),
                  batch.dense.begin() + static_cast<std::ptrdiff_t>((i + 1) * d));
   e.ends.reserve(batch.sparse.size());
-  for (const SparseColumn& column : batch.sparse) {
+  for (const model::SparseColumn& column : batch.sparse) {
     e.ids.insert(e.ids.end(), column.ids.begin() + column.offsets[i],
                  column.ids.begin() + column.offsets[i + 1]);
     e.ends.push_back(static_cast<uint32_t>(e.ids.size()));
@@ -33,7 +33,7 @@ void ReplayBuffer::Push(const ExampleBatch& batch, int i) {
   examples_.push_back(std::move(e));
 }
 
-void ReplayBuffer::AppendTo(size_t n, ExampleBatch* batch) const {
+void ReplayBuffer::AppendTo(size_t n, model::ExampleBatch* batch) const {
   assert(n <= examples_.size());
   for (size_t k = 0; k < n; ++k) {
     const Example& e = examples_[k];
@@ -44,7 +44,7 @@ void ReplayBuffer::AppendTo(size_t n, ExampleBatch* batch) const {
     batch->dense.insert(batch->dense.end(), e.dense.begin(), e.dense.end());
     uint32_t begin = 0;
     for (size_t f = 0; f < e.ends.size(); ++f) {
-      SparseColumn& column = batch->sparse[f];
+      model::SparseColumn& column = batch->sparse[f];
       column.ids.insert(column.ids.end(), e.ids.begin() + begin, e.ids.begin() + e.ends[f]);
       column.offsets.push_back(static_cast<uint32_t>(column.ids.size()));
       begin = e.ends[f];

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/model/example_batch.h"
 #include "ember/v1/checkpoint.pb.h"
-#include "worker/data/example_batch.h"
 
 namespace ember::worker {
 
@@ -43,12 +43,12 @@ class ReplayBuffer {
 
   // Copies example `i` of `batch` to the back; when the buffer is full the oldest
   // example is dropped first. REQUIRES: 0 <= i < batch.size.
-  void Push(const ExampleBatch& batch, int i);
+  void Push(const model::ExampleBatch& batch, int i);
 
   // Appends copies of the `n` oldest examples to `batch`, in order (EVAL columns, if
   // the batch has any, get NaN). REQUIRES: n <= size(); batch has the layout of the
   // pushed examples (num_dense, number of sparse features).
-  void AppendTo(size_t n, ExampleBatch* batch) const;
+  void AppendTo(size_t n, model::ExampleBatch* batch) const;
 
   // Removes the `n` oldest examples. REQUIRES: n <= size().
   void PopFront(size_t n);

@@ -8,12 +8,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "worker/model/model_config.h"
+#include "common/model/model_config.h"
 
 namespace ember::worker {
 
 SkewHandler::SkewHandler(const v1::ModelConfig& config, const SparseLayout& layout, int world_size)
-    : layout_(layout), num_dense_(static_cast<int>(DenseColumns(config).size())) {
+    : layout_(layout), num_dense_(static_cast<int>(model::DenseColumns(config).size())) {
   const v1::SkewConfig& skew = config.skew();
   const uint32_t batch_size = config.training().batch_size();
   cold_loss_weight_ = skew.has_cold_loss_weight() ? skew.cold_loss_weight() : 1.0f;
@@ -63,7 +63,7 @@ void SkewHandler::Prepare(PreparedBatch* batch) {
   batch->read_size = batch->examples.size;
   batch->cold_count = 0;
   if (tracker_ == nullptr) return;
-  ExampleBatch& ex = batch->examples;
+  model::ExampleBatch& ex = batch->examples;
   tracker_->Classify(ex, &batch->cold);
   for (int i = 0; i < batch->read_size; ++i) {
     if (batch->cold[i] == 0) continue;
@@ -118,7 +118,7 @@ void SkewHandler::FinishPulls(PreparedBatch* batch) {
 
 void SkewHandler::Commit(const PreparedBatch& batch) {
   if (tracker_ == nullptr) return;
-  const ExampleBatch& ex = batch.examples;
+  const model::ExampleBatch& ex = batch.examples;
   tracker_->Count(ex, batch.read_size);
   const int replayed = ex.size - batch.read_size;
   if (replay_ != nullptr) {

@@ -65,7 +65,7 @@ class SkewHandler {
   // (exact: each is at most a few batches' examples or IDs).
   using StepCounts = std::array<float, 4>;
 
-  // `config` normalized (skew checked by NormalizeModelConfig); `layout` its sparse
+  // `config` normalized (skew checked by model::NormalizeModelConfig); `layout` its sparse
   // layout; `world_size` the job's workers (the count estimate's multiplier).
   SkewHandler(const v1::ModelConfig& config, const SparseLayout& layout, int world_size);
 

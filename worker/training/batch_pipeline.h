@@ -34,7 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "worker/data/example_batch.h"
+#include "common/model/example_batch.h"
 #include "worker/data/reader.h"
 #include "worker/skew/hot_row_cache.h"
 #include "worker/training/sparse_features.h"
@@ -45,7 +45,7 @@ struct PreparedBatch {
   explicit PreparedBatch(const SparseLayout& layout) : sparse(layout) {}
   int epoch = 0;
   ReaderPosition start;  // the reader's position before this batch (a checkpoint cursor)
-  ExampleBatch examples;
+  model::ExampleBatch examples;
   SparseBatch sparse;
 
   // Skew handling (worker/skew/skew_handler.h); the loader resets these for every batch.

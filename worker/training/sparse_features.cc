@@ -46,14 +46,14 @@ size_t SparseBatch::unique_ids() const {
   return n;
 }
 
-void SparseBatch::Build(const ExampleBatch& batch) {
+void SparseBatch::Build(const model::ExampleBatch& batch) {
   batch_size_ = batch.size;
   for (size_t t = 0; t < tables_.size(); ++t) {
     tables_[t].ids.clear();
     seen_[t].clear();
   }
   for (size_t f = 0; f < layout_.features.size(); ++f) {
-    const SparseColumn& column = batch.sparse[f];
+    const model::SparseColumn& column = batch.sparse[f];
     const int t = layout_.features[f].table;
     std::vector<uint64_t>& ids = tables_[t].ids;
     absl::flat_hash_map<uint64_t, uint32_t>& seen = seen_[t];

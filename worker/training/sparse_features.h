@@ -1,7 +1,7 @@
 // Copyright 2026 The Ember Authors.
 //
 // SparseBatch: the sparse side of one training batch. It turns the per-feature ID
-// lists of an ExampleBatch into, per embedding table, the batch's unique IDs (what is
+// lists of an model::ExampleBatch into, per embedding table, the batch's unique IDs (what is
 // pulled and pushed, once each), pools the pulled rows into the tower's input and
 // scatters the tower's input gradient back into one gradient per unique ID.
 //
@@ -27,9 +27,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
+#include "common/model/example_batch.h"
 #include "common/ps_client.h"
 #include "ember/v1/model.pb.h"
-#include "worker/data/example_batch.h"
 
 namespace ember::worker {
 
@@ -67,7 +67,7 @@ class SparseBatch {
 
   // Collects the unique IDs per table of `batch` and sizes rows/grads.
   // REQUIRES: batch.sparse.size() == number of features.
-  void Build(const ExampleBatch& batch);
+  void Build(const model::ExampleBatch& batch);
 
   int batch_size() const { return batch_size_; }
   const SparseLayout& layout() const { return layout_; }
@@ -93,7 +93,7 @@ class SparseBatch {
   SparseLayout layout_;
   int batch_size_ = 0;
   std::vector<TableData> tables_;
-  // Per feature, CSR like ExampleBatch: index of each occurrence in its table's ids.
+  // Per feature, CSR like model::ExampleBatch: index of each occurrence in its table's ids.
   std::vector<std::vector<uint32_t>> index_;
   std::vector<std::vector<uint32_t>> offsets_;
   std::vector<absl::flat_hash_map<uint64_t, uint32_t>> seen_;  // per table, reused

@@ -24,9 +24,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
+#include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "worker/data/reader.h"
-#include "worker/model/model_config.h"
 #include "worker/training/trainer_internal.h"
 
 namespace ember::worker {
@@ -147,9 +147,9 @@ absl::Status Trainer::ConnectPs() {
 }
 
 absl::Status Trainer::CreateDense() {
-  const int num_dense = static_cast<int>(DenseColumns(config_).size());
-  absl::StatusOr<std::unique_ptr<DenseTower>> tower =
-      DenseTower::Create(config_.dense(), num_dense, layout_.FeatureDims(), options_.dense_device);
+  const int num_dense = static_cast<int>(model::DenseColumns(config_).size());
+  absl::StatusOr<std::unique_ptr<model::DenseTower>> tower =
+      CreateDenseTower(config_.dense(), num_dense, layout_.FeatureDims(), options_.dense_device);
   if (!tower.ok()) return InStage(tower.status(), "dense tower");
   tower_ = std::move(*tower);
   optimizer_ = CreateDenseOptimizer(config_.dense_optimizer(), *tower_);
@@ -195,7 +195,7 @@ absl::Status Trainer::ConnectWorkers() {
                                    "--generation)"));
   }
   collective_ = std::move(*c);
-  if (tower_->device() == DenseDevice::kCuda) {
+  if (tower_->device() == model::DenseDevice::kCuda) {
     absl::StatusOr<std::unique_ptr<DeviceCollective>> nccl =
         DeviceCollective::Connect(collective, options_.dense_device.cuda_device);
     if (!nccl.ok()) return InStage(nccl.status(), "NCCL rendezvous");
@@ -350,7 +350,7 @@ absl::Status Trainer::PullStep(PreparedBatch* batch) {
 
 absl::StatusOr<float> Trainer::ComputeStep(PreparedBatch* batch, double global_examples) {
   SparseBatch& sparse = batch->sparse;
-  const ExampleBatch& ex = batch->examples;
+  const model::ExampleBatch& ex = batch->examples;
   const int b = ex.size;
   const int width = layout_.pooled_width;
   pooled_.resize(static_cast<size_t>(b) * width);
@@ -651,8 +651,8 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   join.set_rank(static_cast<uint32_t>(options.rank));
   join.set_world_size(static_cast<uint32_t>(options.world_size));
   join.set_resume_from(options.resume_from);
-  join.set_config_digest(ConfigDigest(options.config));
-  join.set_config(DigestedConfig(options.config).SerializeAsString());
+  join.set_config_digest(model::ConfigDigest(options.config));
+  join.set_config(model::DigestedConfig(options.config).SerializeAsString());
   JobClient::JoinWait wait;
   wait.timeout = options.recovery_timeout;
   // A coordinator never reached in this long is a wrong address or a TLS mismatch.

@@ -5,7 +5,7 @@
 //   read -> parse -> unique IDs per table          (BatchPipeline, a loader thread)
 //   -> pull rows, grouped per shard, in parallel   (PsClient; prefetched one batch
 //                                                   ahead in SSP/ASP)
-//   -> pool -> dense forward/backward              (SparseBatch, DenseTower)
+//   -> pool -> dense forward/backward              (SparseBatch, model::DenseTower)
 //   -> all-reduce dense gradients, optimizer step  (Collective, DenseOptimizer)
 //   -> push sparse gradients per unique ID         (BSP: summed across workers first)
 //
@@ -37,7 +37,7 @@
 namespace ember::worker {
 
 struct TrainerOptions {
-  v1::ModelConfig config;           // normalized (LoadModelConfig)
+  v1::ModelConfig config;           // normalized (model::LoadModelConfig)
   std::string coordinator_address;  // required: tables, cluster map, rendezvous
   // Credentials of every channel to the coordinator and the shards (common/tls.h);
   // null: insecure.

@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/model/model_config.h"
 #include "common/proto_diff.h"
 #include "common/status_macros.h"
-#include "worker/model/model_config.h"
 #include "worker/training/trainer_internal.h"
 
 namespace ember::worker::trainer_internal {
@@ -28,11 +28,12 @@ absl::Status Trainer::Restore(const v1::WorkerState& state) {
     return fail(
         absl::StrCat("it has ", state.world_size(), " workers, the job ", options_.world_size));
   }
-  if (state.config_digest() != ConfigDigest(config_)) {
+  if (state.config_digest() != model::ConfigDigest(config_)) {
     v1::ModelConfig saved;
     std::string fields;
     if (!state.config().empty() && saved.ParseFromString(state.config())) {
-      fields = DescribeDifference(DigestedConfig(config_), saved, 3, "this job", "the checkpoint");
+      fields = DescribeDifference(model::DigestedConfig(config_), saved, 3, "this job",
+                                  "the checkpoint");
     }
     return fail(
         absl::StrCat("another model config", fields.empty() ? "" : absl::StrCat(": ", fields)));
@@ -116,8 +117,8 @@ absl::Status Trainer::TakeCheckpoint() {
     state->set_examples(examples_);
     state->set_world_size(static_cast<uint32_t>(options_.world_size));
     state->set_epoch(static_cast<uint32_t>(epoch_));
-    state->set_config_digest(ConfigDigest(config_));
-    *state->mutable_config() = DigestedConfig(config_).SerializeAsString();
+    state->set_config_digest(model::ConfigDigest(config_));
+    *state->mutable_config() = model::DigestedConfig(config_).SerializeAsString();
     const SkewHandler::Totals& totals = skew_->totals();
     state->set_cold_examples(totals.cold_examples);
     state->set_resampled_examples(totals.resampled_examples);

@@ -25,12 +25,13 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/hot_set.h"
+#include "common/model/dense_tower.h"
 #include "common/ps_client.h"
 #include "ember/v1/coordinator.pb.h"
 #include "ember/v1/model.pb.h"
 #include "worker/collective/collective.h"
 #include "worker/collective/device_collective.h"
-#include "worker/dense/dense_tower.h"
+#include "worker/dense/dense_optimizer.h"
 #include "worker/job/job_client.h"
 #include "worker/job/run_report.h"
 #include "worker/job/worker_metrics.h"
@@ -128,7 +129,7 @@ class Trainer {
   SparseLayout layout_;
 
   std::unique_ptr<PsClient> client_;
-  std::unique_ptr<DenseTower> tower_;
+  std::unique_ptr<model::DenseTower> tower_;
   std::unique_ptr<DenseOptimizer> optimizer_;
   std::unique_ptr<Collective> collective_;
   std::unique_ptr<DeviceCollective> device_collective_;  // CUDA towers only

@@ -25,10 +25,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/hash.h"
+#include "common/model/model_config.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "worker/model/model_config.h"
 
 namespace ember::worker {
 namespace {
@@ -51,14 +51,14 @@ struct Row {
   auto operator<=>(const Row&) const = default;
 };
 
-std::vector<Row> Rows(const ExampleBatch& b) {
+std::vector<Row> Rows(const model::ExampleBatch& b) {
   std::vector<Row> rows(b.size);
   for (int i = 0; i < b.size; ++i) {
     Row& r = rows[i];
     r.label = b.labels[i];
     r.weight = b.weights[i];
     r.dense.assign(b.dense.begin() + i * b.num_dense, b.dense.begin() + (i + 1) * b.num_dense);
-    for (const SparseColumn& s : b.sparse) {
+    for (const model::SparseColumn& s : b.sparse) {
       r.sparse.emplace_back(s.ids.begin() + s.offsets[i], s.ids.begin() + s.offsets[i + 1]);
     }
     for (const std::vector<float>& e : b.eval) r.eval.push_back(e[i]);
@@ -69,7 +69,7 @@ std::vector<Row> Rows(const ExampleBatch& b) {
 // Reads the rest of the partition in batches of `batch_size`.
 absl::StatusOr<std::vector<std::vector<Row>>> ReadBatches(DatasetReader* reader, int batch_size) {
   std::vector<std::vector<Row>> batches;
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   while (true) {
     absl::StatusOr<bool> more = reader->Next(batch_size, &batch);
     if (!more.ok()) return more.status();
@@ -118,7 +118,7 @@ std::string ReadBytes(const std::string& path) {
 
 v1::ModelConfig Quickstart() {
   absl::StatusOr<v1::ModelConfig> config =
-      LoadModelConfig(std::string(EMBER_SOURCE_DIR) + "/configs/quickstart.pbtxt");
+      model::LoadModelConfig(std::string(EMBER_SOURCE_DIR) + "/configs/quickstart.pbtxt");
   EXPECT_TRUE(config.ok()) << config.status();
   return *config;
 }
@@ -240,7 +240,7 @@ TEST_F(ReaderTest, SchemaHeaderInAnyOrderWithMultiHot) {
             "3\t40\t9.5\t7|8|9\txyz\t3000001\t2000005\t1000002\t44\t33\t7\t12\t1\n"
             "0\t\t-2\t\t\t3000000\t2000000\t1000000\t\t\t8\t13\t0.0\n");
   std::unique_ptr<DatasetReader> reader = OpenOk(Quickstart(), Path("part-0.tsv"));
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   ASSERT_TRUE(*reader->Next(10, &batch));
   EXPECT_EQ(batch.num_dense, 3);
   EXPECT_EQ(batch.sparse.size(), 8u);
@@ -270,7 +270,7 @@ TEST_F(ReaderTest, EvalColumnsOnlyWhenAsked) {
   ReaderOptions options;
   options.with_eval_columns = true;
   std::unique_ptr<DatasetReader> reader = OpenOk(Quickstart(), Path("test.tsv"), options);
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   ASSERT_TRUE(*reader->Next(10, &batch));
   ASSERT_EQ(batch.size, 4);
   ASSERT_EQ(batch.eval.size(), 3u);
@@ -302,7 +302,7 @@ TEST_F(ReaderTest, HeaderErrorInALaterFile) {
   b.replace(b.find("price"), 5, "prize");
   WriteFile(dir + "/b.tsv", b);
   std::unique_ptr<DatasetReader> reader = OpenOk(Quickstart(), dir);
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   ASSERT_TRUE(*reader->Next(5, &batch));
   absl::StatusOr<bool> more = reader->Next(5, &batch);
   ASSERT_EQ(more.status().code(), absl::StatusCode::kInvalidArgument);
@@ -560,7 +560,7 @@ TEST_F(ReaderTest, MalformedFractionFailsTheRead) {
   for (int line : {1, 2, 3, 4, 5}) break_line(&bad, line);
   WriteFile(Path("bad.tsv"), bad);
   reader = OpenOk(Quickstart(), Path("bad.tsv"));
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   ASSERT_TRUE(*reader->Next(600, &batch));
   absl::StatusOr<bool> more = reader->Next(600, &batch);
   ASSERT_EQ(more.status().code(), absl::StatusCode::kInvalidArgument);
@@ -601,7 +601,7 @@ TEST_P(SeekTest, ResumesWithIdenticalBatches) {
   std::unique_ptr<DatasetReader> reader = OpenOk(config, dir, options);
   std::vector<ReaderPosition> positions;
   std::vector<std::vector<Row>> batches;
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   while (true) {
     positions.push_back(reader->position());
     absl::StatusOr<bool> more = reader->Next(7, &batch);
@@ -656,7 +656,7 @@ TEST_F(ReaderTest, ThroughputQuickstartSchema) {
   WriteGzip(Path("big.tsv.gz"), content);
   for (const char* name : {"big.tsv", "big.tsv.gz"}) {
     std::unique_ptr<DatasetReader> reader = OpenOk(Quickstart(), Path(name));
-    ExampleBatch batch;
+    model::ExampleBatch batch;
     uint64_t examples = 0;
     const auto start = std::chrono::steady_clock::now();
     const std::clock_t cpu_start = std::clock();

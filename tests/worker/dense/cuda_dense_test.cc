@@ -11,10 +11,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/dense_tower.h"
 #include "gtest/gtest.h"
 #include "tests/worker/dense/cuda_test_util.h"
 #include "worker/collective/device_collective.h"
-#include "worker/dense/dense_tower.h"
+#include "worker/dense/dense_optimizer.h"
 
 namespace ember::worker {
 namespace {
@@ -75,7 +76,7 @@ struct StepResult {
 };
 
 // Forward, BCE + backward and one optimizer step of `tower`.
-StepResult Step(DenseTower& tower, DenseOptimizer& optimizer, int batch, int num_dense,
+StepResult Step(model::DenseTower& tower, DenseOptimizer& optimizer, int batch, int num_dense,
                 uint32_t seed) {
   const int width = tower.pooled_width();
   const std::vector<float> dense = Random(size_t(batch) * num_dense, seed);
@@ -112,7 +113,7 @@ TEST_P(CudaTowerTest, MatchesTheCpuTowerOverTwoTrainingSteps) {
   EMBER_SKIP_WITHOUT_GPU();
   const double tol = Tolerance(GetParam());
   DenseTowerOptions gpu;
-  gpu.device = DenseDevice::kCuda;
+  gpu.device = model::DenseDevice::kCuda;
   gpu.precision = GetParam();
   v1::DenseOptimizerConfig adam;
   adam.set_learning_rate(0.01f);
@@ -120,11 +121,11 @@ TEST_P(CudaTowerTest, MatchesTheCpuTowerOverTwoTrainingSteps) {
     for (int batch : {1, 37, 1024}) {
       SCOPED_TRACE(absl::StrCat(c.name, " batch ", batch));
       const v1::DenseTowerConfig config = ConfigOf(c);
-      std::unique_ptr<DenseTower> cpu = *DenseTower::Create(config, c.num_dense, c.dims);
-      absl::StatusOr<std::unique_ptr<DenseTower>> made =
-          DenseTower::Create(config, c.num_dense, c.dims, gpu);
+      std::unique_ptr<model::DenseTower> cpu = *CreateDenseTower(config, c.num_dense, c.dims);
+      absl::StatusOr<std::unique_ptr<model::DenseTower>> made =
+          CreateDenseTower(config, c.num_dense, c.dims, gpu);
       ASSERT_TRUE(made.ok()) << made.status();
-      std::unique_ptr<DenseTower> cuda = std::move(*made);
+      std::unique_ptr<model::DenseTower> cuda = std::move(*made);
       std::unique_ptr<DenseOptimizer> cpu_opt = CreateDenseOptimizer(adam, *cpu);
       std::unique_ptr<DenseOptimizer> cuda_opt = CreateDenseOptimizer(adam, *cuda);
       for (int step = 0; step < 2; ++step) {
@@ -144,13 +145,14 @@ TEST_P(CudaTowerTest, MatchesTheCpuTowerOverTwoTrainingSteps) {
 TEST(CudaTowerTest, IsRunToRunDeterministic) {
   EMBER_SKIP_WITHOUT_GPU();
   DenseTowerOptions gpu;
-  gpu.device = DenseDevice::kCuda;
+  gpu.device = model::DenseDevice::kCuda;
   const TowerCase c = Cases().back();
   v1::DenseOptimizerConfig adagrad;
   adagrad.set_kind(v1::DenseOptimizerConfig::ADAGRAD);
   StepResult first;
   for (int run = 0; run < 2; ++run) {
-    std::unique_ptr<DenseTower> tower = *DenseTower::Create(ConfigOf(c), c.num_dense, c.dims, gpu);
+    std::unique_ptr<model::DenseTower> tower =
+        *CreateDenseTower(ConfigOf(c), c.num_dense, c.dims, gpu);
     std::unique_ptr<DenseOptimizer> opt = CreateDenseOptimizer(adagrad, *tower);
     StepResult r = Step(*tower, *opt, 4096, c.num_dense, 5);
     r = Step(*tower, *opt, 4096, c.num_dense, 6);
@@ -168,9 +170,10 @@ TEST(CudaTowerTest, IsRunToRunDeterministic) {
 TEST(CudaTowerTest, EmptyBatchZeroesGradientsAndBatchMayChange) {
   EMBER_SKIP_WITHOUT_GPU();
   DenseTowerOptions gpu;
-  gpu.device = DenseDevice::kCuda;
+  gpu.device = model::DenseDevice::kCuda;
   const TowerCase c = Cases().front();
-  std::unique_ptr<DenseTower> tower = *DenseTower::Create(ConfigOf(c), c.num_dense, c.dims, gpu);
+  std::unique_ptr<model::DenseTower> tower =
+      *CreateDenseTower(ConfigOf(c), c.num_dense, c.dims, gpu);
   v1::DenseOptimizerConfig sgd;
   sgd.set_kind(v1::DenseOptimizerConfig::SGD);
   std::unique_ptr<DenseOptimizer> opt = CreateDenseOptimizer(sgd, *tower);
@@ -186,10 +189,11 @@ TEST(CudaTowerTest, EmptyBatchZeroesGradientsAndBatchMayChange) {
 TEST(CudaTowerTest, ParameterMirrorRoundTrips) {
   EMBER_SKIP_WITHOUT_GPU();
   DenseTowerOptions gpu;
-  gpu.device = DenseDevice::kCuda;
+  gpu.device = model::DenseDevice::kCuda;
   const TowerCase c = Cases().front();
-  std::unique_ptr<DenseTower> cpu = *DenseTower::Create(ConfigOf(c), c.num_dense, c.dims);
-  std::unique_ptr<DenseTower> cuda = *DenseTower::Create(ConfigOf(c), c.num_dense, c.dims, gpu);
+  std::unique_ptr<model::DenseTower> cpu = *CreateDenseTower(ConfigOf(c), c.num_dense, c.dims);
+  std::unique_ptr<model::DenseTower> cuda =
+      *CreateDenseTower(ConfigOf(c), c.num_dense, c.dims, gpu);
   const std::vector<float> params = Random(cpu->parameters().size(), 9, 0.3f);
   std::memcpy(cpu->parameters().data(), params.data(), params.size() * sizeof(float));
   std::memcpy(cuda->parameters().data(), params.data(), params.size() * sizeof(float));
@@ -208,9 +212,10 @@ TEST(CudaTowerTest, ParameterMirrorRoundTrips) {
 TEST(CudaOptimizerTest, BitwiseTheCpuOptimizersAndStateMoves) {
   EMBER_SKIP_WITHOUT_GPU();
   DenseTowerOptions gpu;
-  gpu.device = DenseDevice::kCuda;
+  gpu.device = model::DenseDevice::kCuda;
   const TowerCase c = Cases().front();
-  std::unique_ptr<DenseTower> cuda = *DenseTower::Create(ConfigOf(c), c.num_dense, c.dims, gpu);
+  std::unique_ptr<model::DenseTower> cuda =
+      *CreateDenseTower(ConfigOf(c), c.num_dense, c.dims, gpu);
   const size_t n = cuda->step_parameters().size();
   for (auto kind : {v1::DenseOptimizerConfig::SGD, v1::DenseOptimizerConfig::ADAGRAD,
                     v1::DenseOptimizerConfig::ADAM}) {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/dense_tower.h"
+#include "common/model/layers.h"
 #include "gtest/gtest.h"
 #include "tests/worker/dense/cuda_test_util.h"
-#include "worker/dense/dense_tower.h"
-#include "worker/dense/layers.h"
 #include "worker/dense/pooling_plan.h"
 
 namespace ember::worker::cuda_internal {
@@ -35,16 +35,16 @@ TEST(CudaKernelsTest, DotInteractionMatchesTheCpu) {
         if (!bottom && features < 2) continue;
         SCOPED_TRACE(absl::StrCat("bottom ", bottom, " dim ", dim, " features ", features));
         const int batch = 300;
-        const int width = dense_internal::DotOutputWidth(bottom, features, dim);
+        const int width = model::dense_internal::DotOutputWidth(bottom, features, dim);
         const std::vector<float> b = Random(size_t(batch) * dim, 1);
         const std::vector<float> p = Random(size_t(batch) * features * dim, 2);
         const std::vector<float> dout = Random(size_t(batch) * width, 3);
         std::vector<float> out(size_t(batch) * width), db(b.size()), dp(p.size());
-        dense_internal::DotInteractionForward(batch, features, dim, bottom ? b.data() : nullptr,
-                                              p.data(), out.data());
-        dense_internal::DotInteractionBackward(batch, features, dim, bottom ? b.data() : nullptr,
-                                               p.data(), dout.data(), bottom ? db.data() : nullptr,
-                                               dp.data());
+        model::dense_internal::DotInteractionForward(
+            batch, features, dim, bottom ? b.data() : nullptr, p.data(), out.data());
+        model::dense_internal::DotInteractionBackward(
+            batch, features, dim, bottom ? b.data() : nullptr, p.data(), dout.data(),
+            bottom ? db.data() : nullptr, dp.data());
         DeviceVector<float> gb(b), gp(p), gdout(dout), gout(out.size(), kNaN), gdb(db.size(), kNaN),
             gdp(dp.size(), kNaN);
         ASSERT_EQ(LaunchDotForward(nullptr, batch, features, dim, bottom ? gb.get() : nullptr,
@@ -79,7 +79,7 @@ TEST(CudaKernelsTest, BiasActivationReluBackwardAndColumnSums) {
 
       std::vector<float> dy = Random(y.size(), 6);
       DeviceVector<float> gdy(dy);
-      dense_internal::ReluBackward(dy.size(), y.data(), dy.data());
+      model::dense_internal::ReluBackward(dy.size(), y.data(), dy.data());
       ASSERT_EQ(LaunchReluBackward(nullptr, dy.size(), gy.get(), gdy.get()), cudaSuccess);
       EXPECT_EQ(gdy.Read(), dy);
 
@@ -109,7 +109,8 @@ TEST(CudaKernelsTest, BceMatchesTheCpuLoss) {
       if (weighted) weights = Random(batch, 8, 2.0f);
       std::vector<float> dlogits(batch);
       const float scale = 1.0f / batch;
-      const float loss = BceWithLogits(logits, labels, weights, scale, absl::MakeSpan(dlogits));
+      const float loss =
+          model::BceWithLogits(logits, labels, weights, scale, absl::MakeSpan(dlogits));
       DeviceVector<float> gl(logits), glab(labels), gw(weighted ? weights : std::vector<float>{0}),
           gd(batch, kNaN);
       DeviceVector<double> partials(BcePartialCount(batch), 0.0), gloss(1, 0.0);

@@ -20,7 +20,7 @@
 #define EMBER_SKIP_WITHOUT_GPU()                                                     \
   do {                                                                               \
     ::ember::worker::DenseTowerOptions gpu_options_;                                 \
-    gpu_options_.device = ::ember::worker::DenseDevice::kCuda;                       \
+    gpu_options_.device = ::ember::model::DenseDevice::kCuda;                        \
     if (absl::Status s = ::ember::worker::CheckDenseDevice(gpu_options_); !s.ok()) { \
       GTEST_SKIP() << "needs a GPU: " << s.message();                                \
     }                                                                                \

@@ -11,14 +11,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/model/dense_tower.h"
+#include "common/model/tower_layout.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "worker/collective/device_collective.h"
 #include "worker/dense/cuda/cuda_backend.h"
 #include "worker/dense/dense_device.h"
-#include "worker/dense/dense_tower.h"
+#include "worker/dense/dense_optimizer.h"
 #include "worker/dense/pooling_plan.h"
-#include "worker/dense/tower_layout.h"
 
 namespace ember::worker {
 namespace {
@@ -44,15 +45,15 @@ std::vector<float> Random(size_t n, uint32_t seed) {
 }
 
 TEST(DenseDeviceTest, ParsesDevicesAndPrecisions) {
-  EXPECT_EQ(*ParseDenseDevice("cpu"), DenseDevice::kCpu);
-  EXPECT_EQ(*ParseDenseDevice("cuda"), DenseDevice::kCuda);
+  EXPECT_EQ(*ParseDenseDevice("cpu"), model::DenseDevice::kCpu);
+  EXPECT_EQ(*ParseDenseDevice("cuda"), model::DenseDevice::kCuda);
   EXPECT_THAT(ParseDenseDevice("gpu").status().message(), HasSubstr("want cpu or cuda"));
   EXPECT_EQ(*ParseDensePrecision("fp32"), DensePrecision::kFp32);
   EXPECT_EQ(*ParseDensePrecision("tf32"), DensePrecision::kTf32);
   EXPECT_EQ(*ParseDensePrecision("bf16"), DensePrecision::kBf16);
   EXPECT_EQ(ParseDensePrecision("fp16").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_STREQ(DensePrecisionName(DensePrecision::kBf16), "bf16");
-  EXPECT_STREQ(DenseDeviceName(DenseDevice::kCuda), "cuda");
+  EXPECT_STREQ(DenseDeviceName(model::DenseDevice::kCuda), "cuda");
 }
 
 TEST(DenseDeviceTest, TheCpuComputesInFp32Only) {
@@ -62,27 +63,26 @@ TEST(DenseDeviceTest, TheCpuComputesInFp32Only) {
   const absl::Status s = CheckDenseDevice(options);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("needs --device=cuda"));
-  EXPECT_EQ(
-      DenseTower::Create(Config(v1::DenseTowerConfig::DOT), 3, {4, 4}, options).status().code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CreateDenseTower(Config(v1::DenseTowerConfig::DOT), 3, {4, 4}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // Where no GPU is visible (CI), asking for one fails at once with the reason; where one
 // is, the tower comes up on it.
 TEST(DenseDeviceTest, CudaIsRefusedClearlyWithoutADevice) {
   DenseTowerOptions options;
-  options.device = DenseDevice::kCuda;
+  options.device = model::DenseDevice::kCuda;
   options.cuda_device = -1;
   EXPECT_EQ(CheckDenseDevice(options).code(), absl::StatusCode::kInvalidArgument);
   options.cuda_device = 0;
   const absl::Status probe = CheckDenseDevice(options);
-  absl::StatusOr<std::unique_ptr<DenseTower>> tower =
-      DenseTower::Create(Config(v1::DenseTowerConfig::DOT), 3, {4, 4}, options);
+  absl::StatusOr<std::unique_ptr<model::DenseTower>> tower =
+      CreateDenseTower(Config(v1::DenseTowerConfig::DOT), 3, {4, 4}, options);
 #ifdef EMBER_HAVE_CUDA
   EXPECT_TRUE(cuda_internal::BuiltWithCuda());
   if (probe.ok()) {
     ASSERT_TRUE(tower.ok()) << tower.status();
-    EXPECT_EQ((*tower)->device(), DenseDevice::kCuda);
+    EXPECT_EQ((*tower)->device(), model::DenseDevice::kCuda);
     return;
   }
   EXPECT_EQ(probe.code(), absl::StatusCode::kUnavailable) << probe;
@@ -117,13 +117,14 @@ TEST(DenseDeviceTest, DeviceCollectiveRejectsBadOptions) {
 TEST(TowerLayoutTest, SharedLayoutMatchesTheCpuTower) {
   for (auto interaction : {v1::DenseTowerConfig::DOT, v1::DenseTowerConfig::CONCAT}) {
     v1::DenseTowerConfig config = Config(interaction);
-    absl::StatusOr<dense_internal::TowerLayout> layout =
-        dense_internal::BuildTowerLayout(config, 3, {4, 4, 4});
+    absl::StatusOr<model::dense_internal::TowerLayout> layout =
+        model::dense_internal::BuildTowerLayout(config, 3, {4, 4, 4});
     ASSERT_TRUE(layout.ok()) << layout.status();
-    absl::StatusOr<std::unique_ptr<DenseTower>> tower = DenseTower::Create(config, 3, {4, 4, 4});
+    absl::StatusOr<std::unique_ptr<model::DenseTower>> tower =
+        CreateDenseTower(config, 3, {4, 4, 4});
     ASSERT_TRUE(tower.ok());
     EXPECT_EQ(layout->num_parameters, (*tower)->parameters().size());
-    const std::vector<float> init = dense_internal::InitialParameters(*layout, 7);
+    const std::vector<float> init = model::dense_internal::InitialParameters(*layout, 7);
     const absl::Span<const float> params = (*tower)->parameters();
     EXPECT_TRUE(std::equal(init.begin(), init.end(), params.begin(), params.end()));
   }
@@ -132,13 +133,13 @@ TEST(TowerLayoutTest, SharedLayoutMatchesTheCpuTower) {
 // DOT with bottom [3 -> 8 -> 4], 3 features of dim 4, top [22 -> 16 -> 1]:
 // n = 4 vectors, 6 pairs of 4 MACs, interaction width 4 + 6 = 10.
 TEST(TowerLayoutTest, CountsMultiplyAddsAndWidths) {
-  absl::StatusOr<dense_internal::TowerLayout> layout =
-      dense_internal::BuildTowerLayout(Config(v1::DenseTowerConfig::DOT), 3, {4, 4, 4});
+  absl::StatusOr<model::dense_internal::TowerLayout> layout =
+      model::dense_internal::BuildTowerLayout(Config(v1::DenseTowerConfig::DOT), 3, {4, 4, 4});
   ASSERT_TRUE(layout.ok());
   EXPECT_EQ(layout->interaction_width, 10);
   EXPECT_EQ(layout->MaxWidth(), 16);
   EXPECT_DOUBLE_EQ(layout->ForwardMacsPerExample(), 3 * 8 + 8 * 4 + 6 * 4 + 10 * 16 + 16 * 1);
-  EXPECT_EQ(dense_internal::BuildTowerLayout(Config(v1::DenseTowerConfig::DOT), 3, {4, 5})
+  EXPECT_EQ(model::dense_internal::BuildTowerLayout(Config(v1::DenseTowerConfig::DOT), 3, {4, 5})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -146,15 +147,16 @@ TEST(TowerLayoutTest, CountsMultiplyAddsAndWidths) {
 
 TEST(DenseTowerTest, BackwardWithBceIsBceThenBackwardBitwise) {
   const int batch = 9;
-  auto make = [] { return *DenseTower::Create(Config(v1::DenseTowerConfig::DOT), 3, {4, 4, 4}); };
-  std::unique_ptr<DenseTower> a = make(), b = make();
+  auto make = [] { return *CreateDenseTower(Config(v1::DenseTowerConfig::DOT), 3, {4, 4, 4}); };
+  std::unique_ptr<model::DenseTower> a = make(), b = make();
   const std::vector<float> dense = Random(batch * 3, 1), pooled = Random(batch * 12, 2);
   std::vector<float> labels(batch), weights = Random(batch, 3);
   for (int i = 0; i < batch; ++i) labels[i] = static_cast<float>(i % 2);
   std::vector<float> logits_a(batch), logits_b(batch), dlogits(batch);
   std::vector<float> dp_a(batch * 12), dp_b(batch * 12);
   a->Forward(batch, dense, pooled, absl::MakeSpan(logits_a));
-  const float loss_a = BceWithLogits(logits_a, labels, weights, 0.25f, absl::MakeSpan(dlogits));
+  const float loss_a =
+      model::BceWithLogits(logits_a, labels, weights, 0.25f, absl::MakeSpan(dlogits));
   a->Backward(dlogits, absl::MakeSpan(dp_a));
   b->Forward(batch, dense, pooled, absl::MakeSpan(logits_b));
   const float loss_b = b->BackwardWithBce(logits_b, labels, weights, 0.25f, absl::MakeSpan(dp_b));
@@ -165,8 +167,8 @@ TEST(DenseTowerTest, BackwardWithBceIsBceThenBackwardBitwise) {
 }
 
 TEST(DenseTowerTest, OptimizerFactoryFollowsTheTower) {
-  std::unique_ptr<DenseTower> tower =
-      *DenseTower::Create(Config(v1::DenseTowerConfig::CONCAT), 3, {4});
+  std::unique_ptr<model::DenseTower> tower =
+      *CreateDenseTower(Config(v1::DenseTowerConfig::CONCAT), 3, {4});
   v1::DenseOptimizerConfig config;
   config.set_kind(v1::DenseOptimizerConfig::ADAGRAD);
   std::unique_ptr<DenseOptimizer> a = CreateDenseOptimizer(config, *tower);

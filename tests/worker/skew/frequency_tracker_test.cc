@@ -20,9 +20,9 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A batch of examples with one optional ID in each of two features (nullopt: missing).
-ExampleBatch Batch(const std::vector<std::optional<uint64_t>>& users,
-                   const std::vector<std::optional<uint64_t>>& items = {}) {
-  ExampleBatch batch;
+model::ExampleBatch Batch(const std::vector<std::optional<uint64_t>>& users,
+                          const std::vector<std::optional<uint64_t>>& items = {}) {
+  model::ExampleBatch batch;
   batch.Reset(0, 2, 0);
   for (size_t i = 0; i < users.size(); ++i) {
     auto add = [&](int f, std::optional<uint64_t> id) {
@@ -51,7 +51,7 @@ TEST(FrequencyTrackerTest, CountsSaturateAtTheThreshold) {
 
 TEST(FrequencyTrackerTest, AnExampleIsJudgedBeforeItIsCounted) {
   FrequencyTracker tracker({{0, 2}}, 100);
-  const ExampleBatch batch = Batch({5, 5, 5, 6});
+  const model::ExampleBatch batch = Batch({5, 5, 5, 6});
   std::vector<uint8_t> cold;
   tracker.Classify(batch, &cold);
   // ID 5 seen 0, 1, 2 times before its three examples: cold, cold, warm.
@@ -99,7 +99,7 @@ TEST(FrequencyTrackerTest, AFullTrackerLeavesNewIdsColdAndCountsThem) {
 
 TEST(FrequencyTrackerTest, SameDataSameJudgementsAndTheSameState) {
   // Two trackers over the same batches; one of them also saved and restored halfway.
-  std::vector<ExampleBatch> batches;
+  std::vector<model::ExampleBatch> batches;
   uint64_t x = 12345;
   for (int b = 0; b < 20; ++b) {
     std::vector<std::optional<uint64_t>> users, items;

@@ -22,8 +22,8 @@ using ::testing::HasSubstr;
 
 // Example i: label i, weight i + 0.5, dense {i, -i}, feature 0 one ID 100 + i,
 // feature 1 i % 3 IDs (1000 + i, ...).
-ExampleBatch Batch(int first, int n) {
-  ExampleBatch batch;
+model::ExampleBatch Batch(int first, int n) {
+  model::ExampleBatch batch;
   batch.Reset(2, 2, 0);
   for (int i = first; i < first + n; ++i) {
     batch.labels.push_back(static_cast<float>(i));
@@ -40,7 +40,7 @@ ExampleBatch Batch(int first, int n) {
 }
 
 std::vector<float> Labels(const ReplayBuffer& buffer) {
-  ExampleBatch out;
+  model::ExampleBatch out;
   out.Reset(2, 2, 0);
   buffer.AppendTo(buffer.size(), &out);
   return out.labels;
@@ -48,7 +48,7 @@ std::vector<float> Labels(const ReplayBuffer& buffer) {
 
 TEST(ReplayBufferTest, IsBoundedAndDropsTheOldest) {
   ReplayBuffer buffer(3);
-  const ExampleBatch batch = Batch(0, 5);
+  const model::ExampleBatch batch = Batch(0, 5);
   for (int i = 0; i < 5; ++i) buffer.Push(batch, i);
   EXPECT_EQ(buffer.size(), 3u);
   EXPECT_EQ(buffer.capacity(), 3u);
@@ -58,11 +58,11 @@ TEST(ReplayBufferTest, IsBoundedAndDropsTheOldest) {
 
 TEST(ReplayBufferTest, EachExampleIsReplayedOnce) {
   ReplayBuffer buffer(100);
-  const ExampleBatch batch = Batch(0, 10);
+  const model::ExampleBatch batch = Batch(0, 10);
   for (int i = 0; i < 10; ++i) buffer.Push(batch, i);
   std::vector<float> replayed;
   while (buffer.size() > 0) {
-    ExampleBatch next = Batch(50, 2);  // two read examples, then up to 3 replays
+    model::ExampleBatch next = Batch(50, 2);  // two read examples, then up to 3 replays
     const size_t n = std::min<size_t>(buffer.size(), 3);
     buffer.AppendTo(n, &next);
     buffer.AppendTo(n, &next);  // appending does not consume: the same ones again
@@ -76,9 +76,9 @@ TEST(ReplayBufferTest, EachExampleIsReplayedOnce) {
 
 TEST(ReplayBufferTest, KeepsExamplesBitForBit) {
   ReplayBuffer buffer(10);
-  const ExampleBatch source = Batch(0, 6);
+  const model::ExampleBatch source = Batch(0, 6);
   for (int i : {1, 2, 5}) buffer.Push(source, i);
-  ExampleBatch out = Batch(40, 1);
+  model::ExampleBatch out = Batch(40, 1);
   buffer.AppendTo(3, &out);
   ASSERT_EQ(out.size, 4);
   EXPECT_THAT(out.labels, ElementsAre(40, 1, 2, 5));
@@ -93,7 +93,7 @@ TEST(ReplayBufferTest, KeepsExamplesBitForBit) {
 TEST(ReplayBufferTest, EvalColumnsOfTheTargetGetNaN) {
   ReplayBuffer buffer(2);
   buffer.Push(Batch(0, 1), 0);
-  ExampleBatch out;
+  model::ExampleBatch out;
   out.Reset(2, 2, 1);
   buffer.AppendTo(1, &out);
   ASSERT_EQ(out.eval[0].size(), 1u);
@@ -102,7 +102,7 @@ TEST(ReplayBufferTest, EvalColumnsOfTheTargetGetNaN) {
 
 TEST(ReplayBufferTest, SaveAndLoadRoundTrip) {
   ReplayBuffer buffer(4);
-  const ExampleBatch batch = Batch(0, 6);
+  const model::ExampleBatch batch = Batch(0, 6);
   for (int i = 0; i < 6; ++i) buffer.Push(batch, i);
   v1::ReplayBufferState state;
   buffer.Save(&state);
@@ -113,7 +113,7 @@ TEST(ReplayBufferTest, SaveAndLoadRoundTrip) {
   ASSERT_TRUE(restored.Load(state, 2, 2).ok());
   EXPECT_EQ(restored.size(), 4u);
   EXPECT_EQ(restored.dropped(), 2u);
-  ExampleBatch a, b;
+  model::ExampleBatch a, b;
   a.Reset(2, 2, 0);
   b.Reset(2, 2, 0);
   buffer.AppendTo(4, &a);
@@ -139,7 +139,7 @@ TEST(ReplayBufferTest, SaveAndLoadRoundTrip) {
 
 TEST(ReplayBufferTest, LoadRefusesStatesThatDoNotFitAndKeepsItsExamples) {
   ReplayBuffer buffer(3);
-  const ExampleBatch batch = Batch(0, 3);
+  const model::ExampleBatch batch = Batch(0, 3);
   for (int i = 0; i < 3; ++i) buffer.Push(batch, i);
   v1::ReplayBufferState good;
   buffer.Save(&good);

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "common/model/model_config.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "worker/model/model_config.h"
 
 namespace ember::worker {
 namespace {
@@ -44,7 +44,7 @@ v1::ModelConfig Config(const std::string& skew) {
   )pb";
   v1::ModelConfig config;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text + skew, &config));
-  absl::StatusOr<v1::ModelConfig> normalized = NormalizeModelConfig(config, "test");
+  absl::StatusOr<v1::ModelConfig> normalized = model::NormalizeModelConfig(config, "test");
   EXPECT_TRUE(normalized.ok()) << normalized.status();
   return *normalized;
 }
@@ -54,7 +54,7 @@ v1::ModelConfig Config(const std::string& skew) {
 // value b * 100 + k, so every example is recognizable.
 std::unique_ptr<PreparedBatch> MakeBatch(const SparseLayout& layout, int b) {
   auto batch = std::make_unique<PreparedBatch>(layout);
-  ExampleBatch& ex = batch->examples;
+  model::ExampleBatch& ex = batch->examples;
   ex.Reset(1, 3, 0);
   for (int k = 0; k < kBatch; ++k) {
     const int n = b * 100 + k;
@@ -130,7 +130,7 @@ TEST(SkewHandlerTest, ReplaysEachColdExampleOnceInOrder) {
   std::vector<float> cold_seen, replayed;
   for (int b = 0; b < 12; ++b) {
     std::unique_ptr<PreparedBatch> batch = Train(skew, layout, b);
-    const ExampleBatch& ex = batch->examples;
+    const model::ExampleBatch& ex = batch->examples;
     ASSERT_LE(ex.size - batch->read_size, kBatch / 2);  // floor(0.5 x 8)
     for (int i = 0; i < batch->read_size; ++i) {
       if (batch->cold[i]) cold_seen.push_back(ex.dense[i]);

@@ -38,9 +38,9 @@ SparseLayout TestLayout() {
   return SparseLayout::FromConfig(config);
 }
 
-void AddExample(ExampleBatch* batch, std::vector<std::vector<uint64_t>> ids_per_feature) {
+void AddExample(model::ExampleBatch* batch, std::vector<std::vector<uint64_t>> ids_per_feature) {
   for (size_t f = 0; f < ids_per_feature.size(); ++f) {
-    SparseColumn& col = batch->sparse[f];
+    model::SparseColumn& col = batch->sparse[f];
     col.ids.insert(col.ids.end(), ids_per_feature[f].begin(), ids_per_feature[f].end());
     col.offsets.push_back(static_cast<uint32_t>(col.ids.size()));
   }
@@ -72,7 +72,7 @@ TEST(SparseFeaturesTest, LayoutPlacesFeaturesSideBySide) {
 
 TEST(SparseFeaturesTest, UniqueIdsAreSharedAcrossFeaturesOfATableInFirstSeenOrder) {
   SparseBatch sparse(TestLayout());
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   batch.Reset(0, 3, 0);
   AddExample(&batch, {{7}, {1}, {9, 7}});
   AddExample(&batch, {{9}, {1}, {}});
@@ -86,7 +86,7 @@ TEST(SparseFeaturesTest, UniqueIdsAreSharedAcrossFeaturesOfATableInFirstSeenOrde
 
 TEST(SparseFeaturesTest, PoolSumsAndAveragesRows) {
   SparseBatch sparse(TestLayout());
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   batch.Reset(0, 3, 0);
   AddExample(&batch, {{7}, {1}, {9, 7}});
   AddExample(&batch, {{}, {1}, {}});
@@ -107,7 +107,7 @@ TEST(SparseFeaturesTest, BackwardIsTheGradientOfPool) {
   // Loss = sum(pooled * w) for fixed random w: d loss / d row is exactly what
   // Backward must produce; check it against finite differences of Pool.
   SparseBatch sparse(TestLayout());
-  ExampleBatch batch;
+  model::ExampleBatch batch;
   batch.Reset(0, 3, 0);
   std::mt19937_64 rng(3);
   for (int b = 0; b < 20; ++b) {
@@ -203,7 +203,7 @@ TEST(SparseExchangeTest, EveryIdIsPushedOnceByItsOwnerWithTheSumOverRanks) {
   std::map<std::pair<int, uint64_t>, std::vector<double>> expected;  // (table, id) -> sum
   for (int r = 0; r < kWorld; ++r) {
     batches.push_back(std::make_unique<SparseBatch>(layout));
-    ExampleBatch batch;
+    model::ExampleBatch batch;
     batch.Reset(0, 3, 0);
     std::mt19937_64 rng(r + 10);
     for (int b = 0; b < 30; ++b) {

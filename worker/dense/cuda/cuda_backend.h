@@ -16,10 +16,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/model/dense_tower.h"
+#include "common/model/tower_layout.h"
 #include "ember/v1/model.pb.h"
 #include "worker/dense/dense_device.h"
-#include "worker/dense/dense_tower.h"
-#include "worker/dense/tower_layout.h"
+#include "worker/dense/dense_optimizer.h"
 
 namespace ember::worker::cuda_internal {
 
@@ -32,9 +33,9 @@ absl::Status ProbeDevice(int ordinal);
 absl::StatusOr<std::string> DescribeDevice(int ordinal);
 
 // A tower on options.cuda_device with these (validated) shapes and initial parameters.
-absl::StatusOr<std::unique_ptr<DenseTower>> CreateCudaDenseTower(dense_internal::TowerLayout layout,
-                                                                 std::vector<float> parameters,
-                                                                 const DenseTowerOptions& options);
+absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateCudaDenseTower(
+    model::dense_internal::TowerLayout layout, std::vector<float> parameters,
+    const DenseTowerOptions& options);
 
 // An optimizer over `num_parameters` floats of device memory, stepping on `stream` (a
 // cudaStream_t). nullptr for an unknown kind.

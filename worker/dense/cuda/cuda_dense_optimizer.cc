@@ -78,11 +78,12 @@ class CudaDenseOptimizer final : public DenseOptimizer {
   }
 
   std::vector<float> SaveState() const override {
-    std::vector<float> out = dense_internal::OptimizerStateHeader(kind_, step_, n_ * moments_);
+    std::vector<float> out =
+        model::dense_internal::OptimizerStateHeader(kind_, step_, n_ * moments_);
     if (moments_ > 0 && n_ > 0 && status_.ok()) {
       // A failure leaves the moments zero; status() reports it and the caller checks it.
       const cudaError_t e =
-          cudaMemcpyAsync(out.data() + dense_internal::kOptimizerStateHeader, state_.data(),
+          cudaMemcpyAsync(out.data() + model::dense_internal::kOptimizerStateHeader, state_.data(),
                           n_ * moments_ * sizeof(float), cudaMemcpyDeviceToHost, stream_);
       const cudaError_t s = e == cudaSuccess ? cudaStreamSynchronize(stream_) : e;
       if (s != cudaSuccess) status_ = CudaStatus(s, "downloading the optimizer state");
@@ -93,10 +94,11 @@ class CudaDenseOptimizer final : public DenseOptimizer {
   absl::Status LoadState(absl::Span<const float> state) override {
     EMBER_RETURN_IF_ERROR(status_);
     EMBER_ASSIGN_OR_RETURN(const uint64_t step,
-                           dense_internal::CheckOptimizerState(state, kind_, n_ * moments_));
+                           model::dense_internal::CheckOptimizerState(state, kind_, n_ * moments_));
     if (moments_ > 0 && n_ > 0) {
       EMBER_RETURN_IF_ERROR(CudaStatus(
-          cudaMemcpyAsync(state_.data(), state.data() + dense_internal::kOptimizerStateHeader,
+          cudaMemcpyAsync(state_.data(),
+                          state.data() + model::dense_internal::kOptimizerStateHeader,
                           n_ * moments_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
           "uploading the optimizer state"));
       EMBER_RETURN_IF_ERROR(

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 //
-// The CUDA DenseTower: the CPU tower's computation (dense_tower.cc) on one GPU.
+// The CUDA model::DenseTower: the CPU tower's computation (dense_tower.cc) on one GPU.
 // Products through cuBLAS (cublasGemmEx: fp32, tf32 or bf16 operands, fp32
 // accumulate); bias+activation, ReLU backward, bias gradients, the interactions and the
 // loss through kernels.cu. Inputs travel host -> pinned buffer -> device on a copy
@@ -18,21 +18,21 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/layers.h"
 #include "common/status_macros.h"
 #include "worker/cuda/cuda_libraries.h"
 #include "worker/cuda/cuda_status.h"
 #include "worker/dense/cuda/cuda_backend.h"
 #include "worker/dense/cuda/device_buffer.h"
 #include "worker/dense/cuda/kernels.h"
-#include "worker/dense/layers.h"
 
 namespace ember::worker::cuda_internal {
 namespace {
 
-using dense_internal::Layer;
-using dense_internal::TowerLayout;
+using model::dense_internal::Layer;
+using model::dense_internal::TowerLayout;
 
-class CudaDenseTower final : public DenseTower {
+class CudaDenseTower final : public model::DenseTower {
  public:
   CudaDenseTower(TowerLayout layout, const DenseTowerOptions& options)
       : layout_(std::move(layout)), options_(options) {}
@@ -76,7 +76,7 @@ class CudaDenseTower final : public DenseTower {
     return CudaStatus(cudaMemset(grads_.data(), 0, n * sizeof(float)), "zeroing the gradients");
   }
 
-  DenseDevice device() const override { return DenseDevice::kCuda; }
+  model::DenseDevice device() const override { return model::DenseDevice::kCuda; }
   absl::Status status() const override { return status_; }
   int pooled_width() const override { return layout_.pooled_width; }
   void* cuda_stream() const override { return compute_; }
@@ -459,9 +459,8 @@ class CudaDenseTower final : public DenseTower {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DenseTower>> CreateCudaDenseTower(TowerLayout layout,
-                                                                 std::vector<float> parameters,
-                                                                 const DenseTowerOptions& options) {
+absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateCudaDenseTower(
+    TowerLayout layout, std::vector<float> parameters, const DenseTowerOptions& options) {
   auto tower = std::make_unique<CudaDenseTower>(std::move(layout), options);
   EMBER_RETURN_IF_ERROR(tower->Init(parameters));
   return tower;

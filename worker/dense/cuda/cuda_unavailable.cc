@@ -19,9 +19,8 @@ bool BuiltWithCuda() { return false; }
 absl::Status ProbeDevice(int) { return NotBuilt(); }
 absl::StatusOr<std::string> DescribeDevice(int) { return NotBuilt(); }
 
-absl::StatusOr<std::unique_ptr<DenseTower>> CreateCudaDenseTower(dense_internal::TowerLayout,
-                                                                 std::vector<float>,
-                                                                 const DenseTowerOptions&) {
+absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateCudaDenseTower(
+    model::dense_internal::TowerLayout, std::vector<float>, const DenseTowerOptions&) {
   return NotBuilt();
 }
 

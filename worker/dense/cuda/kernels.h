@@ -6,7 +6,7 @@
 // synchronizes. Matrices are row-major [rows x cols]. No kernel uses atomics, so each
 // gives the same bits on every run for the same inputs and sizes.
 //
-// Where a kernel has a CPU twin (worker/dense/layers.h, loss.cc, dense_optimizer.cc)
+// Where a kernel has a CPU twin (common/model/layers.h, loss.cc, dense_optimizer.cc)
 // the comment says how close they are: "bitwise" (same operations in the same order,
 // IEEE rounding, no FMA contraction) or "to float rounding" (another summation order).
 
@@ -46,7 +46,7 @@ cudaError_t LaunchDotBackward(cudaStream_t stream, int batch, int num_features, 
 // y[i] = x[i] rounded to bfloat16 (round to nearest even), stored as raw bf16 bits.
 cudaError_t LaunchToBf16(cudaStream_t stream, size_t n, const float* x, uint16_t* y);
 
-// Weighted BCE on logits (loss.cc BceWithLogits: per example in double, as there;
+// Weighted BCE on logits (loss.cc model::BceWithLogits: per example in double, as there;
 // the sum in a fixed tree order instead of sequentially). weights null = all 1.
 // Writes dlogits [batch] and *loss (device memory, one double) = sum * scale.
 // `partials` holds BcePartialCount(batch) doubles of scratch.

@@ -4,8 +4,8 @@
 // both validate a config the same way, lay parameters out the same way and start from
 // bitwise the same initial weights. Internal to worker/dense/.
 
-#ifndef EMBER_WORKER_DENSE_TOWER_LAYOUT_H_
-#define EMBER_WORKER_DENSE_TOWER_LAYOUT_H_
+#ifndef EMBER_COMMON_MODEL_TOWER_LAYOUT_H_
+#define EMBER_COMMON_MODEL_TOWER_LAYOUT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "ember/v1/model.pb.h"
 
-namespace ember::worker::dense_internal {
+namespace ember::model::dense_internal {
 
 struct Layer {
   int in = 0;
@@ -55,6 +55,6 @@ absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config,
 // every platform.
 std::vector<float> InitialParameters(const TowerLayout& layout, uint64_t seed);
 
-}  // namespace ember::worker::dense_internal
+}  // namespace ember::model::dense_internal
 
-#endif  // EMBER_WORKER_DENSE_TOWER_LAYOUT_H_
+#endif  // EMBER_COMMON_MODEL_TOWER_LAYOUT_H_

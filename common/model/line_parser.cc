@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 
-#include "worker/data/line_parser.h"
+#include "common/model/line_parser.h"
 
 #include <charconv>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
 
-namespace ember::worker {
+namespace ember::model {
 namespace {
 
 using v1::ColumnConfig;
@@ -88,7 +88,7 @@ absl::StatusOr<int> LineParser::HeaderIndex::FieldOf(const std::string& name) co
   return it->second;
 }
 
-absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const ReaderOptions& options,
+absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const LineParserOptions& options,
                                     const HeaderIndex& header,
                                     std::map<std::string, IdColumn>* sparse) {
   for (const ColumnConfig& c : config.data().columns()) {
@@ -141,7 +141,7 @@ absl::Status LineParser::MapFeatures(const v1::ModelConfig& config,
 }
 
 absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
-                                              const ReaderOptions& options,
+                                              const LineParserOptions& options,
                                               const std::vector<absl::string_view>& file_columns,
                                               absl::string_view path) {
   HeaderIndex header;
@@ -295,4 +295,4 @@ void LineParser::AppendTo(ExampleBatch* batch) const {
   ++batch->size;
 }
 
-}  // namespace ember::worker
+}  // namespace ember::model

@@ -10,11 +10,11 @@
 #include <random>
 #include <vector>
 
+#include "common/model/dense_tower.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "worker/dense/dense_tower.h"
 
-namespace ember::worker {
+namespace ember::model {
 namespace {
 
 std::vector<float> Random(size_t n, uint32_t seed) {
@@ -104,4 +104,4 @@ TEST(WeightedLossTest, InABatchOnlyTheWeightedExamplesGradientScales) {
 }
 
 }  // namespace
-}  // namespace ember::worker
+}  // namespace ember::model

@@ -1,9 +1,11 @@
 // Copyright 2026 The Ember Authors.
 //
-// DenseTower: the dense part of a DLRM-style CTR model, on the CPU (OpenBLAS) or on a
-// CUDA GPU (cuBLAS and Ember's kernels: worker/dense/cuda/), chosen by
-// DenseTowerOptions (dense_device.h). Both backends share the shapes, the parameter
-// layout and the initial weights (tower_layout.h).
+// DenseTower: the dense part of a DLRM-style CTR model. The interface and its CPU
+// backend (OpenBLAS) live here, in common/, because the training worker and the
+// serving follower (Predict) run the same tower and must score bitwise alike. The CUDA
+// backend (cuBLAS and Ember's kernels: worker/dense/cuda/) is the worker's, chosen by
+// worker/dense/dense_device.h CreateDenseTower. Both backends share the shapes, the
+// parameter layout and the initial weights (tower_layout.h).
 //
 //   dense features [B x num_dense] -> bottom MLP (ReLU after every layer)
 //   pooled embeddings, F features [B x dim_f each]
@@ -39,8 +41,8 @@
 // summation orders), not bitwise, and to be run-to-run deterministic (no atomics);
 // tests/worker/dense/cuda_dense_test.cc checks both on a GPU.
 
-#ifndef EMBER_WORKER_DENSE_DENSE_TOWER_H_
-#define EMBER_WORKER_DENSE_DENSE_TOWER_H_
+#ifndef EMBER_COMMON_MODEL_DENSE_TOWER_H_
+#define EMBER_COMMON_MODEL_DENSE_TOWER_H_
 
 #include <cstdint>
 #include <memory>
@@ -50,9 +52,11 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ember/v1/model.pb.h"
-#include "worker/dense/dense_device.h"
 
-namespace ember::worker {
+namespace ember::model {
+
+// Where a tower runs. Only the worker makes CUDA towers (worker/dense/dense_device.h).
+enum class DenseDevice { kCpu, kCuda };
 
 class DenseTower {
  public:
@@ -68,13 +72,11 @@ class DenseTower {
   // INVALID_ARGUMENT when the shapes do not fit (DOT with a feature dim that differs
   // from the bottom output size, or fewer than two vectors to interact; no inputs at
   // all; a layer size of 0 or above 65536; num_dense < 0; a feature dim < 1).
-  // The device errors of CheckDenseDevice(options) (dense_device.h), and for CUDA
-  // RESOURCE_EXHAUSTED or INTERNAL when the device cannot hold the parameters or start
-  // cuBLAS. CPU: sets OpenBLAS to one thread, process-wide (its threads would change
-  // the bits; the worker's threads are the parallelism).
-  static absl::StatusOr<std::unique_ptr<DenseTower>> Create(
-      const v1::DenseTowerConfig& config, int num_dense, std::vector<int> feature_dims,
-      const DenseTowerOptions& options = DenseTowerOptions());
+  // Makes a CPU tower; it sets OpenBLAS to one thread, process-wide (its threads would
+  // change the bits; the worker's threads are the parallelism).
+  static absl::StatusOr<std::unique_ptr<DenseTower>> Create(const v1::DenseTowerConfig& config,
+                                                            int num_dense,
+                                                            std::vector<int> feature_dims);
   virtual ~DenseTower() = default;
 
   virtual DenseDevice device() const { return DenseDevice::kCpu; }
@@ -133,32 +135,6 @@ class DenseTower {
 float BceWithLogits(absl::Span<const float> logits, absl::Span<const float> labels,
                     absl::Span<const float> weights, float scale, absl::Span<float> dlogits);
 
-// A dense optimizer over one flat parameter array (the tower's), state included.
-class DenseOptimizer {
- public:
-  // `config` normalized; `num_parameters` the buffer size. Zero fields still mean
-  // their defaults (ADAM, lr 0.001, betas 0.9 / 0.999, epsilon 1e-8; Adagrad's
-  // initial_accumulator 0.1 when unset). Returns nullptr for an unknown kind.
-  static std::unique_ptr<DenseOptimizer> Create(const v1::DenseOptimizerConfig& config,
-                                                size_t num_parameters);
-  virtual ~DenseOptimizer() = default;
-  // One step: parameters -= update(gradients). REQUIRES: sizes equal num_parameters.
-  virtual void Step(absl::Span<float> parameters, absl::Span<const float> gradients) = 0;
-  // Optimizer state (kind, step count, moments) as a flat float array, for checkpoints.
-  virtual std::vector<float> SaveState() const = 0;
-  // INVALID_ARGUMENT when `state` does not come from SaveState of an equal optimizer.
-  virtual absl::Status LoadState(absl::Span<const float> state) = 0;
-  // OK, or the first device error of a CUDA optimizer (the CPU one is always OK).
-  virtual absl::Status status() const { return absl::OkStatus(); }
-};
+}  // namespace ember::model
 
-// The optimizer that steps `tower`'s step_parameters(): DenseOptimizer::Create for a CPU
-// tower; for a CUDA tower one whose state lives on the device and whose steps run on
-// the tower's stream (same formulas, same SaveState layout, so checkpoints move between
-// backends). nullptr for an unknown kind.
-std::unique_ptr<DenseOptimizer> CreateDenseOptimizer(const v1::DenseOptimizerConfig& config,
-                                                     DenseTower& tower);
-
-}  // namespace ember::worker
-
-#endif  // EMBER_WORKER_DENSE_DENSE_TOWER_H_
+#endif  // EMBER_COMMON_MODEL_DENSE_TOWER_H_

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 
-#include "worker/dense/tower_layout.h"
+#include "common/model/tower_layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "worker/dense/layers.h"
+#include "common/model/layers.h"
 
-namespace ember::worker::dense_internal {
+namespace ember::model::dense_internal {
 namespace {
 
 // Larger layers are surely a config mistake, and this keeps every size product in range.
@@ -168,4 +168,4 @@ std::vector<float> InitialParameters(const TowerLayout& layout, uint64_t seed) {
   return parameters;
 }
 
-}  // namespace ember::worker::dense_internal
+}  // namespace ember::model::dense_internal

@@ -27,8 +27,8 @@
 //
 // Thread-safety: none (Parse reuses internal buffers).
 
-#ifndef EMBER_WORKER_DATA_LINE_PARSER_H_
-#define EMBER_WORKER_DATA_LINE_PARSER_H_
+#ifndef EMBER_COMMON_MODEL_LINE_PARSER_H_
+#define EMBER_COMMON_MODEL_LINE_PARSER_H_
 
 #include <cstdint>
 #include <map>
@@ -38,11 +38,18 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/model/example_batch.h"
 #include "ember/v1/model.pb.h"
-#include "worker/data/example_batch.h"
-#include "worker/data/reader.h"
 
-namespace ember::worker {
+namespace ember::model {
+
+// Which lines a parser keeps, and which columns it reads.
+struct LineParserOptions {
+  int rank = 0;        // this worker's partition (data.partition_by a column)
+  int world_size = 1;  // number of partitions
+  // Read EVAL columns too (test data). Default: false (EVAL columns ignored).
+  bool with_eval_columns = false;
+};
 
 // The column names of the fixed Criteo layout: label, I1..I13, C1..C26.
 const std::vector<std::string>& CriteoColumnNames();
@@ -59,7 +66,7 @@ class LineParser {
   // IGNORE columns need not be present. INVALID_ARGUMENT naming `path` when a used
   // column is missing from `file_columns` or appears in it twice.
   static absl::StatusOr<LineParser> Create(const v1::ModelConfig& config,
-                                           const ReaderOptions& options,
+                                           const LineParserOptions& options,
                                            const std::vector<absl::string_view>& file_columns,
                                            absl::string_view path);
 
@@ -104,7 +111,7 @@ class LineParser {
   LineParser() = default;
   // Create's phases. MapColumns: the field of each used column of data.columns
   // (label, weight, dense and eval here; the sparse ones into *sparse, by name).
-  absl::Status MapColumns(const v1::ModelConfig& config, const ReaderOptions& options,
+  absl::Status MapColumns(const v1::ModelConfig& config, const LineParserOptions& options,
                           const HeaderIndex& header, std::map<std::string, IdColumn>* sparse);
   // The sparse column each feature reads (id_columns_, feature_column_).
   absl::Status MapFeatures(const v1::ModelConfig& config,
@@ -134,6 +141,6 @@ class LineParser {
   std::vector<uint32_t> id_ends_;  // id_columns_[i] holds ids_[id_ends_[i-1] .. id_ends_[i])
 };
 
-}  // namespace ember::worker
+}  // namespace ember::model
 
-#endif  // EMBER_WORKER_DATA_LINE_PARSER_H_
+#endif  // EMBER_COMMON_MODEL_LINE_PARSER_H_

@@ -5,9 +5,9 @@
 #include <cassert>
 #include <cmath>
 
-#include "worker/dense/dense_tower.h"
+#include "common/model/dense_tower.h"
 
-namespace ember::worker {
+namespace ember::model {
 
 // Per example, with x the logit and y the label:
 //   bce = max(x, 0) - x y + log1p(exp(-|x|))   (never overflows)
@@ -31,4 +31,4 @@ float BceWithLogits(absl::Span<const float> logits, absl::Span<const float> labe
   return static_cast<float>(loss * scale);
 }
 
-}  // namespace ember::worker
+}  // namespace ember::model

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 
-#include "worker/dense/layers.h"
+#include "common/model/layers.h"
 
 #include <cblas.h>
 
@@ -9,7 +9,7 @@
 #include <mutex>
 #include <vector>
 
-namespace ember::worker::dense_internal {
+namespace ember::model::dense_internal {
 namespace {
 
 #define EMBER_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -400,4 +400,4 @@ void ConcatInteractionBackward(int batch, int bottom_width, int pooled_width, co
   CopyRows(batch, pooled_width, dout + bottom_width, width, d_pooled, pooled_width);
 }
 
-}  // namespace ember::worker::dense_internal
+}  // namespace ember::model::dense_internal

@@ -7,13 +7,13 @@
 // data.columns order (kind DENSE), `sparse` in ModelConfig.features order, `eval` in
 // data.columns order (kind EVAL).
 
-#ifndef EMBER_WORKER_DATA_EXAMPLE_BATCH_H_
-#define EMBER_WORKER_DATA_EXAMPLE_BATCH_H_
+#ifndef EMBER_COMMON_MODEL_EXAMPLE_BATCH_H_
+#define EMBER_COMMON_MODEL_EXAMPLE_BATCH_H_
 
 #include <cstdint>
 #include <vector>
 
-namespace ember::worker {
+namespace ember::model {
 
 // The IDs of one sparse feature for a batch, CSR layout: the IDs of example i are
 // ids[offsets[i] .. offsets[i + 1]). offsets.size() == size + 1, offsets[0] == 0.
@@ -48,6 +48,6 @@ struct ExampleBatch {
   }
 };
 
-}  // namespace ember::worker
+}  // namespace ember::model
 
-#endif  // EMBER_WORKER_DATA_EXAMPLE_BATCH_H_
+#endif  // EMBER_COMMON_MODEL_EXAMPLE_BATCH_H_

@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 
-#include "worker/model/model_config.h"
+#include "common/model/model_config.h"
 
 #include <cerrno>
 #include <cmath>
@@ -23,7 +23,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 
-namespace ember::worker {
+namespace ember::model {
 namespace {
 
 using v1::ColumnConfig;
@@ -592,4 +592,4 @@ uint64_t ConfigDigest(const v1::ModelConfig& config) {
   return HashBytes(bytes);
 }
 
-}  // namespace ember::worker
+}  // namespace ember::model

@@ -2,9 +2,9 @@
 //
 // The CPU DenseTower: a list of Linear layers over one flat parameter buffer, the
 // activations of the last Forward kept for Backward. Kernels are in layers.cc; the
-// shapes in tower_layout.cc; the CUDA tower in cuda/. Create picks the backend.
+// shapes in tower_layout.cc. The CUDA tower is the worker's (worker/dense/cuda/).
 
-#include "worker/dense/dense_tower.h"
+#include "common/model/dense_tower.h"
 
 #include <algorithm>
 #include <cassert>
@@ -14,12 +14,11 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/model/layers.h"
+#include "common/model/tower_layout.h"
 #include "common/status_macros.h"
-#include "worker/dense/cuda/cuda_backend.h"
-#include "worker/dense/layers.h"
-#include "worker/dense/tower_layout.h"
 
-namespace ember::worker {
+namespace ember::model {
 namespace {
 
 using dense_internal::ConcatInteractionBackward;
@@ -220,19 +219,14 @@ class CpuDenseTower final : public DenseTower {
 
 absl::StatusOr<std::unique_ptr<DenseTower>> DenseTower::Create(const v1::DenseTowerConfig& config,
                                                                int num_dense,
-                                                               std::vector<int> feature_dims,
-                                                               const DenseTowerOptions& options) {
-  EMBER_RETURN_IF_ERROR(CheckDenseDevice(options));
+                                                               std::vector<int> feature_dims) {
   absl::StatusOr<TowerLayout> layout =
       dense_internal::BuildTowerLayout(config, num_dense, std::move(feature_dims));
   if (!layout.ok()) return layout.status();
   std::vector<float> parameters =
       dense_internal::InitialParameters(*layout, config.init_seed() == 0 ? 1 : config.init_seed());
-  if (options.device == DenseDevice::kCuda) {
-    return cuda_internal::CreateCudaDenseTower(std::move(*layout), std::move(parameters), options);
-  }
   dense_internal::SetBlasSingleThreaded();
   return std::make_unique<CpuDenseTower>(std::move(*layout), std::move(parameters));
 }
 
-}  // namespace ember::worker
+}  // namespace ember::model

@@ -10,12 +10,12 @@
 // Backward functions overwrite their outputs, never accumulate. Pointers may not alias
 // unless stated. Batch and sizes are >= 1 unless stated.
 
-#ifndef EMBER_WORKER_DENSE_LAYERS_H_
-#define EMBER_WORKER_DENSE_LAYERS_H_
+#ifndef EMBER_COMMON_MODEL_LAYERS_H_
+#define EMBER_COMMON_MODEL_LAYERS_H_
 
 #include <cstddef>
 
-namespace ember::worker::dense_internal {
+namespace ember::model::dense_internal {
 
 // Makes OpenBLAS run every call on the calling thread (process-wide; the first call
 // sets it, later calls do nothing; thread-safe).
@@ -65,6 +65,6 @@ void ConcatInteractionForward(int batch, int bottom_width, int pooled_width, con
 void ConcatInteractionBackward(int batch, int bottom_width, int pooled_width, const float* dout,
                                float* d_bottom, float* d_pooled);
 
-}  // namespace ember::worker::dense_internal
+}  // namespace ember::model::dense_internal
 
-#endif  // EMBER_WORKER_DENSE_LAYERS_H_
+#endif  // EMBER_COMMON_MODEL_LAYERS_H_

@@ -14,8 +14,8 @@
 // INVALID_ARGUMENT naming the file and the field ("quickstart.pbtxt: features[2]
 // (recent_items): table 'itm' is not in tables").
 
-#ifndef EMBER_WORKER_MODEL_MODEL_CONFIG_H_
-#define EMBER_WORKER_MODEL_MODEL_CONFIG_H_
+#ifndef EMBER_COMMON_MODEL_MODEL_CONFIG_H_
+#define EMBER_COMMON_MODEL_MODEL_CONFIG_H_
 
 #include <cstdint>
 #include <string>
@@ -24,7 +24,7 @@
 #include "absl/status/statusor.h"
 #include "ember/v1/model.pb.h"
 
-namespace ember::worker {
+namespace ember::model {
 
 // Reads, parses and normalizes a config file. `.json` (any case) is JSON, anything
 // else protobuf text format. Relative data paths become absolute paths under the
@@ -75,6 +75,6 @@ uint64_t ConfigDigest(const v1::ModelConfig& config);
 std::vector<const v1::ColumnConfig*> DenseColumns(const v1::ModelConfig& config);
 std::vector<const v1::ColumnConfig*> EvalColumns(const v1::ModelConfig& config);
 
-}  // namespace ember::worker
+}  // namespace ember::model
 
-#endif  // EMBER_WORKER_MODEL_MODEL_CONFIG_H_
+#endif  // EMBER_COMMON_MODEL_MODEL_CONFIG_H_

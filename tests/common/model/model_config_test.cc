@@ -1,9 +1,9 @@
 // Copyright 2026 The Ember Authors.
 //
-// Tests of worker/model_config.{h,cc}: the real quickstart config, text/JSON
+// Tests of common/model/model_config.{h,cc}: the real quickstart config, text/JSON
 // equivalence, defaults, path resolution and every validation error.
 
-#include "worker/model/model_config.h"
+#include "common/model/model_config.h"
 
 #include <stdlib.h>
 
@@ -19,7 +19,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 
-namespace ember::worker {
+namespace ember::model {
 namespace {
 
 using ::google::protobuf::util::MessageDifferencer;
@@ -546,4 +546,4 @@ TEST(ModelConfigTest, EvalColumnSetToEvalIsAccepted) {
 }
 
 }  // namespace
-}  // namespace ember::worker
+}  // namespace ember::model
