@@ -75,6 +75,25 @@ TEST(ModelConfigTest, LoadsTheCriteoLikeConfig) {
   EXPECT_EQ(config->features_size(), 26);
 }
 
+TEST(ModelConfigTest, LoadsTheCriteoConfig) {
+  // configs/criteo.pbtxt (docs/PERFORMANCE.md "configs/criteo.pbtxt"): Criteo's default
+  // columns, 26 tables on Adagrad 0.1 with accumulator 0, a CONCAT tower.
+  absl::StatusOr<v1::ModelConfig> config =
+      LoadModelConfig(std::string(EMBER_SOURCE_DIR) + "/configs/criteo.pbtxt");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->data().format(), v1::DataConfig::CRITEO_TSV);
+  EXPECT_EQ(config->data().columns_size(), 40);  // label, I1..I13, C1..C26
+  ASSERT_EQ(config->tables_size(), 26);
+  EXPECT_EQ(config->features_size(), 26);
+  for (const v1::TableConfig& t : config->tables()) {
+    EXPECT_EQ(t.optimizer().kind(), v1::OptimizerConfig::ADAGRAD) << t.name();
+    EXPECT_FLOAT_EQ(t.optimizer().learning_rate(), 0.1f) << t.name();
+    EXPECT_TRUE(t.optimizer().has_initial_accumulator()) << t.name();
+    EXPECT_EQ(t.optimizer().initial_accumulator(), 0.0f) << t.name();
+  }
+  EXPECT_EQ(config->dense().interaction(), v1::DenseTowerConfig::CONCAT);
+}
+
 TEST(ModelConfigTest, LoadsQuickstart) {
   absl::StatusOr<v1::ModelConfig> config = LoadModelConfig(kQuickstart);
   ASSERT_TRUE(config.ok()) << config.status();
