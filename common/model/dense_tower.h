@@ -31,7 +31,11 @@
 // Determinism: the same parameters and inputs give bitwise the same logits, gradients
 // and d_pooled on one CPU type (fixed summation orders; OpenBLAS single-threaded, see
 // Create). Across CPU types the last bits may differ (OpenBLAS and Ember pick SIMD
-// kernels per CPU). Forward + backward of the benchmark model (3 dense, bottom [64, 16],
+// kernels per CPU). "The same inputs" means the same whole batch: one example's logit
+// may differ in the last bits when it is computed in a batch of another size, because
+// OpenBLAS's sgemm blocks rows by batch size (measured on Debian 12's OpenBLAS for input
+// widths of 16 and more, 2026-12-02); scores that must agree across batchings need a
+// batch-invariant forward. Forward + backward of the benchmark model (3 dense, bottom [64, 16],
 // 8 features of dim 16, DOT, top [64, 32]) at batch 1024 takes about 0.85 ms of one core.
 //
 // The CUDA backend keeps parameters, gradients and activations in device memory;
