@@ -151,8 +151,9 @@ alive() {
   local pidfile="$run_dir/pids/$1.pid" pid
   [[ -f "$pidfile" ]] || return 1
   pid="$(cat "$pidfile")"
+  # The process may exit between the test and the read: both stay quiet then.
   [[ -r "/proc/$pid/cmdline" ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "ember-" || return 1
+  { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q "ember-" || return 1
 }
 
 # this_start NAME: the lines logs/NAME.log got since NAME's last start (earlier runs of
