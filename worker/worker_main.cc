@@ -101,7 +101,11 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
               "rendezvous and all-reduce deadline: a dead peer fails the job within about "
               "this long")
       .Above(0);
-  flags.Bool("skip_eval", &o.skip_eval, "no test-set evaluation");
+  flags.Bool("skip_eval", &o.skip_eval,
+             "no test-set evaluation (rank 0's flag decides for every worker)");
+  flags.String("eval_scores_file", &o.eval_scores_file, "PATH",
+               "rank 0 writes the final evaluation's click probability of every test example "
+               "there, one per line in test-file order (%.9g: float32 exactly)");
   flags.String("resume_from", &o.resume_from, "NAME",
                "a new run starts from checkpoint NAME of the job, or \"latest\"; empty: from "
                "the PS shards' rows");
