@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -163,6 +164,19 @@ absl::Status FinishFlags(WorkerFlags& w) {
   if (o.rank >= o.world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank=", o.rank, " must be below --world_size=", o.world_size));
+  }
+  if (!o.eval_scores_file.empty()) {
+    // Written at the very end: a directory that is not there must not cost a training run.
+    const std::filesystem::path dir =
+        std::filesystem::path(o.eval_scores_file).parent_path().empty()
+            ? std::filesystem::path(".")
+            : std::filesystem::path(o.eval_scores_file).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat("--eval_scores_file=", o.eval_scores_file,
+                                                     ": directory ", dir.string(),
+                                                     " does not exist"));
+    }
   }
   EMBER_ASSIGN_OR_RETURN(const TlsCredentials credentials, TlsCredentials::Load(w.tls));
   if (credentials.enabled()) o.channel_credentials = credentials.Channel();
