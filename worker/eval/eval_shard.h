@@ -49,6 +49,7 @@ struct TestSetResult {
   std::optional<double> auc_cold_users;
   uint64_t examples_cold_users = 0;
   uint64_t scored_examples = 0;  // scored by this rank (its share)
+  double read_seconds = 0;       // this rank's reading and parsing of the whole test set
   double seconds = 0;
 };
 

@@ -72,10 +72,10 @@ void AppendBatch(const v1::EvalConfig& ec, int item_count, int cold_user, int tr
 }
 
 // This rank's share: reads the whole (capped) test set in batches and scores the
-// batches k with k % world == rank.
+// batches k with k % world == rank. Adds the time spent reading to `read_seconds`.
 absl::StatusOr<EvalShard> ScoreShare(const v1::ModelConfig& config, const SparseLayout& layout,
                                      PsClient& client, model::DenseTower& tower, int rank,
-                                     int world) {
+                                     int world, double* read_seconds) {
   if (config.data().test_path().empty()) {
     return absl::FailedPreconditionError("this worker has no test data (--test, data.test_path)");
   }
@@ -103,7 +103,9 @@ absl::StatusOr<EvalShard> ScoreShare(const v1::ModelConfig& config, const Sparse
   for (; cap == 0 || seen < cap; ++k) {
     const int want =
         cap == 0 ? batch_size : static_cast<int>(std::min<uint64_t>(batch_size, cap - seen));
+    const absl::Time read_start = absl::Now();
     EMBER_ASSIGN_OR_RETURN(bool more, reader->Next(want, &batch));
+    *read_seconds += absl::ToDoubleSeconds(absl::Now() - read_start);
     if (!more) break;
     seen += batch.size;
     if (k % static_cast<uint64_t>(world) != static_cast<uint64_t>(rank)) continue;
@@ -166,7 +168,9 @@ absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const Spar
   const int rank = collective.rank();
   const int world = collective.world_size();
   if (scores != nullptr) scores->clear();
-  absl::StatusOr<EvalShard> shard = ScoreShare(config, layout, client, tower, rank, world);
+  double read_seconds = 0;
+  absl::StatusOr<EvalShard> shard =
+      ScoreShare(config, layout, client, tower, rank, world, &read_seconds);
   uint64_t scored = 0;
   // Gather: every rank sends its share (or its failure) to rank 0.
   std::vector<std::string> send(world);
@@ -189,6 +193,7 @@ absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const Spar
   EMBER_ASSIGN_OR_RETURN(std::vector<std::string> outcome, collective.AllToAll(send));
   EMBER_RETURN_IF_ERROR(DecodeStatus(outcome[0]));
   result->scored_examples = scored;
+  result->read_seconds = read_seconds;
   result->seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return result;
 }

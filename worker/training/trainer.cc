@@ -527,8 +527,9 @@ absl::Status Trainer::RunEvaluation(bool final) {
                           eval->logloss);
   if (eval->oracle_auc.has_value())
     log_ << absl::StrFormat("  (oracle AUC %.4f)", *eval->oracle_auc);
-  log_ << absl::StrFormat("  [%d examples, %d scored by rank 0 of %d, %.1fs]", eval->examples,
-                          eval->scored_examples, collective_->world_size(), eval->seconds)
+  log_ << absl::StrFormat("  [%d examples, %d scored by rank 0 of %d, %.2fs, reading %.2fs]",
+                          eval->examples, eval->scored_examples, collective_->world_size(),
+                          eval->seconds, eval->read_seconds)
        << std::endl;
   WarnIfWorseThanBest(eval->auc);
   return absl::OkStatus();
