@@ -177,6 +177,7 @@ absl::Status Trainer::ConnectWorkers() {
   }
   absl::StatusOr<std::unique_ptr<Collective>> c = Collective::Connect(collective);
   if (!c.ok()) {
+    rendezvous_failed_ = true;
     absl::Status s = c.status();
     // The first attempt of a fresh run, for this worker: the missing peers never
     // started (or cannot reach this one), which waiting longer does not change. A
@@ -715,11 +716,11 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
       }
     }
     absl::StatusOr<TrainResult> result;
-    bool connected = false;
+    bool met_nobody = false;
     {
       Trainer trainer(options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
       result = trainer.Run();
-      connected = trainer.connected();
+      met_nobody = trainer.rendezvous_failed();
       finishing = finishing || trainer.passed_final_barrier();
     }
     if (result.ok()) {
@@ -747,7 +748,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
     if (!Recoverable(result.status()) || recoveries >= options.max_recoveries) {
       return result.status();
     }
-    if (finishing && !connected) {
+    if (finishing && met_nobody) {
       // A rejoin after the final barrier met nobody within the collective timeout: the
       // other workers have finished or failed and will not come back.
       return absl::Status(

@@ -76,9 +76,9 @@ class Trainer {
   }
 
   absl::StatusOr<TrainResult> Run();
-  // Whether this attempt got past the worker rendezvous, and past the final barrier
-  // (into the final checkpoint, evaluation and checksum).
-  bool connected() const { return collective_ != nullptr; }
+  // Whether this attempt's worker rendezvous failed, and whether the attempt got past
+  // the final barrier (into the final checkpoint, evaluation and checksum).
+  bool rendezvous_failed() const { return rendezvous_failed_; }
   bool passed_final_barrier() const { return passed_final_barrier_; }
 
  private:
@@ -170,6 +170,7 @@ class Trainer {
   std::vector<float> last_eval_scores_;
   bool evaluate_next_ = false;  // agreed by the last step's all-reduce
   bool passed_final_barrier_ = false;
+  bool rendezvous_failed_ = false;
   std::optional<uint64_t> warned_auc_step_;  // WarnIfWorseThanBest warned at this step
   uint64_t examples_ = 0;
   // The agreement on the next step (workers with a batch, their examples), carried by
