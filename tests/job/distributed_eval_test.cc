@@ -166,12 +166,13 @@ class DistributedEvalTest : public ::testing::Test {
   }
 
   // The test job's config, as the workers normalize it.
-  static v1::ModelConfig JobConfig() {
+  static v1::ModelConfig JobConfig(uint64_t eval_max_examples) {
     absl::StatusOr<v1::ModelConfig> config =
         model::LoadModelConfig(absl::StrCat(EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt"));
     EXPECT_TRUE(config.ok()) << config.status();
     config->mutable_data()->set_test_path(*root_ + "/data/test");
     config->mutable_training()->set_batch_size(128);
+    config->mutable_training()->set_eval_max_examples(eval_max_examples);
     absl::StatusOr<v1::ModelConfig> normalized =
         model::NormalizeModelConfig(*std::move(config), "test");
     EXPECT_TRUE(normalized.ok()) << normalized.status();
@@ -185,9 +186,10 @@ class DistributedEvalTest : public ::testing::Test {
 
   // Evaluates the reference job's final model (the PS rows it left, the dense weights of
   // its newest checkpoint) in this process as `world` ranks, one thread each, meeting
-  // under rendezvous generation `generation` on the reference coordinator.
-  static Evaluation EvaluateInProcess(int world, uint64_t generation) {
-    const v1::ModelConfig config = JobConfig();
+  // under rendezvous generation `generation` on the reference coordinator, with
+  // training.eval_max_examples `cap` (0: all).
+  static Evaluation EvaluateInProcess(int world, uint64_t generation, uint64_t cap = 0) {
+    const v1::ModelConfig config = JobConfig(cap);
     CheckpointCatalog catalog(reference_->ckpt_);
     absl::StatusOr<CheckpointListing> listing = catalog.List("quickstart");
     EXPECT_TRUE(listing.ok() && !listing->valid.empty()) << listing.status();
@@ -273,6 +275,13 @@ TEST_F(DistributedEvalTest, TwoAndThreeRanksEvaluateBitwiseAsOneRank) {
   const Evaluation two = EvaluateInProcess(/*world=*/2, /*generation=*/102);
   ExpectSameResult(one.result, two.result);
   EXPECT_TRUE(two.scores == one.scores);
+  // eval_max_examples keeps its meaning: the first 1000 examples (7 batches of 128 and
+  // one of 104), whatever the world size.
+  const Evaluation capped_one = EvaluateInProcess(/*world=*/1, /*generation=*/103, 1000);
+  const Evaluation capped_three = EvaluateInProcess(/*world=*/3, /*generation=*/104, 1000);
+  EXPECT_EQ(capped_one.result.examples, 1000u);
+  ExpectSameResult(capped_one.result, capped_three.result);
+  EXPECT_TRUE(capped_three.scores == capped_one.scores);
 }
 
 // Rank 1 cannot read its test data: the final evaluation fails on every rank with a
