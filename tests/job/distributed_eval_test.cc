@@ -8,7 +8,7 @@
 //  - the final evaluation of a 2-worker BSP job (each rank scoring its batches) gives
 //    bitwise the metrics and the --eval_scores_file of one rank evaluating the same
 //    final model (the PS rows and the dense weights of the job's final checkpoint), and
-//    so do 3 ranks;
+//    so do 3 ranks, also with eval_max_examples cutting the test set short;
 //  - a final evaluation that fails on one rank (its test data is missing) fails every
 //    rank clearly, naming the rank, within the deadlines (no rank hangs or rejoins);
 //  - a PS shard killed (and restarted by the supervisor) once the final checkpoint is
