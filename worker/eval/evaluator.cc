@@ -140,14 +140,13 @@ absl::StatusOr<TestSetResult> Combine(const std::vector<std::string>& gathered,
   for (size_t r = 0; r < gathered.size(); ++r) {
     const absl::string_view bytes = gathered[r];
     // The first byte tells a shard ('S') from a failure ('E').
-    if (bytes.empty())
+    if (bytes.empty()) {
       return absl::InternalError(absl::StrCat("evaluation: rank ", r, " sent nothing"));
+    }
     if (bytes[0] == 'E') {
-      absl::Status failure = DecodeStatus(bytes.substr(1));
-      if (failure.ok())
-        failure =
-            absl::InternalError(absl::StrCat("evaluation: rank ", r, " sent an empty failure"));
-      return failure;
+      const absl::Status failure = DecodeStatus(bytes.substr(1));
+      if (!failure.ok()) return failure;
+      return absl::InternalError(absl::StrCat("evaluation: rank ", r, " sent an empty failure"));
     }
     absl::StatusOr<EvalShard> shard = DecodeShard(bytes.substr(1));
     if (!shard.ok()) return OnRank(shard.status(), static_cast<int>(r));
@@ -169,18 +168,19 @@ absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const Spar
   const int world = collective.world_size();
   if (scores != nullptr) scores->clear();
   double read_seconds = 0;
-  absl::StatusOr<EvalShard> shard =
-      ScoreShare(config, layout, client, tower, rank, world, &read_seconds);
   uint64_t scored = 0;
   // Gather: every rank sends its share (or its failure) to rank 0.
   std::vector<std::string> send(world);
-  if (shard.ok()) {
-    scored = shard->examples.size();
-    send[0] = absl::StrCat("S", EncodeShard(*shard));
-  } else {
-    send[0] = absl::StrCat("E", EncodeStatus(OnRank(shard.status(), rank)));
-  }
-  shard = absl::UnknownError("sent");  // the examples are in send[0] now; free them
+  {
+    const absl::StatusOr<EvalShard> shard =
+        ScoreShare(config, layout, client, tower, rank, world, &read_seconds);
+    if (shard.ok()) {
+      scored = shard->examples.size();
+      send[0] = absl::StrCat("S", EncodeShard(*shard));
+    } else {
+      send[0] = absl::StrCat("E", EncodeStatus(OnRank(shard.status(), rank)));
+    }
+  }  // the shard's examples live on in send[0] only
   EMBER_ASSIGN_OR_RETURN(std::vector<std::string> gathered, collective.AllToAll(send));
   send.assign(world, "");
   absl::StatusOr<TestSetResult> result = TestSetResult{};
