@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -101,7 +102,11 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
               "rendezvous and all-reduce deadline: a dead peer fails the job within about "
               "this long")
       .Above(0);
-  flags.Bool("skip_eval", &o.skip_eval, "no test-set evaluation");
+  flags.Bool("skip_eval", &o.skip_eval,
+             "no test-set evaluation (rank 0's flag decides for every worker)");
+  flags.String("eval_scores_file", &o.eval_scores_file, "PATH",
+               "rank 0 writes the final evaluation's click probability of every test example "
+               "there, one per line in test-file order (%.9g: float32 exactly)");
   flags.String("resume_from", &o.resume_from, "NAME",
                "a new run starts from checkpoint NAME of the job, or \"latest\"; empty: from "
                "the PS shards' rows");
@@ -159,6 +164,19 @@ absl::Status FinishFlags(WorkerFlags& w) {
   if (o.rank >= o.world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("--rank=", o.rank, " must be below --world_size=", o.world_size));
+  }
+  if (!o.eval_scores_file.empty()) {
+    // Written at the very end: a directory that is not there must not cost a training run.
+    const std::filesystem::path dir =
+        std::filesystem::path(o.eval_scores_file).parent_path().empty()
+            ? std::filesystem::path(".")
+            : std::filesystem::path(o.eval_scores_file).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat("--eval_scores_file=", o.eval_scores_file,
+                                                     ": directory ", dir.string(),
+                                                     " does not exist"));
+    }
   }
   EMBER_ASSIGN_OR_RETURN(const TlsCredentials credentials, TlsCredentials::Load(w.tls));
   if (credentials.enabled()) o.channel_credentials = credentials.Channel();

@@ -104,11 +104,7 @@ class Job:
             try:
                 attempt = Attempt(self, join, recoveries)
                 result = train(attempt)
-                if self.rank == 0:
-                    try:
-                        self.jobs.finish(self.name, self.generation, join["attempt"], 30.0)
-                    except EmberError as e:  # the model is done either way
-                        self.log(f"worker 0: FinishJob failed: {e}")
+                self._finish(join["attempt"])
                 return result
             except EmberError as e:
                 if not e.recoverable or recoveries >= self.max_recoveries:
@@ -119,6 +115,25 @@ class Job:
             finally:
                 if attempt is not None:
                     attempt.close()
+
+
+    def _finish(self, attempt):
+        """The run is over only once rank 0 recorded its end (after its evaluation and
+        checksums): rank 0 records it (AbortedError if the attempt was rolled back
+        meanwhile: rejoin); the other ranks wait for it (up to recovery_timeout_s) and
+        rejoin when the attempt was rolled back first (docs/ARCHITECTURE.md "Jobs in
+        attempts", step 7)."""
+        if self.rank == 0:
+            self.jobs.finish(self.name, self.generation, attempt, self.collective_timeout_s)
+            return
+        try:
+            self.jobs.await_finished(self.name, self.generation, attempt,
+                                     self.recovery_timeout_s)
+        except AbortedError:
+            raise
+        except EmberError as e:  # rank 0 is gone, or the job failed: a rejoin cannot help
+            raise FailedPreconditionError(
+                f"waiting for rank 0 to finish the job: {e}") from e
 
 
 class Attempt:

@@ -259,6 +259,16 @@ class PyJobClient {
     ThrowIfError(s);
   }
 
+  void AwaitFinished(const std::string& job, uint64_t generation, uint64_t attempt,
+                     double timeout_s) {
+    absl::Status s;
+    {
+      py::gil_scoped_release unlocked;
+      s = jobs_->AwaitFinished(job, generation, attempt, absl::Seconds(timeout_s));
+    }
+    ThrowIfError(s);
+  }
+
  private:
   std::unique_ptr<JobClient> jobs_;
 };
@@ -300,7 +310,9 @@ void BindWorker(py::module_& m) {
            py::arg("attempt"), py::arg("state"), py::arg("timeout_s") = 600.0)
       .def("get_job", &PyJobClient::GetJob, py::arg("job"), py::arg("timeout_s") = 5.0)
       .def("finish", &PyJobClient::Finish, py::arg("job"), py::arg("generation"),
-           py::arg("attempt"), py::arg("timeout_s") = 30.0);
+           py::arg("attempt"), py::arg("timeout_s") = 30.0)
+      .def("await_finished", &PyJobClient::AwaitFinished, py::arg("job"), py::arg("generation"),
+           py::arg("attempt"), py::arg("timeout_s") = 600.0);
 }
 
 }  // namespace ember::python

@@ -271,6 +271,11 @@ absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
   if (it == jobs_.end())
     return absl::NotFoundError(absl::StrCat("unknown job '", request.job(), "'"));
   Job& job = it->second;
+  if (job.record.generation() == request.generation() &&
+      job.record.attempt() == request.attempt() &&
+      job.record.phase() == v1::GetJobResponse::FINISHED) {
+    return absl::OkStatus();  // a retry of a FinishJob whose answer was lost
+  }
   if (job.record.generation() != request.generation() ||
       job.record.attempt() != request.attempt() ||
       job.record.phase() != v1::GetJobResponse::RUNNING) {

@@ -97,8 +97,11 @@ void PsServiceImpl::EnableCheckpoints(ShardStorage* storage) {
 }
 
 uint64_t PsServiceImpl::version() const {
-  absl::ReaderMutexLock lock(&store_mu_);
-  return store_->version();
+  if (!store_mu_.ReaderTryLock()) return last_version_.load(std::memory_order_relaxed);
+  const uint64_t version = store_->version();
+  store_mu_.ReaderUnlock();
+  last_version_.store(version, std::memory_order_relaxed);
+  return version;
 }
 
 void PsServiceImpl::WithStore(const PsStoreCollector::Visitor& visit) const {

@@ -132,7 +132,10 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   uint64_t attempt() const { return attempt_.load(std::memory_order_acquire); }
   // Random per service object (per process): tells the coordinator it restarted.
   uint64_t incarnation() const { return incarnation_; }
-  // The store's version (under the store lock: a restore may be swapping it).
+  // The store's version, for the shard agent's heartbeat. Never waits: while a
+  // checkpoint or a restore holds the store lock exclusively it returns the version
+  // read last (a heartbeat blocked behind a long snapshot would miss the coordinator's
+  // heartbeat timeout and fail the running job's attempt).
   uint64_t version() const;
   // Calls `visit` with the current store and RocksDB (null without checkpoint storage)
   // under the store lock (metrics scrapes: a restore replaces both).
@@ -336,6 +339,7 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   // Serializes CheckpointShard/RestoreShard with each other (held across their IO).
   absl::Mutex admin_mu_;
   std::atomic<uint64_t> attempt_{0};
+  mutable std::atomic<uint64_t> last_version_{0};  // version()'s last read of the store
   const uint64_t incarnation_;
   const uint32_t shard_id_;
   const uint32_t max_batch_keys_;

@@ -2,17 +2,21 @@
 
 #include "worker/eval/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/hash.h"
 #include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "worker/data/reader.h"
-#include "worker/eval/metrics.h"
+#include "worker/job/run_report.h"
 
 namespace ember::worker {
 namespace {
@@ -27,123 +31,178 @@ int EvalIndex(const v1::ModelConfig& config, const std::string& name) {
   return -1;
 }
 
-std::optional<double> Defined(double v) {
-  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+// What defines the cut of the test set into batches and the columns kept: every rank
+// must agree on it.
+uint64_t EvalSettingsDigest(const v1::ModelConfig& config) {
+  const std::string bytes =
+      absl::StrCat(config.data().test_path(), "\n", config.training().batch_size(), "\n",
+                   config.training().eval_max_examples(), "\n", config.eval().SerializeAsString());
+  return HashBytes(bytes);
 }
 
-// The accumulators of one evaluation: the model by item bucket (hot, warm, cold), the
-// model on cold users, and the oracle (true probabilities), each used when its eval
-// column is set (index >= 0).
-struct EvalSums {
-  int item_count = -1;
-  int cold_user = -1;
-  int true_prob = -1;
-  EvalAccumulator model{/*num_buckets=*/3};  // buckets: hot, warm, cold items
-  EvalAccumulator cold_users{/*num_buckets=*/1};
-  EvalAccumulator oracle;
-  std::vector<int> buckets, user_buckets;  // scratch
-};
-
-// Adds one batch's scores to the accumulators.
-absl::Status Accumulate(const v1::EvalConfig& ec, const model::ExampleBatch& batch,
-                        const std::vector<float>& scores, EvalSums* sums) {
+// The click probabilities of one batch: the pooled embeddings through `tower`. The one
+// place evaluation runs the tower.
+void ScoreBatch(model::DenseTower& tower, const model::ExampleBatch& batch,
+                const std::vector<float>& pooled, std::vector<float>* logits,
+                std::vector<float>* probabilities) {
   const int b = batch.size;
-  sums->buckets.assign(b, -1);
-  if (sums->item_count >= 0) {
-    for (int i = 0; i < b; ++i) {
-      const double count = batch.eval[sums->item_count][i];
-      sums->buckets[i] = count >= ec.hot_min_count() ? 0 : count >= ec.warm_min_count() ? 1 : 2;
-    }
-  }
-  EMBER_RETURN_IF_ERROR(sums->model.Add(scores, batch.labels, sums->buckets));
-  if (sums->cold_user >= 0) {
-    sums->user_buckets.assign(b, -1);
-    for (int i = 0; i < b; ++i) {
-      sums->user_buckets[i] = batch.eval[sums->cold_user][i] >= 0.5f ? 0 : -1;
-    }
-    EMBER_RETURN_IF_ERROR(sums->cold_users.Add(scores, batch.labels, sums->user_buckets));
-  }
-  if (sums->true_prob >= 0) {
-    EMBER_RETURN_IF_ERROR(sums->oracle.Add(batch.eval[sums->true_prob], batch.labels));
-  }
-  return absl::OkStatus();
+  logits->resize(b);
+  probabilities->resize(b);
+  tower.Forward(b, batch.dense, pooled, absl::MakeSpan(*logits));
+  for (int i = 0; i < b; ++i) (*probabilities)[i] = 1.0f / (1.0f + std::exp(-(*logits)[i]));
 }
 
-// The result of the accumulated evaluation (seconds not set).
-TestSetResult Summarize(const EvalSums& sums) {
-  TestSetResult result;
-  const EvalResult m = sums.model.Finalize();
-  result.examples = static_cast<uint64_t>(m.count);
-  result.auc = m.auc;
-  result.logloss = m.logloss;
-  if (sums.item_count >= 0) {
-    result.auc_hot = m.buckets[0].defined ? std::optional<double>(m.buckets[0].auc) : std::nullopt;
-    result.auc_warm = m.buckets[1].defined ? std::optional<double>(m.buckets[1].auc) : std::nullopt;
-    result.auc_cold = m.buckets[2].defined ? std::optional<double>(m.buckets[2].auc) : std::nullopt;
-    result.examples_hot = m.buckets[0].count;
-    result.examples_warm = m.buckets[1].count;
-    result.examples_cold = m.buckets[2].count;
+// Appends one scored batch's per-example results (its buckets from the EVAL columns).
+void AppendBatch(const v1::EvalConfig& ec, int item_count, int cold_user, int true_prob,
+                 const model::ExampleBatch& batch, const std::vector<float>& probabilities,
+                 EvalExamples* out) {
+  const int b = batch.size;
+  out->scores.insert(out->scores.end(), probabilities.begin(), probabilities.begin() + b);
+  out->labels.insert(out->labels.end(), batch.labels.begin(), batch.labels.begin() + b);
+  for (int i = 0; i < b; ++i) {
+    int bucket = -1;
+    if (item_count >= 0) {
+      const double count = batch.eval[item_count][i];
+      bucket = count >= ec.hot_min_count() ? 0 : count >= ec.warm_min_count() ? 1 : 2;
+    }
+    out->item_buckets.push_back(bucket);
+    out->user_buckets.push_back(cold_user >= 0 && batch.eval[cold_user][i] >= 0.5f ? 0 : -1);
+    if (true_prob >= 0) out->true_probs.push_back(batch.eval[true_prob][i]);
   }
-  if (sums.cold_user >= 0) {
-    const EvalResult c = sums.cold_users.Finalize();
-    if (c.buckets[0].defined) result.auc_cold_users = c.buckets[0].auc;
-    result.examples_cold_users = c.buckets[0].count;
+}
+
+// This rank's share: reads the whole (capped) test set in batches and scores the
+// batches k with k % world == rank. Adds the time spent reading to `read_seconds`.
+absl::StatusOr<EvalShard> ScoreShare(const v1::ModelConfig& config, const SparseLayout& layout,
+                                     PsClient& client, model::DenseTower& tower, int rank,
+                                     int world, double* read_seconds) {
+  if (config.data().test_path().empty()) {
+    return absl::FailedPreconditionError("this worker has no test data (--test, data.test_path)");
   }
-  if (sums.true_prob >= 0) {
-    const EvalResult o = sums.oracle.Finalize();
-    result.oracle_auc = Defined(o.auc);
-    result.oracle_logloss = Defined(o.logloss);
+  ReaderOptions options;
+  options.with_eval_columns = true;
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
+                         DatasetReader::Open(config, config.data().test_path(), options));
+  const v1::EvalConfig& ec = config.eval();
+  const int item_count = EvalIndex(config, ec.item_count_column());
+  const int cold_user = EvalIndex(config, ec.cold_user_column());
+  const int true_prob = EvalIndex(config, ec.true_prob_column());
+  EvalShard shard;
+  shard.settings_digest = EvalSettingsDigest(config);
+  shard.examples.has_item_count = item_count >= 0;
+  shard.examples.has_cold_user = cold_user >= 0;
+  shard.examples.has_true_prob = true_prob >= 0;
+
+  const uint64_t cap = config.training().eval_max_examples();
+  const int batch_size = static_cast<int>(config.training().batch_size());
+  model::ExampleBatch batch;
+  SparseBatch sparse(layout);
+  std::vector<float> pooled, logits, probabilities;
+  uint64_t seen = 0;
+  uint64_t k = 0;  // the batch's index in the test set
+  for (; cap == 0 || seen < cap; ++k) {
+    const int want =
+        cap == 0 ? batch_size : static_cast<int>(std::min<uint64_t>(batch_size, cap - seen));
+    const absl::Time read_start = absl::Now();
+    EMBER_ASSIGN_OR_RETURN(bool more, reader->Next(want, &batch));
+    *read_seconds += absl::ToDoubleSeconds(absl::Now() - read_start);
+    if (!more) break;
+    seen += batch.size;
+    if (k % static_cast<uint64_t>(world) != static_cast<uint64_t>(rank)) continue;
+    sparse.Build(batch);
+    std::vector<PsHandle> pulls;
+    StartPulls(client, sparse, &pulls);
+    EMBER_RETURN_IF_ERROR(WaitAll(&pulls));
+    pooled.resize(static_cast<size_t>(batch.size) * layout.pooled_width);
+    sparse.Pool(absl::MakeSpan(pooled));
+    ScoreBatch(tower, batch, pooled, &logits, &probabilities);
+    AppendBatch(ec, item_count, cold_user, true_prob, batch, probabilities, &shard.examples);
+    shard.batch_index.push_back(k);
+    shard.batch_size.push_back(static_cast<uint32_t>(batch.size));
   }
+  if (seen == 0) {
+    return absl::NotFoundError(absl::StrCat("no test examples in ", config.data().test_path()));
+  }
+  shard.total_batches = k;
+  return shard;
+}
+
+// A rank's failure, naming the rank, with its code kept.
+absl::Status OnRank(const absl::Status& s, int rank) {
+  return absl::Status(s.code(), absl::StrCat("evaluation on rank ", rank, ": ", s.message()));
+}
+
+// Rank 0: the metrics (and scores) from every rank's gathered bytes.
+absl::StatusOr<TestSetResult> Combine(const std::vector<std::string>& gathered,
+                                      std::vector<float>* scores) {
+  std::vector<EvalShard> shards;
+  shards.reserve(gathered.size());
+  for (size_t r = 0; r < gathered.size(); ++r) {
+    const absl::string_view bytes = gathered[r];
+    // The first byte tells a shard ('S') from a failure ('E').
+    if (bytes.empty()) {
+      return absl::InternalError(absl::StrCat("evaluation: rank ", r, " sent nothing"));
+    }
+    if (bytes[0] == 'E') {
+      const absl::Status failure = DecodeStatus(bytes.substr(1));
+      if (!failure.ok()) return failure;
+      return absl::InternalError(absl::StrCat("evaluation: rank ", r, " sent an empty failure"));
+    }
+    absl::StatusOr<EvalShard> shard = DecodeShard(bytes.substr(1));
+    if (!shard.ok()) return OnRank(shard.status(), static_cast<int>(r));
+    shards.push_back(*std::move(shard));
+  }
+  EMBER_ASSIGN_OR_RETURN(EvalExamples all, MergeShards(shards));
+  EMBER_ASSIGN_OR_RETURN(TestSetResult result, SummarizeExamples(all));
+  if (scores != nullptr) *scores = std::move(all.scores);
   return result;
 }
 
 }  // namespace
 
 absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const SparseLayout& layout,
-                                       PsClient& client, model::DenseTower& tower) {
+                                       PsClient& client, model::DenseTower& tower,
+                                       Collective& collective, std::vector<float>* scores) {
   const absl::Time start = absl::Now();
-  ReaderOptions options;
-  options.with_eval_columns = true;
-  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<DatasetReader> reader,
-                         DatasetReader::Open(config, config.data().test_path(), options));
-  const v1::EvalConfig& ec = config.eval();
-  EvalSums sums;
-  sums.item_count = EvalIndex(config, ec.item_count_column());
-  sums.cold_user = EvalIndex(config, ec.cold_user_column());
-  sums.true_prob = EvalIndex(config, ec.true_prob_column());
-  const uint64_t cap = config.training().eval_max_examples();
-
-  model::ExampleBatch batch;
-  SparseBatch sparse(layout);
-  std::vector<float> pooled, logits, scores;
-  const int batch_size = static_cast<int>(config.training().batch_size());
-  uint64_t seen = 0;
-  while (cap == 0 || seen < cap) {
-    const int want =
-        cap == 0 ? batch_size : static_cast<int>(std::min<uint64_t>(batch_size, cap - seen));
-    EMBER_ASSIGN_OR_RETURN(bool more, reader->Next(want, &batch));
-    if (!more) break;
-    seen += batch.size;
-    sparse.Build(batch);
-    std::vector<PsHandle> pulls;
-    StartPulls(client, sparse, &pulls);
-    EMBER_RETURN_IF_ERROR(WaitAll(&pulls));
-
-    const int b = batch.size;
-    pooled.resize(static_cast<size_t>(b) * layout.pooled_width);
-    logits.resize(b);
-    scores.resize(b);
-    sparse.Pool(absl::MakeSpan(pooled));
-    tower.Forward(b, batch.dense, pooled, absl::MakeSpan(logits));
-    for (int i = 0; i < b; ++i) scores[i] = 1.0f / (1.0f + std::exp(-logits[i]));
-    EMBER_RETURN_IF_ERROR(Accumulate(ec, batch, scores, &sums));
+  const int rank = collective.rank();
+  const int world = collective.world_size();
+  if (scores != nullptr) scores->clear();
+  double read_seconds = 0;
+  uint64_t scored = 0;
+  // Gather: every rank sends its share (or its failure) to rank 0.
+  std::vector<std::string> send(world);
+  {
+    const absl::StatusOr<EvalShard> shard =
+        ScoreShare(config, layout, client, tower, rank, world, &read_seconds);
+    if (shard.ok()) {
+      scored = shard->examples.size();
+      send[0] = absl::StrCat("S", EncodeShard(*shard));
+    } else {
+      send[0] = absl::StrCat("E", EncodeStatus(OnRank(shard.status(), rank)));
+    }
+  }  // the shard's examples live on in send[0] only
+  EMBER_ASSIGN_OR_RETURN(std::vector<std::string> gathered, collective.AllToAll(send));
+  send.assign(world, "");
+  absl::StatusOr<TestSetResult> result = TestSetResult{};
+  if (rank == 0) {
+    result = Combine(gathered, scores);
+    // Rank 0's outcome back to every rank, so that all return the same status.
+    send.assign(world, EncodeStatus(result.status()));
   }
-  if (seen == 0) {
-    return absl::NotFoundError(absl::StrCat("no test examples in ", config.data().test_path()));
-  }
-  TestSetResult result = Summarize(sums);
-  result.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  gathered.clear();
+  EMBER_ASSIGN_OR_RETURN(std::vector<std::string> outcome, collective.AllToAll(send));
+  EMBER_RETURN_IF_ERROR(DecodeStatus(outcome[0]));
+  result->scored_examples = scored;
+  result->read_seconds = read_seconds;
+  result->seconds = absl::ToDoubleSeconds(absl::Now() - start);
   return result;
+}
+
+absl::Status WriteScoresFile(const std::string& path, const std::vector<float>& scores) {
+  std::string text;
+  text.reserve(scores.size() * 12);
+  for (float p : scores) absl::StrAppendFormat(&text, "%.9g\n", p);
+  return WriteFileAtomically(path, text);
 }
 
 }  // namespace ember::worker

@@ -144,4 +144,44 @@ absl::Status JobClient::Finish(const v1::FinishJobRequest& request, absl::Durati
   });
 }
 
+absl::Status JobClient::AwaitFinished(const std::string& job, uint64_t generation, uint64_t attempt,
+                                      absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string last = "the coordinator did not answer";
+  while (true) {
+    absl::StatusOr<v1::GetJobResponse> r = GetJob(
+        job, std::min(absl::Seconds(5), std::max(deadline - absl::Now(), absl::Milliseconds(1))));
+    if (r.ok()) {
+      if (r->generation() != generation) {
+        return absl::FailedPreconditionError(absl::StrCat("job '", job, "' generation ", generation,
+                                                          " was superseded by generation ",
+                                                          r->generation(), " before it finished"));
+      }
+      switch (r->phase()) {
+        case v1::GetJobResponse::FINISHED:
+          return absl::OkStatus();
+        case v1::GetJobResponse::FAILED:
+          return absl::FailedPreconditionError(
+              absl::StrCat("job '", job, "' failed: ", r->failure()));
+        default:
+          break;
+      }
+      if (r->attempt() != attempt || r->phase() == v1::GetJobResponse::RECOVERING) {
+        return absl::AbortedError(absl::StrCat(
+            "attempt ", attempt, " of job '", job, "' was rolled back before rank 0 finished it",
+            r->failure().empty() ? "" : absl::StrCat(" (", r->failure(), ")")));
+      }
+      last = absl::StrCat("attempt ", attempt, " still running");
+    } else {
+      last = std::string(r.status().message());
+    }
+    if (absl::Now() >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat("rank 0 did not finish job '", job,
+                                                      "' within ", absl::FormatDuration(timeout),
+                                                      " (", last, ")"));
+    }
+    absl::SleepFor(absl::Milliseconds(100));  // polling pace, not event ordering
+  }
+}
+
 }  // namespace ember::worker

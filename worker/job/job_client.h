@@ -60,7 +60,18 @@ class JobClient {
                                                     absl::Duration timeout);
 
   absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job, absl::Duration timeout);
+  // Records the run's end (FinishJob), retrying UNAVAILABLE until `timeout`. ABORTED when
+  // the attempt is no longer running (it was rolled back).
   absl::Status Finish(const v1::FinishJobRequest& request, absl::Duration timeout);
+
+  // A worker other than rank 0, done with `attempt` of run `generation`: polls GetJob
+  // until rank 0 recorded the run's end (OK), or the attempt was rolled back (ABORTED:
+  // a newer attempt started, or the job is recovering; rejoin), the job failed or a
+  // newer run superseded it (FAILED_PRECONDITION), or `timeout` passed
+  // (DEADLINE_EXCEEDED, naming the last phase seen). An unreachable coordinator is
+  // polled again until then.
+  absl::Status AwaitFinished(const std::string& job, uint64_t generation, uint64_t attempt,
+                             absl::Duration timeout);
 
  private:
   JobClient(std::unique_ptr<v1::CoordinatorService::Stub> stub, std::string address, bool tls)

@@ -177,6 +177,7 @@ absl::Status Trainer::ConnectWorkers() {
   }
   absl::StatusOr<std::unique_ptr<Collective>> c = Collective::Connect(collective);
   if (!c.ok()) {
+    rendezvous_failed_ = true;
     absl::Status s = c.status();
     // The first attempt of a fresh run, for this worker: the missing peers never
     // started (or cannot reach this one), which waiting longer does not change. A
@@ -391,8 +392,12 @@ absl::StatusOr<float> Trainer::ReduceDense(float loss_sum) {
   reduce_[extra] = loss_sum;
   reduce_[extra + 1] = has_next ? 1.0f : 0.0f;
   reduce_[extra + 2] = has_next ? static_cast<float>(skew_->PlannedSize(**next)) : 0.0f;
-  // Rank 0 decides time-based and requested checkpoints; the sum tells every worker.
-  reduce_[extra + 3] = rank0() && CheckpointWanted() ? 1.0f : 0.0f;
+  // Rank 0 decides time-based and requested checkpoints (1) and whether the test set is
+  // evaluated after this step (2); the sum tells every worker. (Evaluations are rank 0's
+  // call, so that workers whose flags differ still meet in the same collective calls.)
+  const bool evaluate = rank0() && EvaluationWanted() && training_.eval_every_steps() > 0 &&
+                        (step_ + 1) % training_.eval_every_steps() == 0;
+  reduce_[extra + 3] = (rank0() && CheckpointWanted() ? 1.0f : 0.0f) + (evaluate ? 2.0f : 0.0f);
   if (skew_extra > 0) {
     const SkewHandler::StepCounts counts = skew_->TakeStepCounts();
     std::copy(counts.begin(), counts.end(), reduce_.begin() + extra + 4);
@@ -415,7 +420,9 @@ absl::StatusOr<float> Trainer::ReduceDense(float loss_sum) {
   }
   EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer"));
   next_agreement_ = {reduce_[extra + 1], reduce_[extra + 2]};
-  checkpoint_next_ = reduce_[extra + 3] > 0.5f;
+  const long decisions = std::lround(reduce_[extra + 3]);
+  checkpoint_next_ = (decisions & 1) != 0;
+  evaluate_next_ = (decisions & 2) != 0;
   return reduce_[extra];
 }
 
@@ -463,25 +470,51 @@ void Trainer::WarnIfWorseThanBest(double auc) {
        << std::endl;
 }
 
-absl::Status Trainer::MaybeEvaluate(bool final) {
-  if (options_.skip_eval || config_.data().test_path().empty()) return absl::OkStatus();
-  const uint32_t every = training_.eval_every_steps();
-  if (!final && (every == 0 || step_ % every != 0)) return absl::OkStatus();
-  // Every worker's pushes so far are applied before rank 0 evaluates (the final
-  // evaluation follows the final barrier).
+bool Trainer::EvaluationWanted() const {
+  return !options_.skip_eval && !config_.data().test_path().empty();
+}
+
+absl::Status Trainer::MaybeEvaluate() {
+  if (!evaluate_next_) return absl::OkStatus();
+  evaluate_next_ = false;
+  // Every worker's pushes so far are applied before anyone evaluates.
   EMBER_RETURN_IF_ERROR(DrainPushes(0));
-  if (!final) EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "evaluation barrier"));
+  EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "evaluation barrier"));
+  return RunEvaluation(/*final=*/false);
+}
+
+absl::Status Trainer::FinalEvaluate() {
+  // Rank 0 decides (0: none, 1: evaluate, 2: the evaluation at this step saw the final
+  // model: reuse it) and tells every worker; this all-reduce follows the final barrier.
+  const bool reuse = last_eval_step_.has_value() && *last_eval_step_ == step_ &&
+                     last_eval_checkpoint_ == checkpoint_step_;
+  std::array<float, 1> decision = {rank0() && EvaluationWanted() ? (reuse ? 2.0f : 1.0f) : 0.0f};
+  EMBER_RETURN_IF_ERROR(
+      InStage(collective_->AllReduceSum(absl::MakeSpan(decision)), "final evaluation decision"));
+  const long what = std::lround(decision[0]);
+  if (what == 0) return absl::OkStatus();
+  if (what == 1) EMBER_RETURN_IF_ERROR(RunEvaluation(/*final=*/true));
   if (!rank0()) return absl::OkStatus();
-  if (final && last_eval_.has_value() && last_eval_step_ == step_ &&
-      last_eval_checkpoint_ == checkpoint_step_) {
-    result_.eval = *last_eval_;  // the evaluation at this step saw the final model
-    return absl::OkStatus();
+  if (last_eval_.has_value()) result_.eval = *last_eval_;
+  if (!options_.eval_scores_file.empty()) {
+    EMBER_RETURN_IF_ERROR(InStage(WriteScoresFile(options_.eval_scores_file, last_eval_scores_),
+                                  "--eval_scores_file"));
   }
-  absl::StatusOr<TestSetResult> eval = Evaluate(config_, layout_, *client_, *tower_);
-  if (!eval.ok()) return InStage(eval.status(), "evaluation");
-  last_eval_ = *eval;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::RunEvaluation(bool final) {
+  // Every rank scores its share; rank 0 gets the metrics (worker/eval/evaluator.h).
+  std::vector<float>* scores = options_.eval_scores_file.empty() ? nullptr : &last_eval_scores_;
+  absl::StatusOr<TestSetResult> eval =
+      Evaluate(config_, layout_, *client_, *tower_, *collective_, scores);
+  if (!eval.ok()) return InStage(eval.status(), final ? "final evaluation" : "evaluation");
+  // Recorded on every rank alike (the outcome is the same everywhere), so that every
+  // rank takes the same decision about the final evaluation.
   last_eval_step_ = step_;
   last_eval_checkpoint_ = checkpoint_step_;
+  if (!rank0()) return absl::OkStatus();
+  last_eval_ = *eval;
   if (curve_.empty() || curve_.back().step != step_) {
     CurvePoint point;
     point.step = step_;
@@ -495,9 +528,11 @@ absl::Status Trainer::MaybeEvaluate(bool final) {
                           eval->logloss);
   if (eval->oracle_auc.has_value())
     log_ << absl::StrFormat("  (oracle AUC %.4f)", *eval->oracle_auc);
-  log_ << absl::StrFormat("  [%d examples, %.1fs]", eval->examples, eval->seconds) << std::endl;
+  log_ << absl::StrFormat("  [%d examples, %d scored by rank 0 of %d, %.2fs, reading %.2fs]",
+                          eval->examples, eval->scored_examples, collective_->world_size(),
+                          eval->seconds, eval->read_seconds)
+       << std::endl;
   WarnIfWorseThanBest(eval->auc);
-  if (final) result_.eval = *eval;
   return absl::OkStatus();
 }
 
@@ -542,7 +577,7 @@ absl::Status Trainer::Loop() {
         (checkpoint_next_ || (checkpoint_every > 0 && step_ % checkpoint_every == 0))) {
       EMBER_RETURN_IF_ERROR(TakeCheckpoint());
     }
-    EMBER_RETURN_IF_ERROR(MaybeEvaluate(/*final=*/false));
+    EMBER_RETURN_IF_ERROR(MaybeEvaluate());
   }
   if (!prefetch_.empty()) {
     absl::Status s = WaitAll(&prefetch_);
@@ -552,6 +587,7 @@ absl::Status Trainer::Loop() {
   EMBER_RETURN_IF_ERROR(DrainPushes(0));
   // Every worker's updates are applied before anyone evaluates or checksums.
   EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "final barrier"));
+  passed_final_barrier_ = true;
   result_.train_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   // Every run that can checkpoint ends with one, period or not: without it the newest
   // checkpoint of a run without a period is its step 0, and a follower would serve the
@@ -577,8 +613,9 @@ absl::Status Trainer::Finish() {
   EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense tower"));
   result_.dense_checksum = HashBytes(
       absl::string_view(reinterpret_cast<const char*>(dense.data()), dense.size() * sizeof(float)));
+  // Every rank takes part in the final evaluation: a failure in it fails every rank.
+  EMBER_RETURN_IF_ERROR(FinalEvaluate());
   if (!rank0()) return absl::OkStatus();
-  EMBER_RETURN_IF_ERROR(MaybeEvaluate(/*final=*/true));
   absl::StatusOr<std::map<std::string, PsClient::TableDigest>> sums = client_->Checksum();
   if (!sums.ok()) return InStage(sums.status(), "model checksum");
   for (const v1::TableConfig& table : config_.tables()) {
@@ -663,6 +700,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   log << "worker " << options.rank << "/" << options.world_size << ": joining job '"
       << options.config.name() << "' (generation " << options.generation << ") at "
       << options.coordinator_address << std::endl;
+  bool finishing = false;  // some attempt of this worker got past the final barrier
   for (int recoveries = 0;; ++recoveries) {
     absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, wait);
     if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
@@ -678,22 +716,46 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
       }
     }
     absl::StatusOr<TrainResult> result;
+    bool met_nobody = false;
     {
       Trainer trainer(options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
       result = trainer.Run();
+      met_nobody = trainer.rendezvous_failed();
+      finishing = finishing || trainer.passed_final_barrier();
     }
     if (result.ok()) {
+      // The run is over only once rank 0 recorded its end (after the final evaluation
+      // and checksum): until then a failure rolls the attempt back, and every rank must
+      // rejoin the next one. Rank 0 records it; the others wait for it.
+      absl::Status end;
       if (options.rank == 0) {
         v1::FinishJobRequest finish;
         finish.set_job(options.config.name());
         finish.set_generation(options.generation);
         finish.set_attempt(attempt->attempt());
-        jobs->Finish(finish, absl::Seconds(30)).IgnoreError();  // the model is done either way
+        end = InStage(jobs->Finish(finish, options.collective_timeout), "recording the job's end");
+      } else {
+        end = jobs->AwaitFinished(options.config.name(), options.generation, attempt->attempt(),
+                                  options.recovery_timeout);
+        // Only a rollback is worth a rejoin: rank 0 will rejoin it too.
+        if (!end.ok() && end.code() != absl::StatusCode::kAborted) {
+          return InStage(end, "waiting for rank 0 to finish the job");
+        }
       }
-      return result;
+      if (end.ok()) return result;
+      result = end;
     }
     if (!Recoverable(result.status()) || recoveries >= options.max_recoveries) {
       return result.status();
+    }
+    if (finishing && met_nobody) {
+      // A rejoin after the final barrier met nobody within the collective timeout: the
+      // other workers have finished or failed and will not come back.
+      return absl::Status(
+          result.status().code(),
+          absl::StrCat(result.status().message(),
+                       "; this worker was past the final barrier, so the missing workers have "
+                       "ended (finished or failed) and are not waited for again"));
     }
     log << "worker " << options.rank << ": attempt " << attempt->attempt()
         << " failed, rejoining: " << result.status().message() << std::endl;

@@ -14,7 +14,8 @@
 // workers (dense; every rank applies the same all-reduced gradient to the same
 // initial weights, so all ranks hold the same dense weights at every step).
 //
-// Rank 0 also evaluates on the test set (every eval_every_steps and at the end),
+// Every worker evaluates its share of the test set (every eval_every_steps and at the
+// end; worker/eval/evaluator.h) and rank 0 combines the shares exactly. Rank 0 also
 // prints progress lines and writes the run directory: result.json (test AUC and
 // logloss, AUC by item-frequency bucket and for cold-start users, the oracle AUC when
 // the data has the true probability, examples/s, steps, model checksum),
@@ -63,8 +64,13 @@ struct TrainerOptions {
   // gradients are all-reduced with NCCL (DeviceCollective) and the optimizer steps on
   // the device; Gloo still carries the step's small host sums. Default: the CPU.
   DenseTowerOptions dense_device;
-  // Skip the test-set evaluation (also at the end). Default: false.
+  // Skip the test-set evaluation (also at the end). Rank 0's choice counts: it tells
+  // every worker when to evaluate. Default: false.
   bool skip_eval = false;
+  // Rank 0, at the final evaluation: writes every test example's click probability
+  // there, one "%.9g" per line in test-file order (worker/eval/evaluator.h
+  // WriteScoresFile). Empty: none. Default: "".
+  std::string eval_scores_file;
   // Progress lines go here (rank 0 only). Default: stdout.
   std::ostream* log = nullptr;
   // A new run of the job starts from: "" the PS shards' current rows, "latest" the
@@ -111,10 +117,17 @@ struct TrainResult {
 // ABORTED from the PS cluster, the collective or a checkpoint) the worker rejoins the
 // job, which the coordinator restores to its newest valid checkpoint, and resumes
 // from that checkpoint's step and reader position. In BSP the model is then bitwise
-// the one of a run without the failure (docs/ARCHITECTURE.md invariant 5). Errors: bad options
+// the one of a run without the failure (docs/ARCHITECTURE.md invariant 5).
+// The end: every rank takes part in the final evaluation; rank 0 then checksums the
+// model, writes the run directory and records the run's end (FinishJob); the other
+// ranks return only once it is recorded (JobClient::AwaitFinished, up to
+// recovery_timeout), and rejoin when the attempt was rolled back before. A rejoin after
+// the final barrier whose rendezvous times out is not retried (the peers have ended).
+// Errors: bad options
 // (INVALID_ARGUMENT), the data (reader errors, too many malformed lines), the PS
 // cluster (after the client's retries), a peer's failure (the collective's
-// DEADLINE_EXCEEDED / UNAVAILABLE), IO errors writing the run directory. Each error
+// DEADLINE_EXCEEDED / UNAVAILABLE), IO errors writing the run directory, rank 0 not
+// finishing the run in time (DEADLINE_EXCEEDED, ranks above 0). Each error
 // message says which stage failed.
 absl::StatusOr<TrainResult> Train(const TrainerOptions& options);
 

@@ -76,6 +76,10 @@ class Trainer {
   }
 
   absl::StatusOr<TrainResult> Run();
+  // Whether this attempt's worker rendezvous failed, and whether the attempt got past
+  // the final barrier (into the final checkpoint, evaluation and checksum).
+  bool rendezvous_failed() const { return rendezvous_failed_; }
+  bool passed_final_barrier() const { return passed_final_barrier_; }
 
  private:
   absl::Status Setup();
@@ -115,7 +119,15 @@ class Trainer {
   // Rank 0: whether a checkpoint is due by time or was requested by an operator.
   bool CheckpointWanted();
   void MaybeLog(bool force);
-  absl::Status MaybeEvaluate(bool final);
+  // Rank 0's call: evaluations are wanted (no --skip_eval, a test path).
+  bool EvaluationWanted() const;
+  // After a step: the periodic evaluation, when the step's all-reduce agreed on one.
+  absl::Status MaybeEvaluate();
+  // After the final barrier: the final evaluation (or the reuse of the one at this step)
+  // as rank 0 decides, and rank 0's --eval_scores_file.
+  absl::Status FinalEvaluate();
+  // One evaluation, every rank its share (worker/eval/evaluator.h); rank 0 records it.
+  absl::Status RunEvaluation(bool final);
   // Rank 0, after an evaluation: warns when `auc` fell clearly below the run's best.
   void WarnIfWorseThanBest(double auc);
   bool rank0() const { return options_.rank == 0; }
@@ -149,11 +161,16 @@ class Trainer {
   absl::Time next_poll_ = absl::Now() + absl::Seconds(1);
   bool checkpoint_next_ = false;             // agreed by the last step's all-reduce
   std::optional<uint64_t> checkpoint_step_;  // step of the last checkpoint taken
-  // Rank 0's last evaluation, its step and the last checkpoint before it: the final
+  // The last evaluation's step and the last checkpoint before it (every rank), and its
+  // metrics and scores (rank 0; the scores only with --eval_scores_file): the final
   // evaluation reuses it when nothing changed since (no step, no checkpoint's eviction).
-  std::optional<TestSetResult> last_eval_;
-  uint64_t last_eval_step_ = 0;
+  std::optional<uint64_t> last_eval_step_;
   std::optional<uint64_t> last_eval_checkpoint_;
+  std::optional<TestSetResult> last_eval_;
+  std::vector<float> last_eval_scores_;
+  bool evaluate_next_ = false;  // agreed by the last step's all-reduce
+  bool passed_final_barrier_ = false;
+  bool rendezvous_failed_ = false;
   std::optional<uint64_t> warned_auc_step_;  // WarnIfWorseThanBest warned at this step
   uint64_t examples_ = 0;
   // The agreement on the next step (workers with a batch, their examples), carried by
