@@ -134,8 +134,10 @@ absl::StatusOr<TestSetResult> Evaluate(const v1::ModelConfig& config, const Spar
     logits.resize(b);
     scores.resize(b);
     sparse.Pool(absl::MakeSpan(pooled));
-    tower.Forward(b, batch.dense, pooled, absl::MakeSpan(logits));
-    for (int i = 0; i < b; ++i) scores[i] = 1.0f / (1.0f + std::exp(-logits[i]));
+    // Score, not Forward: a row's score does not depend on its batch, so serving's
+    // Predict of the same row gives bitwise this score (CPU).
+    tower.Score(b, batch.dense, pooled, absl::MakeSpan(logits));
+    for (int i = 0; i < b; ++i) scores[i] = model::ClickProbability(logits[i]);
     EMBER_RETURN_IF_ERROR(Accumulate(ec, batch, scores, &sums));
   }
   if (seen == 0) {
