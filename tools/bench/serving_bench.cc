@@ -4,14 +4,19 @@
 // next to a PS cluster under a training load: how fresh its rows are and how fast it
 // answers Lookup, against the training PS itself. Every figure comes from one run:
 //  1. On loopback, found next to ember-bench and stopped by PID however the suite ends:
-//     ember-coordinator (--expected_shards=2) and shards 0 and 1 (ember-ps, 256 MiB
-//     memory tier, WAL on), data in a scratch directory removed at the end. Table
-//     "train" (dim 16, Adagrad) of R = --rows_small rows (rounded down to a multiple of
-//     1000), populated by pushing every id IdOfRank(0..R-1) once, 1000 per push.
-//  2. ember-serving with --checkpoint_dir=<the coordinator's, empty> and defaults otherwise (1 GiB
-//     memory tier, progress marks every 100 ms, positions persisted every 1 s): with no
-//     checkpoint it follows every shard from version 0. The suite waits until it has
-//     applied every shard's newest version (follower_catchup_seconds).
+//     ember-coordinator (--expected_shards=2, checkpoints in the scratch directory) and
+//     shards 0 and 1 (ember-ps, 256 MiB memory tier, WAL on), data in a scratch
+//     directory removed at the end. First the served model for step 8: ember-datagen data
+//     (20000 training, 2000 test examples) and a one-worker quickstart job of 50 steps
+//     (serving_predict.h), which checkpoints at its end. Then table "train" (dim 16,
+//     Adagrad) of R = --rows_small rows (rounded down to a multiple of 1000), populated by
+//     pushing every id IdOfRank(0..R-1) once, 1000 per push.
+//  2. ember-serving with the coordinator's --checkpoint_dir and defaults otherwise (1 GiB
+//     memory tier, progress marks every 100 ms, positions persisted every 1 s): it
+//     bootstraps from the served model's checkpoint (its small tables; its dense tower)
+//     and follows every shard from the checkpoint's cut, so "train" arrives through the
+//     streams. The suite waits until it has applied every shard's newest version
+//     (follower_catchup_seconds).
 //  3. Idle freshness: 10 x --repetitions probes as in 6, without load.
 //  4. Idle Lookup throughput: kLookupThreads threads, each with its own follower stub and
 //     its own PsClient, one call in flight, 1000 Zipf(--zipf) keys of "train" per call.
@@ -32,11 +37,9 @@
 //  7. Lookup throughput under load: as 4, without the warm-up.
 //  8. Predict under load (serving_predict.h): 1-row and 100-row batches of the served
 //     model's test lines, one call in flight, --min_time seconds each, then as long the
-//     Lookups the same rows need (one call per table, in turn) as the baseline. The served
-//     model was trained after step 2: ember-datagen data (20000 training, 2000 test
-//     examples) and a one-worker quickstart job of 50 steps on the same cluster (the
-//     coordinator checkpoints to the follower's --checkpoint_dir); the suite waits for
-//     the follower to serve its last checkpoint.
+//     Lookups the same rows need (one call per table, in turn) as the baseline. The same
+//     without load after step 4, after one pass over the test lines (100 per call: the
+//     follower's memory tier then holds their rows).
 //  9. The load stops; check (the suite fails otherwise): once the follower has applied
 //     every shard's newest version, its "train" rows and digest equal the shards'.
 // A quick run: --rows_small=100000 --repetitions=1 --min_time=0.5 --warmup=0.5.
@@ -635,6 +638,16 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
                       cluster.coordinator->pid(), coordinator, cluster.ps[0]->pid(),
                       cluster.ps[1]->pid(), dir->path()));
 
+  // The served model for Predict, first: a short training job on the empty cluster
+  // (its checkpoints then hold only its own small tables).
+  Clock::time_point start = Clock::now();
+  EMBER_ASSIGN_OR_RETURN(const PredictData predict_data,
+                         TrainServedModel(bin, coordinator, dir->path(), options.seed));
+  figures.AddNumber("served_model_seconds", SecondsSince(start));
+  figures.AddInt("predict_test_rows", static_cast<int64_t>(predict_data.lines.size()));
+  Say(absl::StrFormat("served model trained (%d steps) in %.1f s", predict_data.steps,
+                      SecondsSince(start)));
+
   // The table and its rows.
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> loader, NewClient(coordinator, 100));
   v1::TableConfig table;
@@ -644,37 +657,27 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
   table.mutable_optimizer()->set_kind(v1::OptimizerConfig::ADAGRAD);
   EMBER_RETURN_IF_ERROR(loader->CreateTableEverywhere(table));
   const std::vector<float> grads = RandomGradients(kBatch * kDim, options.seed);
-  Clock::time_point start = Clock::now();
+  start = Clock::now();
   EMBER_RETURN_IF_ERROR(Populate(*loader, rows, grads));
   figures.AddNumber("populate_seconds", SecondsSince(start));
   Say(absl::StrFormat("populated %d rows in %.1f s", rows, SecondsSince(start)));
   loader.reset();
 
-  // The follower, from version 0.
+  // The follower: bootstrapped from the served model's last checkpoint, it follows the
+  // "train" rows from the checkpoint's cut.
   start = Clock::now();
   EMBER_RETURN_IF_ERROR(cluster.StartServing());
   Say(absl::StrFormat("ember-serving pid %d at %s", cluster.serving->pid(),
                       cluster.serving->ready_text()));
   EMBER_RETURN_IF_ERROR(cluster.WaitCaughtUp());
+  EMBER_ASSIGN_OR_RETURN(const v1::ServingStatus serving_status, cluster.FollowerStatus());
+  if (serving_status.version().dense_step() != predict_data.steps) {
+    return absl::InternalError(absl::StrCat("the follower serves ",
+                                            serving_status.version().DebugString(),
+                                            ", not the served model's last checkpoint"));
+  }
   figures.AddNumber("follower_catchup_seconds", SecondsSince(start));
   Say(absl::StrFormat("follower caught up with %d rows in %.1f s", rows, SecondsSince(start)));
-
-  // The served model for Predict: a short training job whose last checkpoint the
-  // follower serves.
-  start = Clock::now();
-  EMBER_ASSIGN_OR_RETURN(const PredictData predict_data,
-                         TrainServedModel(bin, coordinator, dir->path(), options.seed));
-  EMBER_RETURN_IF_ERROR(PollUntil(
-      [&]() -> absl::StatusOr<bool> {
-        EMBER_ASSIGN_OR_RETURN(const v1::ServingStatus status, cluster.FollowerStatus());
-        return status.version().dense_step() == predict_data.steps;
-      },
-      kCatchUpBound, "the follower to serve the served model's last checkpoint"));
-  EMBER_RETURN_IF_ERROR(cluster.WaitCaughtUp());
-  figures.AddNumber("served_model_seconds", SecondsSince(start));
-  figures.AddInt("predict_test_rows", static_cast<int64_t>(predict_data.lines.size()));
-  Say(absl::StrFormat("served model trained (%d steps) and served in %.1f s", predict_data.steps,
-                      SecondsSince(start)));
 
   // Idle freshness and throughput.
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> prober, NewClient(coordinator, 3));
@@ -705,6 +708,17 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
   figures.AddNumber("lookup_keys_per_sec_follower", idle_rate.follower);
   figures.AddNumber("pull_keys_per_sec_ps", idle_rate.ps);
   figures.AddNumber("ratio_follower_vs_ps", idle_rate.follower / idle_rate.ps);
+
+  // Idle Predict (after one pass over the test lines).
+  Say("Predict without load");
+  start = Clock::now();
+  EMBER_RETURN_IF_ERROR(WarmUpPredict(*cluster.serving_stub, predict_data));
+  figures.AddNumber("predict_warmup_seconds", SecondsSince(start));
+  for (const int batch_rows : {1, 100}) {
+    EMBER_RETURN_IF_ERROR(MeasurePredict(*cluster.serving_stub, predict_data, batch_rows,
+                                         options.min_time_s, absl::StrCat(batch_rows, "row_idle"),
+                                         &figures));
+  }
 
   // Under load: freshness, then throughput.
   const std::vector<float> load_grads = RandomGradients(kBatch * kDim, options.seed + 1);

@@ -84,6 +84,23 @@ absl::StatusOr<std::vector<std::vector<TableIds>>> LookupsOfBatches(const Predic
   return out;
 }
 
+// One Predict call; returns its milliseconds. Errors: the call's, or a refused row.
+absl::StatusOr<double> CallPredict(v1::ServingService::Stub& stub,
+                                   const v1::PredictRequest& request) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kDeadline));
+  v1::PredictResponse response;
+  const Clock::time_point start = Clock::now();
+  const grpc::Status status = stub.Predict(&context, request, &response);
+  const double ms = MsSince(start);
+  EMBER_RETURN_IF_ERROR(FromGrpcStatus(status, &context));
+  if (response.errors_size() > 0) {
+    return absl::InternalError(
+        absl::StrCat("Predict refused a test row: ", response.errors(0).reason()));
+  }
+  return ms;
+}
+
 }  // namespace
 
 absl::StatusOr<PredictData> TrainServedModel(const std::string& bin, const std::string& coordinator,
@@ -123,6 +140,18 @@ absl::StatusOr<PredictData> TrainServedModel(const std::string& bin, const std::
   return out;
 }
 
+absl::Status WarmUpPredict(v1::ServingService::Stub& stub, const PredictData& data) {
+  for (size_t first = 0; first < data.lines.size(); first += 100) {
+    v1::PredictRequest request;
+    for (const std::string& c : data.header) request.add_columns(c);
+    for (size_t i = first; i < std::min(first + 100, data.lines.size()); ++i) {
+      request.add_rows()->set_line(data.lines[i]);
+    }
+    EMBER_RETURN_IF_ERROR(CallPredict(stub, request).status());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status MeasurePredict(v1::ServingService::Stub& stub, const PredictData& data, int batch_rows,
                             double seconds, const std::string& suffix, Figures* figures) {
   // Predict: requests prepared first, then called in turn.
@@ -136,17 +165,8 @@ absl::Status MeasurePredict(v1::ServingService::Stub& stub, const PredictData& d
   int64_t rows = 0;
   Clock::time_point start = Clock::now();
   for (size_t n = 0; MsSince(start) < seconds * 1000; ++n) {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + kDeadline));
-    v1::PredictResponse response;
-    const Clock::time_point call = Clock::now();
-    const grpc::Status status = stub.Predict(&context, requests[n % requests.size()], &response);
-    predict_ms.push_back(MsSince(call));
-    EMBER_RETURN_IF_ERROR(FromGrpcStatus(status, &context));
-    if (response.errors_size() > 0) {
-      return absl::InternalError(
-          absl::StrCat("Predict refused a test row: ", response.errors(0).reason()));
-    }
+    EMBER_ASSIGN_OR_RETURN(const double ms, CallPredict(stub, requests[n % requests.size()]));
+    predict_ms.push_back(ms);
     rows += batch_rows;
   }
   const double rows_per_sec = rows / (MsSince(start) / 1000);

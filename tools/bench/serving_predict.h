@@ -36,6 +36,11 @@ struct PredictData {
 absl::StatusOr<PredictData> TrainServedModel(const std::string& bin, const std::string& coordinator,
                                              const std::string& dir, uint64_t seed);
 
+// Predicts every test line once, 100 per call: the follower's memory tier then holds
+// every row the test lines need (rows the stream applied go to its RocksDB first).
+// Errors: a failed call, or a row Predict refused.
+absl::Status WarmUpPredict(v1::ServingService::Stub& stub, const PredictData& data);
+
 // Calls Predict with `batch_rows` consecutive test lines per call (cycling), one call in
 // flight, for `seconds`; then as long the Lookups the same rows need (one per table of
 // the batch's unique IDs, in turn), the baseline. Adds predict_rows_per_sec_<suffix>,
