@@ -25,13 +25,20 @@ constexpr char kPythonStateMagic[] = "EMBERPT1";
 
 absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Create(const v1::WorkerState& state,
                                                                  const std::string& name) {
-  if (absl::StartsWith(state.dense_optimizer_state(), kPythonStateMagic) ||
-      (!state.config().empty() && HashBytes(state.config()) != state.config_digest())) {
+  if (absl::StartsWith(state.dense_optimizer_state(), kPythonStateMagic)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "checkpoint ", name,
         " was written by a Python (PyTorch) job: its dense parameters are the PyTorch "
         "model's, not an ember dense tower, so Predict cannot score them (load them into the "
         "model with ember.serving and score in Python)"));
+  }
+  if (!state.config().empty() && HashBytes(state.config()) != state.config_digest()) {
+    // ember-worker digests exactly these bytes; a Python job digests its model's
+    // signature with them.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", name,
+        ": its config digest is not the digest of its config (a Python/PyTorch job's "
+        "checkpoint digests its model too): Predict scores ember-worker checkpoints only"));
   }
   if (state.config().empty()) {
     return absl::FailedPreconditionError(absl::StrCat(

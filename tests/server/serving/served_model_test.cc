@@ -65,8 +65,9 @@ TEST(ServedModelTest, CheckpointsItCannotScoreAreRefusedClearly) {
   // A Python job digests its model signature with the config.
   v1::WorkerState signed_digest = QuickstartState();
   signed_digest.set_config_digest(signed_digest.config_digest() ^ 1);
-  EXPECT_EQ(ServedModel::Create(signed_digest, "c").status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  model = ServedModel::Create(signed_digest, "c");
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(model.status().message(), HasSubstr("config digest"));
 
   v1::WorkerState no_config = QuickstartState();
   no_config.clear_config();
