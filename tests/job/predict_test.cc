@@ -304,6 +304,35 @@ TEST_F(PredictTest, ScoresEqualTheJobsOwnEvaluationBitwise) {
     EXPECT_EQ(BitwiseDifferences(printed, want), 0);
   }
 
+  // From stdin with a header line (what tools/quickstart.sh runs), and --json.
+  {
+    const std::string with_header = c->dir_ + "/head.tsv";
+    {
+      std::ofstream out(with_header);
+      out << absl::StrJoin(header, "\t") << "\n";
+      for (int i = 0; i < 3; ++i) out << lines[i] << "\n";
+    }
+    const std::string serving = absl::StrCat(" --serving=", follower->ready_text());
+    const RunResult text = RunBinary(
+        EMBER_CTL_BINARY, absl::StrCat("serving predict --header", serving, " < ", with_header));
+    ASSERT_EQ(text.exit_code, 0) << text.output;
+    std::vector<float> printed;
+    for (absl::string_view line : absl::StrSplit(text.output, '\n', absl::SkipEmpty())) {
+      float p = 0;
+      if (absl::SimpleAtof(line, &p)) printed.push_back(p);
+    }
+    EXPECT_EQ(BitwiseDifferences(printed, std::vector<float>(want.begin(), want.begin() + 3)), 0);
+    EXPECT_NE(text.output.find("3 rows scored, 0 refused"), std::string::npos) << text.output;
+    const RunResult json =
+        RunBinary(EMBER_CTL_BINARY,
+                  absl::StrCat("serving predict --header --json", serving, " ", with_header));
+    ASSERT_EQ(json.exit_code, 0) << json.output;
+    EXPECT_NE(json.output.find(absl::StrCat("\"checkpoint\":\"", checkpoints.back(), "\"")),
+              std::string::npos)
+        << json.output;
+    EXPECT_NE(json.output.find("\"scored\":3"), std::string::npos) << json.output;
+  }
+
   // The job's own evaluation scores, as its rank 0 wrote them.
   if (eval_scores) {
     std::ifstream in(scores_file);
@@ -341,7 +370,7 @@ TEST_F(PredictTest, ScoresEqualTheJobsOwnEvaluationBitwise) {
   }
   // The follower's counters: every row above scored but the one bad row.
   const v1::ServingStatus status = ServingStatusOf(*stub);
-  EXPECT_EQ(status.predict_rows_scored(), 4 * lines.size() + 2);
+  EXPECT_EQ(status.predict_rows_scored(), 4 * lines.size() + 2 + 6);
   EXPECT_EQ(status.predict_rows_refused(), 1u);
 
   // A Python/PyTorch job's checkpoint (its dense state in ember/state.py's format): the
