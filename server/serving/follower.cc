@@ -367,7 +367,10 @@ absl::Status Follower::LoadDense(const v1::CheckpointManifest& manifest) {
   EMBER_ASSIGN_OR_RETURN(const v1::WorkerState worker, catalog.ReadWorkerState(manifest));
   // Built before the lock: the version and its model change in one step below.
   absl::StatusOr<std::unique_ptr<ServedModel>> model = ServedModel::Create(worker, manifest.name());
-  if (!model.ok()) {
+  if (absl::IsFailedPrecondition(model.status())) {
+    // Expected of a Python job's checkpoints: one line per version, not a warning.
+    EMBER_LOG(INFO) << "Predict cannot score " << manifest.name() << ": " << model.status();
+  } else if (!model.ok()) {
     EMBER_LOG(WARNING) << "Predict cannot score " << manifest.name() << ": " << model.status();
   }
   absl::MutexLock lock(&mu_);
