@@ -5,7 +5,8 @@
 # channel with a test CA from tools/gen-certs.sh), trains the quickstart
 # model (configs/quickstart.pbtxt) with 2 workers, prints the test AUC next to the
 # oracle AUC (checkpointing every 200 steps), starts a serving follower (ember-serving)
-# from the job's last checkpoint, shows its status and a lookup, and stops the cluster.
+# from the job's last checkpoint, shows its status, a lookup and the click probabilities
+# of three test rows, and stops the cluster.
 #
 #   tools/quickstart.sh                    # everything
 #   tools/quickstart.sh --max_steps=200    # extra flags go to every ember-worker
@@ -63,6 +64,8 @@ for _ in $(seq 50); do
 done
 "$BUILD_DIR/bin/emberctl" serving status
 "$BUILD_DIR/bin/emberctl" serving lookup --table=item --ids=1,2,3
+echo "  click probabilities of the first 3 test rows (emberctl serving predict):"
+head -n 4 "$RUN/data/test/part-00000.tsv" | "$BUILD_DIR/bin/emberctl" serving predict --header
 echo "  (docs/OPERATIONS.md, \"Serving\": emberctl serving versions|pin|checksum, emberctl export)"
 
 echo

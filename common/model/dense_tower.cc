@@ -110,6 +110,20 @@ class CpuDenseTower final : public DenseTower {
     }
   }
 
+  // Every row as its own batch of one (see dense_tower.h).
+  void Score(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
+             absl::Span<float> logits) override {
+    assert(batch >= 0);
+    assert(dense.size() == static_cast<size_t>(batch) * num_dense_);
+    assert(pooled.size() == static_cast<size_t>(batch) * pooled_width_);
+    assert(logits.size() == static_cast<size_t>(batch));
+    for (int r = 0; r < batch; ++r) {
+      Forward(1, dense.subspan(static_cast<size_t>(r) * num_dense_, num_dense_),
+              pooled.subspan(static_cast<size_t>(r) * pooled_width_, pooled_width_),
+              logits.subspan(r, 1));
+    }
+  }
+
   void Backward(absl::Span<const float> dlogits, absl::Span<float> d_pooled) override {
     assert(batch_ >= 0);
     assert(dlogits.size() == static_cast<size_t>(batch_));

@@ -35,8 +35,8 @@
 // may differ in the last bits when it is computed in a batch of another size, because
 // OpenBLAS's sgemm blocks rows by batch size (measured on Debian 12's OpenBLAS for input
 // widths of 16 and more, 2026-12-02); scores that must agree across batchings need a
-// batch-invariant forward. Forward + backward of the benchmark model (3 dense, bottom [64, 16],
-// 8 features of dim 16, DOT, top [64, 32]) at batch 1024 takes about 0.85 ms of one core.
+// batch-invariant forward: Score. Forward + backward of the benchmark model (3 dense, bottom [64,
+// 16], 8 features of dim 16, DOT, top [64, 32]) at batch 1024 takes about 0.85 ms of one core.
 //
 // The CUDA backend keeps parameters, gradients and activations in device memory;
 // parameters() and gradients() are host mirrors (see there), and the training step's
@@ -100,6 +100,17 @@ class DenseTower {
   virtual void Forward(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
                        absl::Span<float> logits) = 0;
 
+  // Computes the logits of a batch for scoring (evaluation, serving's Predict): like
+  // Forward, but a row's logit does not depend on the batch it is in, so any batching
+  // of the same rows gives bitwise the same scores (the CPU tower runs every row as a
+  // batch of one: the same sgemm shapes every time; about 0.7 us per row for the
+  // quickstart model, about twice the per-row time of a 1000-row Forward). It clobbers the
+  // activations Forward keeps: call Forward again before a Backward. The CUDA tower runs Forward
+  // (cuBLAS picks kernels by shape, so its scores are not batch-invariant). Arguments
+  // and REQUIRES as Forward.
+  virtual void Score(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
+                     absl::Span<float> logits) = 0;
+
   // Back-propagates d(loss)/d(logit) of the last Forward: overwrites gradients() with
   // the parameter gradients and d_pooled ([batch x pooled_width]) with the gradient of
   // the pooled inputs. REQUIRES: a Forward with the same batch before.
@@ -138,6 +149,10 @@ class DenseTower {
 // empty) the size of logits.
 float BceWithLogits(absl::Span<const float> logits, absl::Span<const float> labels,
                     absl::Span<const float> weights, float scale, absl::Span<float> dlogits);
+
+// The click probability of a logit, 1 / (1 + exp(-logit)) in float: the one formula
+// evaluation and serving's Predict both use, so their scores agree bitwise.
+float ClickProbability(float logit);
 
 }  // namespace ember::model
 

@@ -94,6 +94,10 @@ absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const LinePar
   for (const ColumnConfig& c : config.data().columns()) {
     if (c.kind() == ColumnConfig::IGNORE || c.kind() == ColumnConfig::KIND_UNSPECIFIED) continue;
     if (c.kind() == ColumnConfig::EVAL && !options.with_eval_columns) continue;
+    if ((c.kind() == ColumnConfig::LABEL || c.kind() == ColumnConfig::WEIGHT) &&
+        options.score_only) {
+      continue;
+    }
     absl::StatusOr<int> field = header.FieldOf(c.name());
     if (!field.ok()) return field.status();
     switch (c.kind()) {
@@ -157,7 +161,7 @@ absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
   p.world_size_ = options.world_size;
   std::map<std::string, IdColumn> sparse;  // every sparse column, by name
   if (absl::Status s = p.MapColumns(config, options, header, &sparse); !s.ok()) return s;
-  if (p.label_field_ < 0) {
+  if (p.label_field_ < 0 && !options.score_only) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": the config has no LABEL column"));
   }
   if (absl::Status s = p.MapFeatures(config, sparse, path); !s.ok()) return s;
@@ -231,7 +235,7 @@ LineParser::Result LineParser::Parse(absl::string_view line, std::string* error)
     }
   }
 
-  const absl::string_view label = fields_[label_field_];
+  const absl::string_view label = label_field_ < 0 ? "0" : fields_[label_field_];
   if (label.size() == 1 && (label[0] == '0' || label[0] == '1')) {
     label_ = static_cast<float>(label[0] - '0');
   } else if (!ParseFloat(label, &label_) || (label_ != 0 && label_ != 1)) {

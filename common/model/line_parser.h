@@ -49,6 +49,9 @@ struct LineParserOptions {
   int world_size = 1;  // number of partitions
   // Read EVAL columns too (test data). Default: false (EVAL columns ignored).
   bool with_eval_columns = false;
+  // Rows to score (serving's Predict): the LABEL and WEIGHT columns are not read and
+  // need not be in file_columns; every example's label is 0 and its weight 1.
+  bool score_only = false;
 };
 
 // The column names of the fixed Criteo layout: label, I1..I13, C1..C26.

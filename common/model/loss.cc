@@ -1,6 +1,6 @@
 // Copyright 2026 The Ember Authors.
 //
-// BceWithLogits (declared in dense_tower.h).
+// BceWithLogits and ClickProbability (declared in dense_tower.h).
 
 #include <cassert>
 #include <cmath>
@@ -30,5 +30,8 @@ float BceWithLogits(absl::Span<const float> logits, absl::Span<const float> labe
   }
   return static_cast<float>(loss * scale);
 }
+
+// The evaluator's formula since its first version; a change changes every score.
+float ClickProbability(float logit) { return 1.0f / (1.0f + std::exp(-logit)); }
 
 }  // namespace ember::model

@@ -365,11 +365,24 @@ absl::Status Follower::PersistState(absl::Duration spread) {
 absl::Status Follower::LoadDense(const v1::CheckpointManifest& manifest) {
   CheckpointCatalog catalog(options_.checkpoint_root);
   EMBER_ASSIGN_OR_RETURN(const v1::WorkerState worker, catalog.ReadWorkerState(manifest));
+  // Built before the lock: the version and its model change in one step below.
+  absl::StatusOr<std::unique_ptr<ServedModel>> model = ServedModel::Create(worker, manifest.name());
+  if (absl::IsFailedPrecondition(model.status())) {
+    // Expected of a Python job's checkpoints: one line per version, not a warning.
+    EMBER_LOG(INFO) << "Predict cannot score " << manifest.name() << ": " << model.status();
+  } else if (!model.ok()) {
+    EMBER_LOG(WARNING) << "Predict cannot score " << manifest.name() << ": " << model.status();
+  }
   absl::MutexLock lock(&mu_);
   dense_.checkpoint = manifest.name();
   dense_.step = manifest.step();
   dense_.parameters = worker.dense_parameters();
   dense_.config_digest = worker.config_digest();
+  if (model.ok()) {
+    dense_.model = std::shared_ptr<const ServedModel>(std::move(*model));
+  } else {
+    dense_.model = model.status();
+  }
   return absl::OkStatus();
 }
 
@@ -550,6 +563,8 @@ v1::ServingStatus Follower::Status() const {
   status.set_job(Job());
   status.set_max_staleness_steps(options_.max_staleness_steps);
   status.set_lookups(lookups_.load(std::memory_order_relaxed));
+  status.set_predict_rows_scored(predict_rows_scored_.load(std::memory_order_relaxed));
+  status.set_predict_rows_refused(predict_rows_refused_.load(std::memory_order_relaxed));
   {
     absl::ReaderMutexLock store(&store_mu_);
     if (!stopped_) {

@@ -25,9 +25,10 @@
 // began empty.
 //
 // Model version: the dense parameters of one checkpoint (the newest, or a pinned one)
-// plus the sparse rows; with max_staleness_steps > 0, a message whose rows were
-// trained more than that many steps after the dense tower's step is held until a newer
-// dense tower is loaded (see serving.proto).
+// plus the sparse rows; Predict scores with that checkpoint's model (ServedModel),
+// loaded together with its dense parameters in one step, so no call sees half of it; with
+// max_staleness_steps > 0, a message whose rows were trained more than that many steps after the
+// dense tower's step is held until a newer dense tower is loaded (see serving.proto).
 //
 // Slot moves. A shard leaves out rows of slots it does not own when it reads them and
 // holds rows of fenced slots until the move resolves. The shard that gains slots
@@ -62,6 +63,7 @@
 #include "grpcpp/client_context.h"
 #include "grpcpp/security/credentials.h"
 #include "server/checkpoint/checkpoint_catalog.h"
+#include "server/serving/served_model.h"
 #include "server/shared/shard_storage.h"
 #include "server/store/embedding_store.h"
 
@@ -79,6 +81,7 @@ struct FollowerOptions {
   bool unknown_as_zeros = false;
   uint64_t max_staleness_steps = 0;  // 0: unbounded
   uint32_t max_batch_keys = 100000;
+  uint32_t max_predict_rows = 10000;  // rows of one Predict call
   absl::Duration persist_interval = absl::Seconds(5);
   absl::Duration refresh_interval = absl::Seconds(1);  // cluster map and checkpoints
   uint32_t progress_interval_ms = 100;                 // asked of every shard
@@ -115,6 +118,14 @@ class Follower {
   absl::StatusOr<v1::GetDenseParametersResponse> DenseParameters() const;
   absl::StatusOr<v1::ChecksumResponse> Checksum(const std::string& table);
 
+  // Scores request.rows with the current model version (serving.proto Predict; the
+  // caller checked the deadline) into *response: a probability per row, the refused
+  // rows in errors. INVALID_ARGUMENT (no rows, too many, columns that do not fit),
+  // UNAVAILABLE (no model version loaded yet, or stopping), FAILED_PRECONDITION (the
+  // served checkpoint cannot be scored: ServedModel::Create), storage errors.
+  // follower_predict.cc.
+  absl::Status Predict(const v1::PredictRequest& request, v1::PredictResponse* response);
+
   const FollowerOptions& options() const { return options_; }
 
  private:
@@ -145,6 +156,9 @@ class Follower {
     uint64_t step = 0;
     std::string parameters;
     uint64_t config_digest = 0;
+    // What Predict scores with: the model of the same checkpoint, or why there is none.
+    absl::StatusOr<std::shared_ptr<const ServedModel>> model =
+        absl::UnavailableError("no model version loaded yet");
   };
 
   // tests/fuzz/serving_fuzz.cc opens a follower without its control loop and feeds
@@ -269,6 +283,8 @@ class Follower {
   std::vector<uint64_t> slot_epoch_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> lookups_{0};
+  std::atomic<uint64_t> predict_rows_scored_{0};
+  std::atomic<uint64_t> predict_rows_refused_{0};
 
   std::thread control_;
   std::vector<std::thread> shard_threads_ ABSL_GUARDED_BY(mu_);

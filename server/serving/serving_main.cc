@@ -71,6 +71,7 @@ void DeclareFlags(FlagSet& flags, ServingMainOptions& o) {
                      "what an id without a stored row reads as: its deterministic init vector "
                      "(what the PS answers) or zeros");
   flags.Number("max_batch_keys", &f.max_batch_keys, "N", "most ids per Lookup").Min(1);
+  flags.Number("max_predict_rows", &f.max_predict_rows, "N", "most rows per Predict").Min(1);
   flags.Number("max_staleness_steps", &f.max_staleness_steps, "N",
                "never apply rows trained more than N steps after the served dense tower's "
                "checkpoint; 0: unbounded");

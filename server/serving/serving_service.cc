@@ -84,6 +84,26 @@ grpc::Status ServingServiceImpl::Lookup(grpc::ServerContext* context,
   return Finish("Lookup", start, status);
 }
 
+grpc::Status ServingServiceImpl::Predict(grpc::ServerContext* context,
+                                         const v1::PredictRequest* request,
+                                         v1::PredictResponse* response) {
+  const int64_t start = NowMicros();
+  const auto deadline = context->deadline();
+  absl::Status status;
+  if (deadline == std::chrono::system_clock::time_point::max()) {
+    status = absl::InvalidArgumentError(
+        "Predict needs a deadline: set one on the call (serving must not wait unbounded)");
+  } else if (deadline <= std::chrono::system_clock::now()) {
+    status = absl::DeadlineExceededError("Predict: the deadline passed");
+  } else {
+    status = follower_->Predict(*request, response);
+    if (status.ok() && context->IsCancelled()) {
+      status = absl::DeadlineExceededError("Predict: the deadline passed");
+    }
+  }
+  return Finish("Predict", start, status);
+}
+
 grpc::Status ServingServiceImpl::GetServingStatus(grpc::ServerContext* /*context*/,
                                                   const v1::GetServingStatusRequest* /*request*/,
                                                   v1::ServingStatus* response) {
@@ -180,6 +200,11 @@ std::vector<prometheus::MetricFamily> FollowerCollector::Collect() const {
           static_cast<double>(status.version().dense_step()));
   w.Gauge("ember_serving_sparse_step", "Newest training step among the applied rows.",
           static_cast<double>(status.version().sparse_step()));
+  w.Counter("ember_serving_predict_rows_scored_total", "Rows Predict scored.",
+            static_cast<double>(status.predict_rows_scored()));
+  w.Counter("ember_serving_predict_rows_refused_total",
+            "Rows Predict refused (bad rows, each named in its response).",
+            static_cast<double>(status.predict_rows_refused()));
   w.Gauge("ember_serving_rows_in_memory", "Rows in the follower's memory tier.",
           static_cast<double>(status.rows_in_memory()));
   return out;

@@ -6,8 +6,8 @@
 //   ServingServiceImpl service(follower.get(), &rpc_metrics, AdminPolicy{token});
 //   builder.RegisterService(&service);
 //
-// Lookup checks its input before touching the store: an empty, oversized or malformed
-// batch and a call without a deadline get INVALID_ARGUMENT; a deadline that passed
+// Lookup and Predict check their input before touching the store: an empty, oversized
+// or malformed batch and a call without a deadline get INVALID_ARGUMENT; a deadline that passed
 // gets DEADLINE_EXCEEDED. PinModelVersion changes what every client is served, so it
 // needs the admin token (common/admin_auth.h) when one is configured.
 //
@@ -49,6 +49,8 @@ class ServingServiceImpl final : public v1::ServingService::Service {
                                   v1::GetDenseParametersResponse* response) override;
   grpc::Status Checksum(grpc::ServerContext* context, const v1::ChecksumRequest* request,
                         v1::ChecksumResponse* response) override;
+  grpc::Status Predict(grpc::ServerContext* context, const v1::PredictRequest* request,
+                       v1::PredictResponse* response) override;
 
   // Lookup without gRPC: `has_deadline` and `deadline_passed` as the call's context says.
   absl::Status DoLookup(const v1::LookupRequest& request, bool has_deadline, bool deadline_passed,

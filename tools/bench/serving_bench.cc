@@ -4,14 +4,19 @@
 // next to a PS cluster under a training load: how fresh its rows are and how fast it
 // answers Lookup, against the training PS itself. Every figure comes from one run:
 //  1. On loopback, found next to ember-bench and stopped by PID however the suite ends:
-//     ember-coordinator (--expected_shards=2) and shards 0 and 1 (ember-ps, 256 MiB
-//     memory tier, WAL on), data in a scratch directory removed at the end. Table
-//     "train" (dim 16, Adagrad) of R = --rows_small rows (rounded down to a multiple of
-//     1000), populated by pushing every id IdOfRank(0..R-1) once, 1000 per push.
-//  2. ember-serving with --checkpoint_dir=<an empty dir> and defaults otherwise (1 GiB
-//     memory tier, progress marks every 100 ms, positions persisted every 1 s): with no
-//     checkpoint it follows every shard from version 0. The suite waits until it has
-//     applied every shard's newest version (follower_catchup_seconds).
+//     ember-coordinator (--expected_shards=2, checkpoints in the scratch directory) and
+//     shards 0 and 1 (ember-ps, 256 MiB memory tier, WAL on), data in a scratch
+//     directory removed at the end. First the served model for step 8: ember-datagen data
+//     (20000 training, 2000 test examples) and a one-worker quickstart job of 50 steps
+//     (serving_predict.h), which checkpoints at its end. Then table "train" (dim 16,
+//     Adagrad) of R = --rows_small rows (rounded down to a multiple of 1000), populated by
+//     pushing every id IdOfRank(0..R-1) once, 1000 per push.
+//  2. ember-serving with the coordinator's --checkpoint_dir and defaults otherwise (1 GiB
+//     memory tier, progress marks every 100 ms, positions persisted every 1 s): it
+//     bootstraps from the served model's checkpoint (its small tables; its dense tower)
+//     and follows every shard from the checkpoint's cut, so "train" arrives through the
+//     streams. The suite waits until it has applied every shard's newest version
+//     (follower_catchup_seconds).
 //  3. Idle freshness: 10 x --repetitions probes as in 6, without load.
 //  4. Idle Lookup throughput: kLookupThreads threads, each with its own follower stub and
 //     its own PsClient, one call in flight, 1000 Zipf(--zipf) keys of "train" per call.
@@ -30,7 +35,12 @@
 //     poll plus one Lookup). Probes start 25-75 ms apart at random, whether or not earlier
 //     ones are visible yet. A probe not visible after 5 s counts as 5 s (probes_timed_out).
 //  7. Lookup throughput under load: as 4, without the warm-up.
-//  8. The load stops; check (the suite fails otherwise): once the follower has applied
+//  8. Predict under load (serving_predict.h): 1-row and 100-row batches of the served
+//     model's test lines, one call in flight, --min_time seconds each, then as long the
+//     Lookups the same rows need (one call per table, in turn) as the baseline. The same
+//     without load after step 4, after one pass over the test lines (100 per call: the
+//     follower's memory tier then holds their rows).
+//  9. The load stops; check (the suite fails otherwise): once the follower has applied
 //     every shard's newest version, its "train" rows and digest equal the shards'.
 // A quick run: --rows_small=100000 --repetitions=1 --min_time=0.5 --warmup=0.5.
 // Figure names and what they mean: docs/PERFORMANCE.md, section "Serving".
@@ -67,6 +77,7 @@
 #include "grpcpp/security/credentials.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"
+#include "tools/bench/serving_predict.h"
 #include "tools/bench/storage_fixtures.h"
 #include "tools/bench/suite.h"
 #include "tools/bench/zipf.h"
@@ -92,6 +103,7 @@ constexpr int kMemoryBudgetMb = 256;
 constexpr int kProbesPerRepetition = 40;
 constexpr int kIdleProbesPerRepetition = 10;
 constexpr double kLagP99TargetMs = 1000;
+constexpr double kPredictP99TargetMs = 10;     // 100-row Predict batches under load
 constexpr size_t kPoolKeys = size_t{1} << 20;  // Zipf keys per thread, reused
 // Probe ids are ranks from here on: never drawn by Zipf over R rows nor populated.
 constexpr uint64_t kProbeRankBase = uint64_t{1} << 40;
@@ -310,9 +322,14 @@ struct Cluster {
 
   // The coordinator and shards 0 and 1, once both serve the first slot map.
   absl::Status Start() {
-    EMBER_ASSIGN_OR_RETURN(coordinator,
-                           Spawn("ember-coordinator", {absl::StrCat("--data_dir=", dir, "/coord"),
-                                                       "--port=0", "--expected_shards=2"}));
+    const std::string checkpoints = absl::StrCat(dir, "/checkpoints");
+    std::error_code ec;
+    std::filesystem::create_directories(checkpoints, ec);
+    if (ec) return absl::UnavailableError(absl::StrCat("mkdir ", checkpoints, ": ", ec.message()));
+    EMBER_ASSIGN_OR_RETURN(
+        coordinator, Spawn("ember-coordinator", {absl::StrCat("--data_dir=", dir, "/coord"),
+                                                 "--port=0", "--expected_shards=2",
+                                                 absl::StrCat("--checkpoint_dir=", checkpoints)}));
     for (int id = 0; id < 2; ++id) {
       EMBER_ASSIGN_OR_RETURN(
           std::unique_ptr<Process> p,
@@ -336,10 +353,7 @@ struct Cluster {
   }
 
   absl::Status StartServing() {
-    const std::string checkpoints = absl::StrCat(dir, "/checkpoints");  // stays empty
-    std::error_code ec;
-    std::filesystem::create_directories(checkpoints, ec);
-    if (ec) return absl::UnavailableError(absl::StrCat("mkdir ", checkpoints, ": ", ec.message()));
+    const std::string checkpoints = absl::StrCat(dir, "/checkpoints");  // the coordinator's
     EMBER_ASSIGN_OR_RETURN(
         serving,
         Spawn("ember-serving", {absl::StrCat("--coordinator=", coordinator->ready_text()),
@@ -601,13 +615,14 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
 
   const std::string bin = cluster::ExecutableDir();
   if (bin.empty()) return absl::InternalError("cannot read /proc/self/exe");
-  for (const char* name : {"ember-coordinator", "ember-ps", "ember-serving"}) {
+  for (const char* name :
+       {"ember-coordinator", "ember-ps", "ember-serving", "ember-worker", "ember-datagen"}) {
     std::error_code ec;
     if (!std::filesystem::exists(absl::StrCat(bin, "/", name), ec)) {
       return absl::FailedPreconditionError(
           absl::StrCat(bin, "/", name,
                        " not found (build it: ninja -C build ember-coordinator ember-ps "
-                       "ember-serving)"));
+                       "ember-serving ember-worker ember-datagen)"));
     }
   }
 
@@ -623,6 +638,16 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
                       cluster.coordinator->pid(), coordinator, cluster.ps[0]->pid(),
                       cluster.ps[1]->pid(), dir->path()));
 
+  // The served model for Predict, first: a short training job on the empty cluster
+  // (its checkpoints then hold only its own small tables).
+  Clock::time_point start = Clock::now();
+  EMBER_ASSIGN_OR_RETURN(const PredictData predict_data,
+                         TrainServedModel(bin, coordinator, dir->path(), options.seed));
+  figures.AddNumber("served_model_seconds", SecondsSince(start));
+  figures.AddInt("predict_test_rows", static_cast<int64_t>(predict_data.lines.size()));
+  Say(absl::StrFormat("served model trained (%d steps) in %.1f s", predict_data.steps,
+                      SecondsSince(start)));
+
   // The table and its rows.
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<PsClient> loader, NewClient(coordinator, 100));
   v1::TableConfig table;
@@ -632,18 +657,25 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
   table.mutable_optimizer()->set_kind(v1::OptimizerConfig::ADAGRAD);
   EMBER_RETURN_IF_ERROR(loader->CreateTableEverywhere(table));
   const std::vector<float> grads = RandomGradients(kBatch * kDim, options.seed);
-  Clock::time_point start = Clock::now();
+  start = Clock::now();
   EMBER_RETURN_IF_ERROR(Populate(*loader, rows, grads));
   figures.AddNumber("populate_seconds", SecondsSince(start));
   Say(absl::StrFormat("populated %d rows in %.1f s", rows, SecondsSince(start)));
   loader.reset();
 
-  // The follower, from version 0.
+  // The follower: bootstrapped from the served model's last checkpoint, it follows the
+  // "train" rows from the checkpoint's cut.
   start = Clock::now();
   EMBER_RETURN_IF_ERROR(cluster.StartServing());
   Say(absl::StrFormat("ember-serving pid %d at %s", cluster.serving->pid(),
                       cluster.serving->ready_text()));
   EMBER_RETURN_IF_ERROR(cluster.WaitCaughtUp());
+  EMBER_ASSIGN_OR_RETURN(const v1::ServingStatus serving_status, cluster.FollowerStatus());
+  if (serving_status.version().dense_step() != predict_data.steps) {
+    return absl::InternalError(absl::StrCat("the follower serves ",
+                                            serving_status.version().DebugString(),
+                                            ", not the served model's last checkpoint"));
+  }
   figures.AddNumber("follower_catchup_seconds", SecondsSince(start));
   Say(absl::StrFormat("follower caught up with %d rows in %.1f s", rows, SecondsSince(start)));
 
@@ -676,6 +708,17 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
   figures.AddNumber("lookup_keys_per_sec_follower", idle_rate.follower);
   figures.AddNumber("pull_keys_per_sec_ps", idle_rate.ps);
   figures.AddNumber("ratio_follower_vs_ps", idle_rate.follower / idle_rate.ps);
+
+  // Idle Predict (after one pass over the test lines).
+  Say("Predict without load");
+  start = Clock::now();
+  EMBER_RETURN_IF_ERROR(WarmUpPredict(*cluster.serving_stub, predict_data));
+  figures.AddNumber("predict_warmup_seconds", SecondsSince(start));
+  for (const int batch_rows : {1, 100}) {
+    EMBER_RETURN_IF_ERROR(MeasurePredict(*cluster.serving_stub, predict_data, batch_rows,
+                                         options.min_time_s, absl::StrCat(batch_rows, "row_idle"),
+                                         &figures));
+  }
 
   // Under load: freshness, then throughput.
   const std::vector<float> load_grads = RandomGradients(kBatch * kDim, options.seed + 1);
@@ -729,6 +772,17 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
   figures.AddNumber("lookup_keys_per_sec_follower_loaded", loaded_rate.follower);
   figures.AddNumber("pull_keys_per_sec_ps_loaded", loaded_rate.ps);
   figures.AddNumber("ratio_follower_vs_ps_loaded", loaded_rate.follower / loaded_rate.ps);
+
+  Say("Predict under load");
+  for (const int batch_rows : {1, 100}) {
+    EMBER_RETURN_IF_ERROR(MeasurePredict(*cluster.serving_stub, predict_data, batch_rows,
+                                         options.min_time_s, absl::StrCat(batch_rows, "row_loaded"),
+                                         &figures));
+  }
+  figures.AddNumber("predict_p99_target_ms_100row", kPredictP99TargetMs);
+  figures.AddBool(
+      "predict_p99_met_100row",
+      figures.Number("predict_p99_ms_100row_loaded").value_or(1e9) < kPredictP99TargetMs);
   load->loop->Stop();
   figures.AddInt("failed_load_steps", load->loop->failed());
   if (load->loop->failed() > 0) {

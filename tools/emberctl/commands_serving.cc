@@ -1,17 +1,20 @@
 // Copyright 2026 The Ember Authors.
 //
-// `serving status|versions|pin|checksum`: a serving follower (ember-serving), named
-// with --serving=HOST:PORT or EMBER_SERVING.
+// `serving status|lookup|versions|pin|checksum|predict`: a serving follower
+// (ember-serving), named with --serving=HOST:PORT or EMBER_SERVING.
 
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
@@ -66,6 +69,10 @@ struct ServingOptions {
   std::string address;  // --serving
   std::string table;    // lookup, checksum
   std::string ids;      // lookup
+  // predict
+  bool header = false;
+  std::string columns;
+  int64_t batch_rows = 1000;
 };
 
 void DeclareAddress(FlagSet& flags, ServingOptions& o) { DeclareServing(flags, &o.address); }
@@ -347,6 +354,119 @@ absl::StatusOr<Runner> FinishChecksum(const Args& args, const ServingOptions& o)
       [address = o.address, table = o.table](Session& s) { return Checksum(s, address, table); });
 }
 
+// ---- predict
+
+// The rows to score: every line of `path` ("-": stdin), the first taken as the header
+// when `header`. A trailing '\r' is dropped (files written on Windows).
+absl::Status ReadRows(const std::string& path, bool header, std::vector<std::string>* columns,
+                      std::vector<std::string>* lines) {
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (path != "-") {
+    file.open(path);
+    if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+    in = &file;
+  }
+  std::string line;
+  bool first = true;
+  while (std::getline(*in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (first && header) {
+      *columns = absl::StrSplit(line, '\t');
+    } else {
+      lines->push_back(line);
+    }
+    first = false;
+  }
+  if (in->bad()) return absl::DataLossError(absl::StrCat("reading ", path, " failed"));
+  return absl::OkStatus();
+}
+
+absl::Status Predict(Session& s, const std::string& address, const std::string& path,
+                     const ServingOptions& o) {
+  std::vector<std::string> columns, lines;
+  if (!o.columns.empty()) columns = absl::StrSplit(o.columns, ',');
+  EMBER_RETURN_IF_ERROR(ReadRows(path, o.header, &columns, &lines));
+  // One call per batch_rows rows, each with the session's deadline.
+  std::vector<float> probabilities(lines.size());
+  std::vector<std::string> errors(lines.size());
+  v1::ModelVersion version;
+  uint64_t unknown_ids = 0, refused = 0;
+  for (size_t first = 0; first < lines.size(); first += o.batch_rows) {
+    const size_t n = std::min<size_t>(o.batch_rows, lines.size() - first);
+    v1::PredictRequest request;
+    for (const std::string& c : columns) request.add_columns(c);
+    for (size_t i = 0; i < n; ++i) request.add_rows()->set_line(lines[first + i]);
+    ServingCall call(s, address);
+    v1::PredictResponse response;
+    EMBER_RETURN_IF_ERROR(call.Check(call.stub().Predict(call.context(), request, &response)));
+    for (size_t i = 0; i < n; ++i) probabilities[first + i] = response.probabilities(i);
+    for (const v1::RowError& e : response.errors()) {
+      errors[first + e.index()] = e.reason();
+      ++refused;
+    }
+    unknown_ids += response.unknown_ids();
+    version = response.version();
+  }
+  if (s.options.json) {
+    JsonWriter j;
+    j.BeginObject().Key("version");
+    VersionJson(j, version);
+    j.Key("scored")
+        .Uint(lines.size() - refused)
+        .Key("refused")
+        .Uint(refused)
+        .Key("unknown_ids")
+        .Uint(unknown_ids)
+        .Key("rows")
+        .BeginArray();
+    for (size_t i = 0; i < lines.size(); ++i) {
+      j.BeginObject().Key("row").Uint(i);
+      if (errors[i].empty()) {
+        j.Key("probability").Float(probabilities[i]);
+      } else {
+        j.Key("error").String(errors[i]);
+      }
+      j.EndObject();
+    }
+    j.EndArray().EndObject();
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  // One line per input row, in order: the probability (%.9g: the float's exact bits)
+  // or the reason it was refused.
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (errors[i].empty()) {
+      *s.out << absl::StrFormat("%.9g", probabilities[i]) << "\n";
+    } else {
+      *s.out << "error: row " << i << ": " << errors[i] << "\n";
+    }
+  }
+  *s.err << lines.size() - refused << " rows scored, " << refused << " refused, " << unknown_ids
+         << " ids without a stored row; model version " << VersionText(version) << "\n";
+  return absl::OkStatus();
+}
+
+void DeclarePredict(FlagSet& flags, ServingOptions& o) {
+  DeclareServing(flags, &o.address);
+  flags.Bool("header", &o.header,
+             "the first line is a header naming the columns (as a schema TSV data file begins)");
+  flags.String("columns", &o.columns, "LIST", "comma-separated names of the fields of a line")
+      .DefaultText("the header with --header, else the training data's layout");
+  flags.Number("batch_rows", &o.batch_rows, "N", "rows per Predict call").Range(1, 1000000);
+}
+
+absl::StatusOr<Runner> FinishPredict(const Args& args, const ServingOptions& o) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 1, "a FILE of rows ('-' or none: stdin)"));
+  if (o.header && !o.columns.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(args.command, ": --header and --columns both name the columns: pass one"));
+  }
+  const std::string path = args.positionals.empty() ? "-" : std::string(args.positionals[0]);
+  return Runner(
+      [address = o.address, path, o](Session& s) { return Predict(s, address, path, o); });
+}
+
 }  // namespace
 
 std::vector<CommandSpec> ServingCommands() {
@@ -373,6 +493,15 @@ std::vector<CommandSpec> ServingCommands() {
               "Per-table row count and digest of the follower's rows: equal to `emberctl\n"
               "checksum` of the PS cluster once the follower caught up with a stopped job.\n",
               DeclareChecksum, FinishChecksum),
+      Command("serving", "predict", "[FILE]",
+              "Click probabilities of the rows of FILE (or stdin) from the follower's served\n"
+              "model version (ServingService.Predict). One row per line, tab-separated, in the\n"
+              "training data's layout (data.columns in order; Criteo: label, I1..I13, C1..C26),\n"
+              "or in the order --header / --columns name (label, weight and eval columns may be\n"
+              "left out). Prints one line per row: the probability (%.9g), or `error: row N:\n"
+              "REASON` for a refused row (the others are still scored); a summary on stderr.\n"
+              "Exit 1 when a call fails.\n",
+              DeclarePredict, FinishPredict),
   };
 }
 

@@ -48,8 +48,10 @@ void ScoreBatch(model::DenseTower& tower, const model::ExampleBatch& batch,
   const int b = batch.size;
   logits->resize(b);
   probabilities->resize(b);
-  tower.Forward(b, batch.dense, pooled, absl::MakeSpan(*logits));
-  for (int i = 0; i < b; ++i) (*probabilities)[i] = 1.0f / (1.0f + std::exp(-(*logits)[i]));
+  // Score, not Forward: a row's score does not depend on its batch, so serving's
+  // Predict of the same row gives bitwise this score (CPU).
+  tower.Score(b, batch.dense, pooled, absl::MakeSpan(*logits));
+  for (int i = 0; i < b; ++i) (*probabilities)[i] = model::ClickProbability((*logits)[i]);
 }
 
 // Appends one scored batch's per-example results (its buckets from the EVAL columns).

@@ -124,6 +124,14 @@ class CudaDenseTower final : public model::DenseTower {
     });
   }
 
+  // Not batch-invariant: cuBLAS chooses kernels (and summation orders) by shape, so a
+  // row's logit may differ in the last bits with the batch it is in. A CUDA worker's
+  // evaluation scores therefore match serving's (CPU) Predict to float rounding only.
+  void Score(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
+             absl::Span<float> logits) override {
+    Forward(batch, dense, pooled, logits);
+  }
+
   void Backward(absl::Span<const float> dlogits, absl::Span<float> d_pooled) override {
     Record([&]() -> absl::Status {
       if (batch_ <= 0) return ZeroGradients();
