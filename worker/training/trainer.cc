@@ -24,9 +24,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
+#include "common/model/column_statistics.h"
 #include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "worker/data/reader.h"
+#include "worker/data/statistics_pass.h"
 #include "worker/training/trainer_internal.h"
 
 namespace ember::worker {
@@ -634,6 +636,46 @@ static bool Recoverable(const absl::Status& s) {
   }
 }
 
+// The config an attempt trains with: `options.config` with the statistics of its
+// feature transforms (common/model/column_statistics.h), taken from the restored
+// checkpoint's config when the attempt has one (a resumed or recovered job applies the
+// statistics it trained with, whatever the data holds now), else computed from the
+// training data once per process (`*computed`). Every rank computes the same numbers
+// from the same files (worker/data/statistics_pass.h). INVALID_ARGUMENT when the
+// checkpoint's config lacks a statistic the job needs; the statistics pass's errors.
+static absl::StatusOr<v1::ModelConfig> AttemptConfig(const TrainerOptions& options,
+                                                     const v1::JoinJobResponse& attempt,
+                                                     std::optional<v1::ModelConfig>* computed,
+                                                     std::ostream& log) {
+  if (!model::NeedsStatistics(options.config)) return options.config;
+  if (!attempt.checkpoint().empty()) {
+    v1::ModelConfig saved;
+    const std::string name = absl::StrCat("checkpoint ", attempt.checkpoint());
+    if (!saved.ParseFromString(attempt.state().config())) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": its model config does not parse"));
+    }
+    v1::ModelConfig filled = options.config;
+    EMBER_RETURN_IF_ERROR(model::CopyStatistics(saved, name, &filled));
+    if (options.rank == 0) {
+      log << "feature statistics: from " << name << " (not computed again)" << std::endl;
+    }
+    return filled;
+  }
+  if (!computed->has_value()) {
+    absl::StatusOr<v1::ModelConfig> filled = ComputeStatistics(options.config);
+    if (!filled.ok()) {
+      return trainer_internal::InStage(filled.status(), "feature statistics pass");
+    }
+    *computed = *std::move(filled);
+    if (options.rank == 0) {
+      log << "feature statistics: computed from the first "
+          << options.config.statistics_max_examples() << " training examples (at most)"
+          << std::endl;
+    }
+  }
+  return **computed;
+}
+
 absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   using trainer_internal::InStage;
   using trainer_internal::Trainer;
@@ -663,6 +705,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   log << "worker " << options.rank << "/" << options.world_size << ": joining job '"
       << options.config.name() << "' (generation " << options.generation << ") at "
       << options.coordinator_address << std::endl;
+  std::optional<v1::ModelConfig> computed;  // the statistics pass's config (AttemptConfig)
   for (int recoveries = 0;; ++recoveries) {
     absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, wait);
     if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
@@ -677,9 +720,13 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
             << " was ended by: " << job->failure() << std::endl;
       }
     }
+    absl::StatusOr<v1::ModelConfig> config = AttemptConfig(options, *attempt, &computed, log);
+    if (!config.ok()) return config.status();
     absl::StatusOr<TrainResult> result;
     {
-      Trainer trainer(options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
+      TrainerOptions attempt_options = options;
+      attempt_options.config = *std::move(config);
+      Trainer trainer(attempt_options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
       result = trainer.Run();
     }
     if (result.ok()) {
