@@ -102,7 +102,7 @@ absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const LinePar
       cross.cross_of.assign(c.cross_of().begin(), c.cross_of().end());
       continue;
     }
-    absl::StatusOr<int> field = header.FieldOf(c.name());
+    absl::StatusOr<int> field = header.FieldOf(c.source().empty() ? c.name() : c.source());
     if (!field.ok()) return field.status();
     switch (c.kind()) {
       case ColumnConfig::LABEL:

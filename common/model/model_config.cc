@@ -339,7 +339,14 @@ absl::Status CheckColumns(const ModelConfig& config, const Checker& check) {
     if (!names.insert(c.name()).second) {
       return check.Error(field, "column name '", c.name(), "' appears twice");
     }
-    if (criteo && c.kind() != ColumnConfig::CROSS && !IsCriteoColumnName(c.name())) {
+    const std::string& file_column = c.source().empty() ? c.name() : c.source();
+    if (c.source().find_first_of("\t\r\n") != std::string::npos) {
+      return check.Error(field, "source contains a tab or a line break");
+    }
+    if (!c.source().empty() && c.kind() == ColumnConfig::CROSS) {
+      return check.Error(field, "a CROSS column has no source (it reads cross_of)");
+    }
+    if (criteo && c.kind() != ColumnConfig::CROSS && !IsCriteoColumnName(file_column)) {
       return check.Error(field, "not a Criteo column (label, I1..I13, C1..C26)");
     }
     if (!ColumnConfig::Kind_IsValid(c.kind())) return check.Error(field, "unknown kind ", c.kind());

@@ -38,6 +38,7 @@ v1::ModelConfig SampleConfig(const v1::ModelConfig& config, std::vector<std::str
     if (c.kind() == ColumnConfig::CROSS) continue;
     ColumnConfig* s = sample.mutable_data()->add_columns();
     s->set_name(c.name());
+    s->set_source(c.source());
     s->set_kind(ColumnConfig::IGNORE);
     if (c.kind() == ColumnConfig::LABEL) {
       s->set_kind(ColumnConfig::LABEL);

@@ -183,6 +183,36 @@ TEST(LineParserTransformsTest, CrossOfABucketizedColumn) {
   EXPECT_THAT(e->ids[2], ElementsAre(Cross(4, 5)));
 }
 
+TEST(LineParserTransformsTest, OneFileColumnFeedsTwoColumns) {
+  // "price" both standardized (DENSE) and bucketized (source: "price"), the bucket crossed
+  // with the user.
+  v1::ModelConfig config = Config();
+  v1::ColumnConfig* bucket = config.mutable_data()->add_columns();
+  bucket->set_name("price_bucket");
+  bucket->set_source("price");
+  bucket->set_kind(v1::ColumnConfig::BUCKETIZED);
+  for (float b : {1.f, 10.f, 100.f}) bucket->add_boundaries(b);
+  v1::ColumnConfig* cross = config.mutable_data()->add_columns();
+  cross->set_name("price_x_user");
+  cross->set_kind(v1::ColumnConfig::CROSS);
+  cross->add_cross_of("price_bucket");
+  cross->add_cross_of("user");
+  for (const char* column : {"price_bucket", "price_x_user"}) {
+    v1::FeatureConfig* feature = config.add_features();
+    feature->set_column(column);
+    feature->set_table("t");
+  }
+  absl::StatusOr<v1::ModelConfig> normalized = NormalizeModelConfig(config, "test");
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  absl::StatusOr<LineParser> parser = LineParser::Create(*normalized, {}, kHeader, "f.tsv");
+  ASSERT_TRUE(parser.ok()) << parser.status();
+  absl::StatusOr<Example> e = ParseOne(*parser, "7\t1\t1\t50\t30\t5");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_FLOAT_EQ(e->dense[0], 4.0f);       // log1p(50) = 3.9 clipped to 3 -> (3 - 1) / 0.5
+  EXPECT_THAT(e->ids[2], ElementsAre(2u));  // 10 <= 50 < 100: the raw value, not the DENSE one
+  EXPECT_THAT(e->ids[3], ElementsAre(Cross(2, 5)));
+}
+
 TEST(LineParserTransformsTest, RefusesAConfigWithoutItsStatistics) {
   v1::ModelConfig config = Config();
   config.mutable_data()->mutable_columns(1)->clear_mean();

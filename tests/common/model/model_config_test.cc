@@ -710,6 +710,24 @@ INSTANTIATE_TEST_SUITE_P(
                   x->add_cross_of("u");
                 },
                 "data.columns[5] (ux).cross_of[1]: column 'u' appears twice"},
+        BadCase{"source on a cross column",
+                [](v1::ModelConfig* c) {
+                  v1::ColumnConfig* x = AddColumn(c, "ux", v1::ColumnConfig::CROSS);
+                  x->add_cross_of("u");
+                  x->add_cross_of("x");
+                  x->set_source("u");
+                },
+                "data.columns[5] (ux): a CROSS column has no source"},
+        BadCase{"source not a Criteo column",
+                [](v1::ModelConfig* c) {
+                  c->mutable_data()->set_format(v1::DataConfig::CRITEO_TSV);
+                  c->mutable_data()->clear_columns();
+                  AddColumn(c, "label", v1::ColumnConfig::LABEL);
+                  AddColumn(c, "C1", v1::ColumnConfig::CATEGORICAL);
+                  AddColumn(c, "I1b", v1::ColumnConfig::BUCKETIZED)->set_source("I14");
+                  c->clear_features();
+                },
+                "data.columns[2] (I1b): not a Criteo column"},
         BadCase{"cross_of on a categorical column",
                 [](v1::ModelConfig* c) { Col(c, 1)->add_cross_of("items"); },
                 "data.columns[1] (u): cross_of applies to CROSS columns only"}),

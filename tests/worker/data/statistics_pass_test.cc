@@ -46,6 +46,7 @@ constexpr char kConfig[] = R"pb(
       kind: CROSS
       cross_of: [ "u", "hour" ]
     }
+    columns { name: "price_q" source: "price" kind: BUCKETIZED quantiles: 2 }
   }
   tables { name: "t" dim: 16 }
   features { column: "u_x_hour" table: "t" }
@@ -95,11 +96,15 @@ TEST_F(StatisticsPassTest, ExactStatistics) {
   // hour: 8 non-empty values 8 1 7 2 6 3 5 4 -> s[2], s[4], s[6] = 3, 5, 7.
   EXPECT_THAT(filled->data().columns(2).boundaries(), ElementsAre(3, 5, 7));
   EXPECT_THAT(filled->data().columns(3).boundaries(), ElementsAre(3));  // given
+  // price_q reads the raw prices of "price" (empty left out): 0 1 1000 3 0 0 0 0 ->
+  // sorted 0 0 0 0 0 1 3 1000, s[4] = 0.
+  EXPECT_THAT(filled->data().columns(6).boundaries(), ElementsAre(0));
   // The rest of the config is unchanged.
   v1::ModelConfig rest = *filled;
   rest.mutable_data()->mutable_columns(1)->clear_mean();
   rest.mutable_data()->mutable_columns(1)->clear_std();
   rest.mutable_data()->mutable_columns(2)->clear_boundaries();
+  rest.mutable_data()->mutable_columns(6)->clear_boundaries();
   EXPECT_EQ(rest.SerializeAsString(), config_.SerializeAsString());
 }
 
@@ -116,6 +121,7 @@ TEST_F(StatisticsPassTest, SampleIsTheFirstExamples) {
 TEST_F(StatisticsPassTest, NothingToComputeReadsNothing) {
   config_.mutable_data()->mutable_columns(1)->set_standardize(false);
   config_.mutable_data()->mutable_columns(2)->add_boundaries(1);
+  config_.mutable_data()->mutable_columns(6)->add_boundaries(1);
   config_.mutable_data()->set_train_path(dir_.path() + "/missing");
   absl::StatusOr<v1::ModelConfig> filled = ComputeStatistics(config_);
   ASSERT_TRUE(filled.ok()) << filled.status();
