@@ -80,6 +80,7 @@ absl::Status Trainer::Setup() {
   EMBER_RETURN_IF_ERROR(ConnectPs());
   EMBER_RETURN_IF_ERROR(CreateDense());
   EMBER_RETURN_IF_ERROR(ConnectWorkers());
+  EMBER_RETURN_IF_ERROR(CheckSameConfig());
   EMBER_RETURN_IF_ERROR(OpenTrainingData());
   log_ << "worker " << options_.rank << "/" << world << " ready" << std::endl;
   if (rank0()) {
@@ -202,6 +203,24 @@ absl::Status Trainer::ConnectWorkers() {
         DeviceCollective::Connect(collective, options_.dense_device.cuda_device);
     if (!nccl.ok()) return InStage(nccl.status(), "NCCL rendezvous");
     device_collective_ = std::move(*nccl);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::CheckSameConfig() {
+  const int world = options_.world_size;
+  if (world == 1) return absl::OkStatus();
+  const std::string digest = absl::StrCat(model::ConfigDigest(config_));
+  absl::StatusOr<std::vector<std::string>> digests =
+      collective_->AllToAll(std::vector<std::string>(static_cast<size_t>(world), digest));
+  if (!digests.ok()) return InStage(digests.status(), "comparing the workers' configs");
+  for (int r = 0; r < world; ++r) {
+    if ((*digests)[r] == digest) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", r, " trains with another model config than worker ", options_.rank,
+        " although both joined with the same one: their feature statistics differ "
+        "(each worker computes them from the training files it sees: every worker must "
+        "see the same files)"));
   }
   return absl::OkStatus();
 }
