@@ -232,6 +232,30 @@ TEST_F(TransformsTrainingTest, CheckpointCarriesTheStatisticsAndResumeUsesThem) 
   EXPECT_EQ(resumed.step(), 14u);
   EXPECT_EQ(resumed.config(), state.config());
   EXPECT_EQ(resumed.config_digest(), state.config_digest());
+
+  // A run whose config needs a statistic the checkpoint lacks (a new standardized
+  // column, reading user_age) is refused before it trains, naming the checkpoint and the
+  // column; the checkpoints are left as they are.
+  v1::ModelConfig more = config_;
+  v1::ColumnConfig* age_std = more.mutable_data()->add_columns();
+  age_std->set_name("user_age_std");
+  age_std->set_source("user_age");
+  age_std->set_kind(v1::ColumnConfig::DENSE);
+  age_std->set_standardize(true);
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(more, &text));
+  const std::string more_path = dir_ + "/more.pbtxt";
+  std::ofstream(more_path) << text;
+  const RunResult refused = RunBinary(
+      EMBER_WORKER_BINARY,
+      absl::StrCat("--config=", more_path, " --coordinator=", cluster_->coordinator_address(),
+                   " --rank=0 --world_size=1 --generation=3 --resume_from=latest --skip_eval"));
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_THAT(refused.output,
+              ::testing::HasSubstr("checkpoint ckpt-000000000014-a2 lacks the statistics of "
+                                   "data.columns[16] (user_age_std): standardize needs mean "
+                                   "and std (its config has no such column)"));
+  EXPECT_EQ(NewestState().config(), state.config());
 }
 
 TEST(TransformsConfigTest, BadTransformsExitWithUsageErrors) {
