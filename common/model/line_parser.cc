@@ -346,7 +346,14 @@ LineParser::Result LineParser::Parse(absl::string_view line, std::string* error)
     }
     if (c.log1p) x = std::copysign(std::log1p(std::fabs(x)), x);
     x = std::min(std::max(x, c.clip_min), c.clip_max);
-    if (c.standardize) x = (x - c.mean) / c.std;
+    if (c.standardize) {
+      x = (x - c.mean) / c.std;
+      if (!std::isfinite(x)) {  // a tiny std and a far value: clip_min/clip_max bound it
+        BadValue(c.name, "value overflows when standardized (set clip_min/clip_max):", value,
+                 error);
+        return Result::kMalformed;
+      }
+    }
     dense_values_[i] = x;
   }
 

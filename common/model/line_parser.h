@@ -19,7 +19,8 @@
 //   WEIGHT: finite float >= 0; empty = 1.
 //   DENSE: finite float (std::from_chars syntax: no '+', no spaces); empty =
 //     missing_value; then the transform (LOG1P = sign(x) * log1p(|x|)), then clipping
-//     to [clip_min, clip_max], then standardizing ((x - mean) / std, in float).
+//     to [clip_min, clip_max], then standardizing ((x - mean) / std, in float; a value
+//     that overflows there is malformed).
 //   CATEGORICAL: empty = no ID; else one ID. MULTI_HOT: items joined by the separator,
 //     empty items skipped. An ID is HashBytes(item) (HASH), the decimal (DECIMAL) or
 //     hexadecimal (HEX, no "0x") uint64 value of the whole item.

@@ -147,6 +147,22 @@ TEST(LineParserTransformsTest, BadBucketizedNumberIsMalformed) {
   EXPECT_THAT(error, HasSubstr("column 'hour': bad number 'noon'"));
 }
 
+TEST(LineParserTransformsTest, AnOverflowingStandardizedValueIsMalformed) {
+  v1::ModelConfig config = Config();
+  v1::ColumnConfig* age = config.mutable_data()->mutable_columns(2);
+  age->clear_clip_min();
+  age->clear_clip_max();
+  age->set_standardize(true);
+  age->set_mean(0);
+  age->set_std(1e-30f);
+  absl::StatusOr<LineParser> parser = LineParser::Create(config, {}, kHeader, "f.tsv");
+  ASSERT_TRUE(parser.ok()) << parser.status();
+  std::string error;
+  EXPECT_EQ(parser->Parse("1\t0\t1\t1\t1e30\t2", &error), LineParser::Result::kMalformed);
+  EXPECT_THAT(error, HasSubstr("column 'age': value overflows when standardized"));
+  EXPECT_EQ(parser->Parse("1\t0\t1\t1\t1e-31\t2", &error), LineParser::Result::kOk);
+}
+
 TEST(LineParserTransformsTest, CrossSourcesNeedNoFeature) {
   // The cross's sources are parsed although no feature reads them, and a feature may
   // read a source and the cross.
