@@ -258,6 +258,30 @@ TEST_F(TransformsTrainingTest, CheckpointCarriesTheStatisticsAndResumeUsesThem) 
   EXPECT_EQ(NewestState().config(), state.config());
 }
 
+TEST_F(TransformsTrainingTest, WorkersWithOtherStatisticsFailTheJob) {
+  // Two workers join with configs that differ only in statistics_max_examples (not in
+  // the join digest), so their statistics passes sample different rows: the ranks
+  // compare their filled configs after the rendezvous and both fail, naming the cause,
+  // instead of training different dense replicas.
+  v1::ModelConfig fewer = config_;
+  fewer.set_statistics_max_examples(100);
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(fewer, &text));
+  const std::string fewer_path = dir_ + "/fewer.pbtxt";
+  std::ofstream(fewer_path) << text;
+  ASSERT_TRUE(cluster_->StartWorker(1, {"--generation=1"}).ok());
+  const RunResult rank0 = RunBinary(
+      EMBER_WORKER_BINARY,
+      absl::StrCat("--config=", fewer_path, " --coordinator=", cluster_->coordinator_address(),
+                   " --rank=0 --world_size=2 --generation=1 --skip_eval"));
+  EXPECT_EQ(rank0.exit_code, 1) << rank0.output;
+  EXPECT_THAT(rank0.output, ::testing::HasSubstr("worker 1 trains with another model config "
+                                                 "than worker 0"));
+  absl::StatusOr<int> rank1 = cluster_->worker(1)->Wait(absl::Minutes(2));
+  ASSERT_TRUE(rank1.ok()) << rank1.status();
+  EXPECT_EQ(*rank1, 1);
+}
+
 TEST(TransformsConfigTest, BadTransformsExitWithUsageErrors) {
   // docs/BAD_INPUT.md: a bad transform in the config is refused before anything starts,
   // with exit code 2 and the field named.

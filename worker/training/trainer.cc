@@ -219,8 +219,8 @@ absl::Status Trainer::CheckSameConfig() {
     return absl::FailedPreconditionError(absl::StrCat(
         "worker ", r, " trains with another model config than worker ", options_.rank,
         " although both joined with the same one: their feature statistics differ "
-        "(each worker computes them from the training files it sees: every worker must "
-        "see the same files)"));
+        "(each worker computes them from the training files it sees, over "
+        "statistics_max_examples examples: every worker needs the same files and cap)"));
   }
   return absl::OkStatus();
 }
