@@ -2,6 +2,7 @@
 
 #include "common/model/line_parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "common/hash.h"
+#include "common/model/column_statistics.h"
 
 namespace ember::model {
 namespace {
@@ -98,7 +100,13 @@ absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const LinePar
         options.score_only) {
       continue;
     }
-    absl::StatusOr<int> field = header.FieldOf(c.name());
+    if (c.kind() == ColumnConfig::CROSS) {
+      IdColumn& cross = (*sparse)[c.name()];
+      cross.name = c.name();
+      cross.cross_of.assign(c.cross_of().begin(), c.cross_of().end());
+      continue;
+    }
+    absl::StatusOr<int> field = header.FieldOf(c.source().empty() ? c.name() : c.source());
     if (!field.ok()) return field.status();
     switch (c.kind()) {
       case ColumnConfig::LABEL:
@@ -110,16 +118,40 @@ absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const LinePar
         weight_name_ = c.name();
         break;
       case ColumnConfig::DENSE:
-      case ColumnConfig::EVAL:
-        (c.kind() == ColumnConfig::DENSE ? dense_ : eval_)
-            .push_back({*field, c.name(), c.transform() == ColumnConfig::LOG1P, c.missing_value()});
+      case ColumnConfig::EVAL: {
+        FloatColumn f;
+        f.field = *field;
+        f.name = c.name();
+        f.log1p = c.transform() == ColumnConfig::LOG1P;
+        f.missing_value = c.missing_value();
+        if (c.has_clip_min()) f.clip_min = c.clip_min();
+        if (c.has_clip_max()) f.clip_max = c.clip_max();
+        f.standardize = c.standardize();
+        if (c.standardize()) {
+          f.mean = c.mean();
+          f.std = c.std();
+        }
+        (c.kind() == ColumnConfig::DENSE ? dense_ : eval_).push_back(std::move(f));
         break;
+      }
+      case ColumnConfig::BUCKETIZED: {
+        IdColumn& bucketized = (*sparse)[c.name()];
+        bucketized.field = *field;
+        bucketized.name = c.name();
+        bucketized.bucketized = true;
+        bucketized.boundaries.assign(c.boundaries().begin(), c.boundaries().end());
+        break;
+      }
       case ColumnConfig::CATEGORICAL:
-      case ColumnConfig::MULTI_HOT:
-        (*sparse)[c.name()] = {*field, c.name(), c.id_encoding(),
-                               c.kind() == ColumnConfig::MULTI_HOT,
-                               c.separator().empty() ? "|" : c.separator()};
+      case ColumnConfig::MULTI_HOT: {
+        IdColumn& ids = (*sparse)[c.name()];
+        ids.field = *field;
+        ids.name = c.name();
+        ids.encoding = c.id_encoding();
+        ids.multi_hot = c.kind() == ColumnConfig::MULTI_HOT;
+        ids.separator = c.separator().empty() ? "|" : c.separator();
         break;
+      }
       default:
         break;
     }
@@ -130,17 +162,43 @@ absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const LinePar
 absl::Status LineParser::MapFeatures(const v1::ModelConfig& config,
                                      const std::map<std::string, IdColumn>& sparse,
                                      absl::string_view path) {
-  std::map<std::string, int> id_column_index;
+  // The columns to parse, in order of first use: plain ones (crosses' sources
+  // included) first, then the crosses, so a cross is computed after its sources.
+  std::vector<std::string> plain, crosses;
+  const auto add = [](std::vector<std::string>* names, const std::string& name) {
+    if (std::find(names->begin(), names->end(), name) == names->end()) names->push_back(name);
+  };
   for (const v1::FeatureConfig& f : config.features()) {
     auto it = sparse.find(f.column());
     if (it == sparse.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
           path, ": feature '", f.name(), "' reads column '", f.column(), "', not a sparse column"));
     }
-    auto [pos, added] = id_column_index.emplace(f.column(), id_columns_.size());
-    if (added) id_columns_.push_back(it->second);
-    feature_column_.push_back(pos->second);
+    if (it->second.cross_of.empty()) {
+      add(&plain, f.column());
+      continue;
+    }
+    for (const std::string& source : it->second.cross_of) {
+      auto s = sparse.find(source);
+      if (s == sparse.end() || s->second.multi_hot || !s->second.cross_of.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": cross '", f.column(), "' of '",
+                                                       source, "', not a one-ID column"));
+      }
+      add(&plain, source);
+    }
+    add(&crosses, f.column());
   }
+  std::map<std::string, int> index;
+  for (const std::vector<std::string>* names : {&plain, &crosses}) {
+    for (const std::string& name : *names) {
+      index[name] = static_cast<int>(id_columns_.size());
+      id_columns_.push_back(sparse.at(name));
+    }
+  }
+  for (IdColumn& c : id_columns_) {
+    for (const std::string& source : c.cross_of) c.cross_sources.push_back(index.at(source));
+  }
+  for (const v1::FeatureConfig& f : config.features()) feature_column_.push_back(index[f.column()]);
   return absl::OkStatus();
 }
 
@@ -148,6 +206,7 @@ absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
                                               const LineParserOptions& options,
                                               const std::vector<absl::string_view>& file_columns,
                                               absl::string_view path) {
+  if (absl::Status s = CheckStatistics(config, path); !s.ok()) return s;
   HeaderIndex header;
   header.path = path;
   for (int i = 0; i < static_cast<int>(file_columns.size()); ++i) {
@@ -168,7 +227,8 @@ absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
   const std::string& partition_by = config.data().partition_by();
   if (!partition_by.empty() && partition_by != "file") {
     auto it = sparse.find(partition_by);
-    if (it == sparse.end() || it->second.multi_hot) {
+    if (it == sparse.end() || it->second.field < 0 || it->second.multi_hot ||
+        it->second.bucketized) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": partition_by '", partition_by, "' is not a CATEGORICAL column"));
     }
@@ -181,7 +241,33 @@ absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
   return p;
 }
 
+bool LineParser::ParseBucket(const IdColumn& c, absl::string_view value, std::string* error) {
+  uint64_t id = c.boundaries.size() + 1;  // empty: the "missing" bucket
+  if (!value.empty()) {
+    float x;
+    if (!ParseFloat(value, &x)) {
+      BadValue(c.name, "bad number", value, error);
+      return false;
+    }
+    id = std::upper_bound(c.boundaries.begin(), c.boundaries.end(), x) - c.boundaries.begin();
+  }
+  ids_.push_back(id);
+  return true;
+}
+
+void LineParser::CrossIds(const IdColumn& c) {
+  cross_bytes_.clear();
+  for (int source : c.cross_sources) {
+    const uint32_t begin = source == 0 ? 0 : id_ends_[source - 1];
+    if (id_ends_[source] == begin) return;  // a source without an ID: no cross ID
+    const uint64_t id = ids_[begin];
+    for (int b = 0; b < 8; ++b) cross_bytes_.push_back(static_cast<char>(id >> (8 * b)));
+  }
+  ids_.push_back(HashBytes(cross_bytes_));
+}
+
 bool LineParser::ParseIds(const IdColumn& c, absl::string_view value, std::string* error) {
+  if (c.bucketized) return ParseBucket(c, value, error);
   if (value.empty()) return true;
   if (!c.multi_hot) {
     uint64_t id;
@@ -263,12 +349,26 @@ LineParser::Result LineParser::Parse(absl::string_view line, std::string* error)
       }
     }
     if (c.log1p) x = std::copysign(std::log1p(std::fabs(x)), x);
+    x = std::min(std::max(x, c.clip_min), c.clip_max);
+    if (c.standardize) {
+      x = (x - c.mean) / c.std;
+      if (!std::isfinite(x)) {  // a tiny std and a far value: clip_min/clip_max bound it
+        BadValue(c.name, "value overflows when standardized (set clip_min/clip_max):", value,
+                 error);
+        return Result::kMalformed;
+      }
+    }
     dense_values_[i] = x;
   }
 
   ids_.clear();
   for (size_t i = 0; i < id_columns_.size(); ++i) {
-    if (!ParseIds(id_columns_[i], fields_[id_columns_[i].field], error)) return Result::kMalformed;
+    const IdColumn& c = id_columns_[i];
+    if (c.field < 0) {
+      CrossIds(c);
+    } else if (!ParseIds(c, fields_[c.field], error)) {
+      return Result::kMalformed;
+    }
     id_ends_[i] = static_cast<uint32_t>(ids_.size());
   }
 

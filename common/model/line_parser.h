@@ -18,12 +18,20 @@
 //   LABEL: "0"/"1" (any float spelling of 0 or 1, e.g. "1.0"); anything else malformed.
 //   WEIGHT: finite float >= 0; empty = 1.
 //   DENSE: finite float (std::from_chars syntax: no '+', no spaces); empty =
-//     missing_value; then the transform (LOG1P = sign(x) * log1p(|x|)).
+//     missing_value; then the transform (LOG1P = sign(x) * log1p(|x|)), then clipping
+//     to [clip_min, clip_max], then standardizing ((x - mean) / std, in float; a value
+//     that overflows there is malformed).
 //   CATEGORICAL: empty = no ID; else one ID. MULTI_HOT: items joined by the separator,
 //     empty items skipped. An ID is HashBytes(item) (HASH), the decimal (DECIMAL) or
 //     hexadecimal (HEX, no "0x") uint64 value of the whole item.
+//   BUCKETIZED: a float as for DENSE; its ID is the number of boundaries <= it (0..n
+//     for n boundaries); empty = ID n+1.
+//   CROSS: no field of its own; HashBytes of its sources' IDs (8 bytes each, little
+//     endian, in cross_of order); no ID when a source has none.
 //   EVAL: finite float; empty = NaN.
 // The ID goes into the batch as is: features sharing a table share IDs.
+// The statistics of the transforms must be in the config (column_statistics.h):
+// Create refuses a config that lacks them.
 //
 // Thread-safety: none (Parse reuses internal buffers).
 
@@ -31,6 +39,7 @@
 #define EMBER_COMMON_MODEL_LINE_PARSER_H_
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -66,8 +75,9 @@ class LineParser {
 
   // Maps `config`'s columns (normalized) onto a file whose columns are `file_columns`
   // in order. Columns of kind EVAL are used only with options.with_eval_columns;
-  // IGNORE columns need not be present. INVALID_ARGUMENT naming `path` when a used
-  // column is missing from `file_columns` or appears in it twice.
+  // IGNORE and CROSS columns need not be present. INVALID_ARGUMENT naming `path` when a
+  // used column is missing from `file_columns` or appears in it twice, or when the
+  // config lacks statistics (CheckStatistics).
   static absl::StatusOr<LineParser> Create(const v1::ModelConfig& config,
                                            const LineParserOptions& options,
                                            const std::vector<absl::string_view>& file_columns,
@@ -93,13 +103,22 @@ class LineParser {
     std::string name;
     bool log1p = false;
     float missing_value = 0;
+    float clip_min = -std::numeric_limits<float>::infinity();
+    float clip_max = std::numeric_limits<float>::infinity();
+    bool standardize = false;
+    float mean = 0;
+    float std = 1;
   };
   struct IdColumn {
-    int field = -1;
+    int field = -1;  // -1: a CROSS column (no field)
     std::string name;
     v1::ColumnConfig::IdEncoding encoding = v1::ColumnConfig::HASH;
     bool multi_hot = false;
     std::string separator;
+    bool bucketized = false;
+    std::vector<float> boundaries;      // BUCKETIZED
+    std::vector<std::string> cross_of;  // CROSS: the sources' names
+    std::vector<int> cross_sources;     // CROSS: the sources' id_columns_ indices
   };
 
   // The header's columns: name -> field, and how often each name appears.
@@ -116,10 +135,16 @@ class LineParser {
   // (label, weight, dense and eval here; the sparse ones into *sparse, by name).
   absl::Status MapColumns(const v1::ModelConfig& config, const LineParserOptions& options,
                           const HeaderIndex& header, std::map<std::string, IdColumn>* sparse);
-  // The sparse column each feature reads (id_columns_, feature_column_).
+  // The sparse columns the features read (id_columns_: the sources of the CROSS ones
+  // too, with every CROSS column after its sources) and the one each feature reads
+  // (feature_column_).
   absl::Status MapFeatures(const v1::ModelConfig& config,
                            const std::map<std::string, IdColumn>& sparse, absl::string_view path);
   bool ParseIds(const IdColumn& c, absl::string_view value, std::string* error);
+  // The ID of a BUCKETIZED column's value; false (with *error) for a bad number.
+  bool ParseBucket(const IdColumn& c, absl::string_view value, std::string* error);
+  // The ID of a CROSS column from its sources' IDs of this line (parsed before it).
+  void CrossIds(const IdColumn& c);
 
   size_t num_fields_ = 0;
   int label_field_ = -1;
@@ -142,6 +167,7 @@ class LineParser {
   std::vector<float> eval_values_;
   std::vector<uint64_t> ids_;
   std::vector<uint32_t> id_ends_;  // id_columns_[i] holds ids_[id_ends_[i-1] .. id_ends_[i])
+  std::string cross_bytes_;        // CrossIds' scratch
 };
 
 }  // namespace ember::model

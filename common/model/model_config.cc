@@ -45,6 +45,9 @@ constexpr uint64_t kMaxTrackedIds = 1000000000;
 constexpr uint32_t kMaxHotCacheSteps = 1000000;
 constexpr uint64_t kMaxHotCacheRows = 1 << 26;
 constexpr int kCriteoDense = 13;
+// Most equal-frequency buckets of a BUCKETIZED column.
+constexpr uint32_t kMaxQuantiles = 1 << 16;
+constexpr uint64_t kDefaultStatisticsMaxExamples = 1000000;
 constexpr int kCriteoCategorical = 26;
 
 // Collects the text-format parser's errors as "line:column: message" (1-based).
@@ -144,6 +147,9 @@ void FillDefaults(ModelConfig* config) {
   }
   if (data->partition_by().empty()) data->set_partition_by("file");
   if (data->max_malformed_fraction() == 0) data->set_max_malformed_fraction(0.001);
+  if (config->statistics_max_examples() == 0) {
+    config->set_statistics_max_examples(kDefaultStatisticsMaxExamples);
+  }
 
   for (FeatureConfig& f : *config->mutable_features()) {
     if (f.name().empty()) f.set_name(f.column());
@@ -212,8 +218,106 @@ class Checker {
   const std::string& origin_;
 };
 
+// Whether a column of this kind gives IDs (a feature may read it).
+bool IdKind(ColumnConfig::Kind kind) {
+  return kind == ColumnConfig::CATEGORICAL || kind == ColumnConfig::MULTI_HOT ||
+         kind == ColumnConfig::BUCKETIZED || kind == ColumnConfig::CROSS;
+}
+
 std::string ColumnField(int i, const ColumnConfig& c) {
   return absl::StrCat("data.columns[", i, "] (", c.name(), ")");
+}
+
+// The feature-transform fields of one column (model.proto ColumnConfig 7-14): each
+// only on its kind, finite, clip_min <= clip_max, mean and std together (std > 0),
+// boundaries strictly increasing, quantiles in range, a BUCKETIZED column with
+// boundaries or quantiles. Statistics may be missing (CheckStatistics).
+absl::Status CheckTransforms(const ColumnConfig& c, const std::string& field,
+                             const Checker& check) {
+  const bool dense = c.kind() == ColumnConfig::DENSE;
+  const bool bucketized = c.kind() == ColumnConfig::BUCKETIZED;
+  if ((c.has_clip_min() || c.has_clip_max() || c.standardize() || c.has_mean() || c.has_std()) &&
+      !dense) {
+    return check.Error(field,
+                       "clip_min, clip_max, standardize, mean and std apply to DENSE "
+                       "columns only");
+  }
+  if (c.has_clip_min() && !std::isfinite(c.clip_min())) {
+    return check.Error(field, "clip_min is not finite");
+  }
+  if (c.has_clip_max() && !std::isfinite(c.clip_max())) {
+    return check.Error(field, "clip_max is not finite");
+  }
+  if (c.has_clip_min() && c.has_clip_max() && c.clip_min() > c.clip_max()) {
+    return check.Error(field, "clip_min ", c.clip_min(), " is above clip_max ", c.clip_max());
+  }
+  if ((c.has_mean() || c.has_std()) && !c.standardize()) {
+    return check.Error(field, "mean and std apply only with standardize: true");
+  }
+  if (c.has_mean() != c.has_std()) {
+    return check.Error(field, "give both mean and std, or neither (the job computes them)");
+  }
+  if (c.has_mean() && !std::isfinite(c.mean())) return check.Error(field, "mean is not finite");
+  if (c.has_std() && !(c.std() > 0 && std::isfinite(c.std()))) {
+    return check.Error(field, "std ", c.std(), " must be > 0 and finite");
+  }
+  if ((!c.boundaries().empty() || c.quantiles() != 0) && !bucketized) {
+    return check.Error(field, "boundaries and quantiles apply to BUCKETIZED columns only");
+  }
+  for (int i = 0; i < c.boundaries_size(); ++i) {
+    if (!std::isfinite(c.boundaries(i))) {
+      return check.Error(field, "boundaries[", i, "] is not finite");
+    }
+    if (i > 0 && !(c.boundaries(i - 1) < c.boundaries(i))) {
+      return check.Error(field, "boundaries must be strictly increasing: boundaries[", i, "] ",
+                         c.boundaries(i), " is not above boundaries[", i - 1, "] ",
+                         c.boundaries(i - 1));
+    }
+  }
+  if (c.quantiles() != 0 && (c.quantiles() < 2 || c.quantiles() > kMaxQuantiles)) {
+    return check.Error(field, "quantiles ", c.quantiles(), " is out of range 2..", kMaxQuantiles);
+  }
+  if (bucketized && c.boundaries().empty() && c.quantiles() == 0) {
+    return check.Error(field, "a BUCKETIZED column needs boundaries or quantiles");
+  }
+  if (!c.cross_of().empty() && c.kind() != ColumnConfig::CROSS) {
+    return check.Error(field, "cross_of applies to CROSS columns only");
+  }
+  return absl::OkStatus();
+}
+
+// CROSS columns: two or more distinct sources, each a CATEGORICAL or BUCKETIZED column
+// (one ID per example).
+absl::Status CheckCrosses(const DataConfig& data, const Checker& check) {
+  std::map<std::string, const ColumnConfig*> columns;
+  for (const ColumnConfig& c : data.columns()) columns[c.name()] = &c;
+  for (int i = 0; i < data.columns_size(); ++i) {
+    const ColumnConfig& c = data.columns(i);
+    if (c.kind() != ColumnConfig::CROSS) continue;
+    const std::string field = ColumnField(i, c);
+    if (c.cross_of_size() < 2) {
+      return check.Error(field, "cross_of needs two or more columns, has ", c.cross_of_size());
+    }
+    std::set<std::string> seen;
+    for (int j = 0; j < c.cross_of_size(); ++j) {
+      const std::string& name = c.cross_of(j);
+      const std::string source = absl::StrCat(field, ".cross_of[", j, "]");
+      auto it = columns.find(name);
+      if (it == columns.end()) {
+        return check.Error(source, "'", name, "' is not in data.columns");
+      }
+      if (it->second->kind() != ColumnConfig::CATEGORICAL &&
+          it->second->kind() != ColumnConfig::BUCKETIZED) {
+        return check.Error(source, "column '", name, "' is ",
+                           ColumnConfig::Kind_Name(it->second->kind()),
+                           "; a cross needs CATEGORICAL or BUCKETIZED columns (one ID each)");
+      }
+      if (!seen.insert(name).second) {
+        return check.Error(source, "column '", name, "' appears twice");
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckColumns(const ModelConfig& config, const Checker& check) {
@@ -235,7 +339,14 @@ absl::Status CheckColumns(const ModelConfig& config, const Checker& check) {
     if (!names.insert(c.name()).second) {
       return check.Error(field, "column name '", c.name(), "' appears twice");
     }
-    if (criteo && !IsCriteoColumnName(c.name())) {
+    const std::string& file_column = c.source().empty() ? c.name() : c.source();
+    if (c.source().find_first_of("\t\r\n") != std::string::npos) {
+      return check.Error(field, "source contains a tab or a line break");
+    }
+    if (!c.source().empty() && c.kind() == ColumnConfig::CROSS) {
+      return check.Error(field, "a CROSS column has no source (it reads cross_of)");
+    }
+    if (criteo && c.kind() != ColumnConfig::CROSS && !IsCriteoColumnName(file_column)) {
       return check.Error(field, "not a Criteo column (label, I1..I13, C1..C26)");
     }
     if (!ColumnConfig::Kind_IsValid(c.kind())) return check.Error(field, "unknown kind ", c.kind());
@@ -253,6 +364,7 @@ absl::Status CheckColumns(const ModelConfig& config, const Checker& check) {
     if (c.id_encoding() != ColumnConfig::HASH && !sparse) {
       return check.Error(field, "id_encoding applies to CATEGORICAL / MULTI_HOT columns only");
     }
+    EMBER_RETURN_IF_ERROR(CheckTransforms(c, field, check));
     if (c.kind() == ColumnConfig::MULTI_HOT &&
         c.separator().find_first_of("\t\r\n") != std::string::npos) {
       return check.Error(field, "separator must not contain a tab or a line break");
@@ -261,6 +373,7 @@ absl::Status CheckColumns(const ModelConfig& config, const Checker& check) {
     if (c.kind() == ColumnConfig::LABEL) ++labels;
     if (c.kind() == ColumnConfig::WEIGHT) ++weights;
   }
+  EMBER_RETURN_IF_ERROR(CheckCrosses(data, check));
   if (labels != 1) {
     return check.Error("data.columns", "need exactly one LABEL column, found ", labels);
   }
@@ -337,11 +450,10 @@ absl::Status CheckFeatures(const ModelConfig& config, const Columns& columns,
     if (col == columns.end()) {
       return check.Error(field, "column '", f.column(), "' is not in data.columns");
     }
-    if (col->second->kind() != ColumnConfig::CATEGORICAL &&
-        col->second->kind() != ColumnConfig::MULTI_HOT) {
+    if (!IdKind(col->second->kind())) {
       return check.Error(field, "column '", f.column(), "' is ",
                          ColumnConfig::Kind_Name(col->second->kind()),
-                         ", not CATEGORICAL or MULTI_HOT");
+                         ", not CATEGORICAL, MULTI_HOT, BUCKETIZED or CROSS");
     }
     auto table = table_dims.find(f.table());
     if (table == table_dims.end()) {
@@ -571,6 +683,8 @@ v1::ModelConfig DigestedConfig(const v1::ModelConfig& config) {
   v1::ModelConfig model = config;
   model.clear_checkpoint();
   model.clear_eval();
+  // The statistics it sampled are in the columns; a resumed job may change the cap.
+  model.clear_statistics_max_examples();
   // Skew options that are all off change nothing: checkpoints without them still fit.
   const v1::SkewConfig& skew = config.skew();
   if ((!skew.has_cold_loss_weight() || skew.cold_loss_weight() == 1.0f) &&

@@ -49,9 +49,15 @@ absl::StatusOr<v1::ModelConfig> ParseModelConfig(const std::string& text, bool j
 // Checks: data.format known; column names non-empty, unique, without tab/line break
 // (CRITEO_TSV: one of label, I1..I13, C1..C26); kinds/transforms/encodings known;
 // transform only on DENSE, a non-HASH id_encoding only on CATEGORICAL / MULTI_HOT;
+// feature transforms (model.proto ColumnConfig 7-15): clip/standardize/mean/std only on
+// DENSE (finite, clip_min <= clip_max, mean and std together, std > 0), boundaries
+// (finite, strictly increasing) / quantiles (2..65536) only on BUCKETIZED, which needs
+// one of them, cross_of only on CROSS (two or more distinct CATEGORICAL / BUCKETIZED
+// columns), no source on CROSS; statistics may be missing (column_statistics.h);
 // exactly one LABEL and at most one WEIGHT column; partition_by "file" or a
 // CATEGORICAL column; table names [a-zA-Z0-9_.-]{1,64}, unique, dim 1..4096; feature
-// names unique, each feature's column CATEGORICAL / MULTI_HOT and its table present;
+// names unique, each feature's column CATEGORICAL / MULTI_HOT / BUCKETIZED / CROSS and
+// its table present;
 // MLP sizes 1..65536; DOT: every feature's table dim equals the last bottom_mlp size;
 // dense optimizer lr > 0, betas in (0, 1), epsilon > 0, initial_accumulator >= 0;
 // SSP staleness >= 1; eval.*_column name EVAL columns; warm_min_count <= hot_min_count;

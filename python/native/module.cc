@@ -20,6 +20,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "python/native/bindings.h"
 #include "worker/data/reader.h"
+#include "worker/data/statistics_pass.h"
 #include "worker/eval/metrics.h"
 #include "worker/job/run_report.h"
 #include "worker/training/trainer.h"
@@ -444,6 +445,20 @@ PYBIND11_MODULE(_ember, m) {
                                d["cold_user_column"] = e.cold_user_column();
                                return d;
                              })
+      .def(
+          "with_statistics",
+          [](const ModelConfig& c) {
+            absl::StatusOr<v1::ModelConfig> filled;
+            {
+              py::gil_scoped_release release;  // reads up to statistics_max_examples lines
+              filled = worker::ComputeStatistics(c.config);
+            }
+            return ModelConfig{ValueOrThrow(std::move(filled))};
+          },
+          "The config with the data statistics its feature transforms need (standardize "
+          "without mean/std, BUCKETIZED quantiles) computed from the first "
+          "statistics_max_examples training examples, as ember-worker does before training "
+          "(docs/OPERATIONS.md \"Feature transforms\"); the config itself when none is needed")
       .def("job_digest", &JobDigest, py::arg("model_signature"),
            "(digest, config bytes) a job's JoinJob and checkpoints carry")
       .def("__repr__", [](const ModelConfig& c) {

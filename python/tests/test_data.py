@@ -72,3 +72,26 @@ def test_bad_input(quickstart_data, tmp_path):
                            origin="x.pbtxt")
     with pytest.raises(errors.NotFoundError):
         ember.load_config(str(tmp_path / "none.pbtxt"))
+
+
+def test_transforms_take_their_statistics_from_the_data(quickstart_data):
+    # docs/OPERATIONS.md "Feature transforms": a config that standardizes a column without
+    # a mean and std cannot read data until its statistics are computed, as ember-worker
+    # does before training.
+    with open(quickstart_data[0]) as f:
+        text = f.read()
+    old = 'columns { name: "price" kind: DENSE transform: LOG1P }'
+    assert old in text
+    text = text.replace(old, 'columns { name: "price" kind: DENSE transform: LOG1P '
+                             'clip_max: 6 standardize: true }')
+    config = ember.parse_config(text, origin="t.pbtxt")
+    with pytest.raises(errors.InvalidArgumentError,
+                       match=r"data.columns\[9\] \(price\): standardize needs mean and std"):
+        list(ember.data.Dataset(config, "train"))
+    filled = config.with_statistics()
+    assert filled.with_statistics() is not None  # nothing left to compute: no error
+    price = config.dense_columns.index("price")
+    values = np.concatenate([b.dense.numpy()[:, price]
+                             for b in ember.data.Dataset(filled, "train", batch_size=8192)])
+    assert values.size == 60000
+    assert abs(values.mean()) < 1e-3 and abs(values.std() - 1) < 1e-3

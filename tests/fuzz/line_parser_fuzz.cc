@@ -2,11 +2,11 @@
 //
 // Fuzz target: the TSV line parser (common/model/line_parser.h) under two configs, the
 // quickstart's schema TSV (DECIMAL ids, a MULTI_HOT column, LOG1P dense columns, EVAL
-// columns) and a Criteo layout with HEX ids. The first byte picks the config and
-// whether EVAL columns are read; the rest is split into lines. Invariants: no crash;
-// a line is kOk or kMalformed (with a reason), never another partition (one rank);
-// every kOk example appends the parser's column counts to the batch, with finite
-// dense values and a label of 0 or 1.
+// columns, and the feature transforms: clipping, standardizing, a bucketized column
+// reading another's field, a cross) and a Criteo layout with HEX ids. The first byte picks the
+// config and whether EVAL columns are read; the rest is split into lines. Invariants: no crash; a
+// line is kOk or kMalformed (with a reason), never another partition (one rank); every kOk example
+// appends the parser's column counts to the batch, with finite dense values and a label of 0 or 1.
 
 #include <cmath>
 #include <cstddef>
@@ -36,9 +36,29 @@ constexpr char kSchemaConfig[] = R"pb(
     columns { name: "user_id" kind: CATEGORICAL id_encoding: DECIMAL }
     columns { name: "item_id" kind: CATEGORICAL id_encoding: HEX }
     columns { name: "tags" kind: MULTI_HOT separator: "|" }
-    columns { name: "price" kind: DENSE transform: LOG1P }
+    columns {
+      name: "price"
+      kind: DENSE
+      transform: LOG1P
+      clip_min: -2
+      clip_max: 9
+      standardize: true
+      mean: 2.5
+      std: 1.5
+    }
     columns { name: "age" kind: DENSE missing_value: -1 }
     columns { name: "p" kind: EVAL }
+    columns {
+      name: "age_bucket"
+      source: "age"
+      kind: BUCKETIZED
+      boundaries: [ 18, 30, 50 ]
+    }
+    columns {
+      name: "user_x_age"
+      kind: CROSS
+      cross_of: [ "user_id", "age_bucket" ]
+    }
   }
   tables { name: "user" dim: 16 }
   tables { name: "item" dim: 16 }
@@ -46,6 +66,8 @@ constexpr char kSchemaConfig[] = R"pb(
   features { column: "user_id" table: "user" }
   features { column: "item_id" table: "item" }
   features { column: "tags" table: "tag" }
+  features { column: "age_bucket" table: "user" }
+  features { column: "user_x_age" table: "user" }
 )pb";
 
 constexpr char kCriteoConfig[] = R"pb(
@@ -71,7 +93,12 @@ std::vector<absl::string_view> Columns(const ember::v1::ModelConfig& config) {
   if (config.data().format() == ember::v1::DataConfig::CRITEO_TSV) {
     for (const std::string& name : ember::model::CriteoColumnNames()) names.push_back(name);
   } else {
-    for (const auto& column : config.data().columns()) names.push_back(column.name());
+    // The file's columns: not the CROSS ones or those reading another's field.
+    for (const auto& column : config.data().columns()) {
+      if (column.kind() != ember::v1::ColumnConfig::CROSS && column.source().empty()) {
+        names.push_back(column.name());
+      }
+    }
   }
   return names;
 }
@@ -123,5 +150,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(batch.dense.size() == examples * parser.num_dense());
   for (float label : batch.labels) FUZZ_CHECK(label == 0.0f || label == 1.0f);
   for (float value : batch.dense) FUZZ_CHECK(std::isfinite(value));
+  if (parser.num_features() == 5) {  // the schema: age_bucket is one ID of 0..4 per example
+    const ember::model::SparseColumn& buckets = batch.sparse[3];
+    FUZZ_CHECK(buckets.ids.size() == examples);
+    for (uint64_t id : buckets.ids) FUZZ_CHECK(id <= 4);
+  }
   return 0;
 }

@@ -24,9 +24,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
+#include "common/model/column_statistics.h"
 #include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "worker/data/reader.h"
+#include "worker/data/statistics_pass.h"
 #include "worker/training/trainer_internal.h"
 
 namespace ember::worker {
@@ -78,6 +80,7 @@ absl::Status Trainer::Setup() {
   EMBER_RETURN_IF_ERROR(ConnectPs());
   EMBER_RETURN_IF_ERROR(CreateDense());
   EMBER_RETURN_IF_ERROR(ConnectWorkers());
+  EMBER_RETURN_IF_ERROR(CheckSameConfig());
   EMBER_RETURN_IF_ERROR(OpenTrainingData());
   log_ << "worker " << options_.rank << "/" << world << " ready" << std::endl;
   if (rank0()) {
@@ -201,6 +204,24 @@ absl::Status Trainer::ConnectWorkers() {
         DeviceCollective::Connect(collective, options_.dense_device.cuda_device);
     if (!nccl.ok()) return InStage(nccl.status(), "NCCL rendezvous");
     device_collective_ = std::move(*nccl);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::CheckSameConfig() {
+  const int world = options_.world_size;
+  if (world == 1) return absl::OkStatus();
+  const std::string digest = absl::StrCat(model::ConfigDigest(config_));
+  absl::StatusOr<std::vector<std::string>> digests =
+      collective_->AllToAll(std::vector<std::string>(static_cast<size_t>(world), digest));
+  if (!digests.ok()) return InStage(digests.status(), "comparing the workers' configs");
+  for (int r = 0; r < world; ++r) {
+    if ((*digests)[r] == digest) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", r, " trains with another model config than worker ", options_.rank,
+        " although both joined with the same one: their feature statistics differ "
+        "(each worker computes them from the training files it sees, over "
+        "statistics_max_examples examples: every worker needs the same files and cap)"));
   }
   return absl::OkStatus();
 }
@@ -671,6 +692,46 @@ static bool Recoverable(const absl::Status& s) {
   }
 }
 
+// The config an attempt trains with: `options.config` with the statistics of its
+// feature transforms (common/model/column_statistics.h), taken from the restored
+// checkpoint's config when the attempt has one (a resumed or recovered job applies the
+// statistics it trained with, whatever the data holds now), else computed from the
+// training data once per process (`*computed`). Every rank computes the same numbers
+// from the same files (worker/data/statistics_pass.h). INVALID_ARGUMENT when the
+// checkpoint's config lacks a statistic the job needs; the statistics pass's errors.
+static absl::StatusOr<v1::ModelConfig> AttemptConfig(const TrainerOptions& options,
+                                                     const v1::JoinJobResponse& attempt,
+                                                     std::optional<v1::ModelConfig>* computed,
+                                                     std::ostream& log) {
+  if (!model::NeedsStatistics(options.config)) return options.config;
+  if (!attempt.checkpoint().empty()) {
+    v1::ModelConfig saved;
+    const std::string name = absl::StrCat("checkpoint ", attempt.checkpoint());
+    if (!saved.ParseFromString(attempt.state().config())) {
+      return absl::InvalidArgumentError(absl::StrCat(name, ": its model config does not parse"));
+    }
+    v1::ModelConfig filled = options.config;
+    EMBER_RETURN_IF_ERROR(model::CopyStatistics(saved, name, &filled));
+    if (options.rank == 0) {
+      log << "feature statistics: from " << name << " (not computed again)" << std::endl;
+    }
+    return filled;
+  }
+  if (!computed->has_value()) {
+    absl::StatusOr<v1::ModelConfig> filled = ComputeStatistics(options.config);
+    if (!filled.ok()) {
+      return trainer_internal::InStage(filled.status(), "feature statistics pass");
+    }
+    *computed = *std::move(filled);
+    if (options.rank == 0) {
+      log << "feature statistics: computed from the first "
+          << options.config.statistics_max_examples() << " training examples (at most)"
+          << std::endl;
+    }
+  }
+  return **computed;
+}
+
 absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   using trainer_internal::InStage;
   using trainer_internal::Trainer;
@@ -701,6 +762,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
       << options.config.name() << "' (generation " << options.generation << ") at "
       << options.coordinator_address << std::endl;
   bool finishing = false;  // some attempt of this worker got past the final barrier
+  std::optional<v1::ModelConfig> computed;  // the statistics pass's config (AttemptConfig)
   for (int recoveries = 0;; ++recoveries) {
     absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, wait);
     if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
@@ -715,10 +777,14 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
             << " was ended by: " << job->failure() << std::endl;
       }
     }
+    absl::StatusOr<v1::ModelConfig> config = AttemptConfig(options, *attempt, &computed, log);
+    if (!config.ok()) return config.status();
     absl::StatusOr<TrainResult> result;
     bool met_nobody = false;
     {
-      Trainer trainer(options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
+      TrainerOptions attempt_options = options;
+      attempt_options.config = *std::move(config);
+      Trainer trainer(attempt_options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
       result = trainer.Run();
       met_nobody = trainer.rendezvous_failed();
       finishing = finishing || trainer.passed_final_barrier();

@@ -92,6 +92,9 @@ class Trainer {
   absl::Status CreateDense();
   // The worker rendezvous (and NCCL's, for a CUDA tower).
   absl::Status ConnectWorkers();
+  // Every rank trains with bitwise the same config, the feature statistics included
+  // (FAILED_PRECONDITION naming the rank that differs; one all-to-all of the digests).
+  absl::Status CheckSameConfig();
   // Opens this rank's share of the training data, estimates the steps and starts the
   // batch pipeline (at the restored checkpoint's cursor, if any).
   absl::Status OpenTrainingData();

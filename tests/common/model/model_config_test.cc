@@ -7,9 +7,11 @@
 
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
@@ -350,7 +352,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "features[1] (f): column is empty"},
         BadCase{"feature column dense",
                 [](v1::ModelConfig* c) { c->mutable_features(1)->set_column("x"); },
-                "features[1] (x): column 'x' is DENSE, not CATEGORICAL or MULTI_HOT"},
+                "features[1] (x): column 'x' is DENSE, not CATEGORICAL, MULTI_HOT, BUCKETIZED or CROSS"},
         BadCase{"feature table missing",
                 [](v1::ModelConfig* c) { c->mutable_features(0)->set_table("itm"); },
                 "features[0] (u): table 'itm' is not in tables"},
@@ -556,6 +558,184 @@ TEST(ModelConfigTest, EvalColumnSetToEvalIsAccepted) {
   config.mutable_eval()->set_true_prob_column("p");
   EXPECT_TRUE(NormalizeModelConfig(config, "x").ok());
 }
+
+// Feature transforms (model.proto ColumnConfig 7-14): column 3 ("x") is DENSE, 1 ("u")
+// CATEGORICAL, 2 ("items") MULTI_HOT.
+v1::ColumnConfig* AddColumn(v1::ModelConfig* c, const char* name, v1::ColumnConfig::Kind kind) {
+  v1::ColumnConfig* column = c->mutable_data()->add_columns();
+  column->set_name(name);
+  column->set_kind(kind);
+  return column;
+}
+
+TEST(ModelConfigTest, TransformsAreAccepted) {
+  v1::ModelConfig config = Small();
+  Col(&config, 3)->set_clip_min(-1);
+  Col(&config, 3)->set_clip_max(5);
+  Col(&config, 3)->set_standardize(true);  // statistics from the data
+  AddColumn(&config, "hour", v1::ColumnConfig::BUCKETIZED)->set_quantiles(4);
+  v1::ColumnConfig* given = AddColumn(&config, "age", v1::ColumnConfig::BUCKETIZED);
+  for (float b : {18.f, 30.f, 50.f}) given->add_boundaries(b);
+  v1::ColumnConfig* cross = AddColumn(&config, "u_x_hour", v1::ColumnConfig::CROSS);
+  cross->add_cross_of("u");
+  cross->add_cross_of("hour");
+  cross->add_cross_of("age");
+  for (const char* column : {"hour", "u_x_hour"}) {
+    v1::FeatureConfig* f = config.add_features();
+    f->set_column(column);
+    f->set_table("t");
+  }
+  absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(config, "x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->statistics_max_examples(), 1000000u);
+  absl::StatusOr<v1::ModelConfig> again = NormalizeModelConfig(*c, "x");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(MessageDifferencer::Equals(*c, *again));
+  // The cap of the statistics sample is not part of the digest (a resumed job may
+  // change it: it uses its checkpoint's statistics).
+  v1::ModelConfig other = *c;
+  other.set_statistics_max_examples(10);
+  EXPECT_EQ(ConfigDigest(*c), ConfigDigest(other));
+  // The statistics are.
+  other.mutable_data()->mutable_columns(3)->set_mean(1);
+  other.mutable_data()->mutable_columns(3)->set_std(2);
+  EXPECT_NE(ConfigDigest(*c), ConfigDigest(other));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TransformChecks, ModelConfigValidationTest,
+    ::testing::Values(
+        BadCase{"clip on a sparse column", [](v1::ModelConfig* c) { Col(c, 1)->set_clip_max(1); },
+                "data.columns[1] (u): clip_min, clip_max, standardize, mean and std apply to "
+                "DENSE columns only"},
+        BadCase{"clip_min above clip_max",
+                [](v1::ModelConfig* c) {
+                  Col(c, 3)->set_clip_min(2);
+                  Col(c, 3)->set_clip_max(1);
+                },
+                "data.columns[3] (x): clip_min 2 is above clip_max 1"},
+        BadCase{"clip not finite",
+                [](v1::ModelConfig* c) { Col(c, 3)->set_clip_max(std::nanf("")); },
+                "data.columns[3] (x): clip_max is not finite"},
+        BadCase{"mean without standardize",
+                [](v1::ModelConfig* c) {
+                  Col(c, 3)->set_mean(1);
+                  Col(c, 3)->set_std(1);
+                },
+                "data.columns[3] (x): mean and std apply only with standardize: true"},
+        BadCase{"mean without std",
+                [](v1::ModelConfig* c) {
+                  Col(c, 3)->set_standardize(true);
+                  Col(c, 3)->set_mean(1);
+                },
+                "data.columns[3] (x): give both mean and std, or neither"},
+        BadCase{"std zero",
+                [](v1::ModelConfig* c) {
+                  Col(c, 3)->set_standardize(true);
+                  Col(c, 3)->set_mean(1);
+                  Col(c, 3)->set_std(0);
+                },
+                "data.columns[3] (x): std 0 must be > 0 and finite"},
+        BadCase{"standardize on a label",
+                [](v1::ModelConfig* c) { Col(c, 0)->set_standardize(true); },
+                "data.columns[0] (label): clip_min, clip_max, standardize, mean and std apply "
+                "to DENSE columns only"},
+        BadCase{"boundaries not increasing",
+                [](v1::ModelConfig* c) {
+                  v1::ColumnConfig* b = AddColumn(c, "hour", v1::ColumnConfig::BUCKETIZED);
+                  for (float v : {6.f, 12.f, 12.f}) b->add_boundaries(v);
+                },
+                "data.columns[5] (hour): boundaries must be strictly increasing: "
+                "boundaries[2] 12 is not above boundaries[1] 12"},
+        BadCase{"boundary not finite",
+                [](v1::ModelConfig* c) {
+                  AddColumn(c, "hour", v1::ColumnConfig::BUCKETIZED)
+                      ->add_boundaries(std::numeric_limits<float>::infinity());
+                },
+                "data.columns[5] (hour): boundaries[0] is not finite"},
+        BadCase{"bucketized without boundaries",
+                [](v1::ModelConfig* c) { AddColumn(c, "hour", v1::ColumnConfig::BUCKETIZED); },
+                "data.columns[5] (hour): a BUCKETIZED column needs boundaries or quantiles"},
+        BadCase{"quantiles out of range",
+                [](v1::ModelConfig* c) {
+                  AddColumn(c, "hour", v1::ColumnConfig::BUCKETIZED)->set_quantiles(1);
+                },
+                "data.columns[5] (hour): quantiles 1 is out of range 2..65536"},
+        BadCase{"boundaries on a dense column",
+                [](v1::ModelConfig* c) { Col(c, 3)->add_boundaries(1); },
+                "data.columns[3] (x): boundaries and quantiles apply to BUCKETIZED columns only"},
+        BadCase{"transform on a bucketized column",
+                [](v1::ModelConfig* c) {
+                  v1::ColumnConfig* b = AddColumn(c, "hour", v1::ColumnConfig::BUCKETIZED);
+                  b->add_boundaries(1);
+                  b->set_transform(v1::ColumnConfig::LOG1P);
+                },
+                "data.columns[5] (hour): transform applies to DENSE columns only"},
+        BadCase{"unknown transform",
+                [](v1::ModelConfig* c) {
+                  Col(c, 3)->set_transform(static_cast<v1::ColumnConfig::Transform>(9));
+                },
+                "data.columns[3] (x): unknown transform 9"},
+        BadCase{"cross of a multi-hot column",
+                [](v1::ModelConfig* c) {
+                  v1::ColumnConfig* x = AddColumn(c, "ux", v1::ColumnConfig::CROSS);
+                  x->add_cross_of("u");
+                  x->add_cross_of("items");
+                },
+                "data.columns[5] (ux).cross_of[1]: column 'items' is MULTI_HOT; a cross needs "
+                "CATEGORICAL or BUCKETIZED columns"},
+        BadCase{"cross of a dense column",
+                [](v1::ModelConfig* c) {
+                  v1::ColumnConfig* x = AddColumn(c, "ux", v1::ColumnConfig::CROSS);
+                  x->add_cross_of("u");
+                  x->add_cross_of("x");
+                },
+                "data.columns[5] (ux).cross_of[1]: column 'x' is DENSE"},
+        BadCase{"cross of an unknown column",
+                [](v1::ModelConfig* c) {
+                  v1::ColumnConfig* x = AddColumn(c, "ux", v1::ColumnConfig::CROSS);
+                  x->add_cross_of("u");
+                  x->add_cross_of("user");
+                },
+                "data.columns[5] (ux).cross_of[1]: 'user' is not in data.columns"},
+        BadCase{"cross of one column",
+                [](v1::ModelConfig* c) {
+                  AddColumn(c, "ux", v1::ColumnConfig::CROSS)->add_cross_of("u");
+                },
+                "data.columns[5] (ux): cross_of needs two or more columns, has 1"},
+        BadCase{"cross of a column twice",
+                [](v1::ModelConfig* c) {
+                  v1::ColumnConfig* x = AddColumn(c, "ux", v1::ColumnConfig::CROSS);
+                  x->add_cross_of("u");
+                  x->add_cross_of("u");
+                },
+                "data.columns[5] (ux).cross_of[1]: column 'u' appears twice"},
+        BadCase{"source on a cross column",
+                [](v1::ModelConfig* c) {
+                  v1::ColumnConfig* x = AddColumn(c, "ux", v1::ColumnConfig::CROSS);
+                  x->add_cross_of("u");
+                  x->add_cross_of("x");
+                  x->set_source("u");
+                },
+                "data.columns[5] (ux): a CROSS column has no source"},
+        BadCase{"source not a Criteo column",
+                [](v1::ModelConfig* c) {
+                  c->mutable_data()->set_format(v1::DataConfig::CRITEO_TSV);
+                  c->mutable_data()->clear_columns();
+                  AddColumn(c, "label", v1::ColumnConfig::LABEL);
+                  AddColumn(c, "C1", v1::ColumnConfig::CATEGORICAL);
+                  AddColumn(c, "I1b", v1::ColumnConfig::BUCKETIZED)->set_source("I14");
+                  c->clear_features();
+                },
+                "data.columns[2] (I1b): not a Criteo column"},
+        BadCase{"cross_of on a categorical column",
+                [](v1::ModelConfig* c) { Col(c, 1)->add_cross_of("items"); },
+                "data.columns[1] (u): cross_of applies to CROSS columns only"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      std::string name;
+      for (const char* p = info.param.what; *p; ++p) name += isalnum(*p) ? *p : '_';
+      return name;
+    });
 
 }  // namespace
 }  // namespace ember::model
