@@ -199,7 +199,9 @@ absl::Status Run(const WorkerFlags& flags) {
   const TrainerOptions& options = flags.trainer;
   // Before any rendezvous: a worker that cannot run its tower must not make its peers
   // wait for the collective's timeout.
-  if (absl::Status s = CheckDenseDevice(options.dense_device); !s.ok()) {
+  absl::Status s = CheckDenseTowerOnDevice(options.config.dense(), options.dense_device);
+  if (s.ok()) s = CheckDenseDevice(options.dense_device);
+  if (!s.ok()) {
     return absl::Status(
         s.code(),
         absl::StrCat("--device=", DenseDeviceName(options.dense_device.device), ": ", s.message()));

@@ -285,6 +285,9 @@ absl::Status Validate(const DatagenOptions& o) {
   if (!(o.cold_user_fraction >= 0 && o.cold_user_fraction <= 1)) {
     return absl::InvalidArgumentError("--cold_user_fraction must be in [0, 1]");
   }
+  if (!(o.cross >= 0 && o.cross <= 10)) {
+    return absl::InvalidArgumentError("--cross must be in [0, 10]");
+  }
   if (o.threads < 0) return absl::InvalidArgumentError("threads must be >= 0");
   return absl::OkStatus();
 }
@@ -480,6 +483,7 @@ absl::Status WriteReports(const DatagenOptions& options, const DatagenSummary& s
           options.conversions ? absl::StrCat(", \"conversions\": true, \"true_cvr_bias\": ",
                                              JsonNumber(world.conversion_bias()))
                               : "",
+          options.cross > 0 ? absl::StrCat(", \"cross\": ", JsonNumber(options.cross)) : "",
           "}\n")));
   return absl::OkStatus();
 }
@@ -503,6 +507,7 @@ absl::StatusOr<DatagenSummary> Generate(const DatagenOptions& options, std::ostr
   world_options.zipf = options.zipf;
   world_options.seed = options.seed;
   world_options.conversions = options.conversions;
+  world_options.cross_weight = options.cross;
   const World world(world_options);
 
   int threads =

@@ -70,7 +70,12 @@ struct DatagenOptions {
   uint64_t seed = 1;
   bool gzip = false;
   bool conversions = false;  // adds the planted conversions (see above)
-  int threads = 0;           // train files written in parallel; 0 = hardware concurrency
+  // The weight of the planted cross term of the click truth (world.h), in [0, 10]; 0
+  // (default) = none, and then every file is exactly as without the option. With it the
+  // feature columns of every line stay the same; labels, true_prob and the oracle follow
+  // the new truth, and datagen.json also holds "cross".
+  double cross = 0;
+  int threads = 0;  // train files written in parallel; 0 = hardware concurrency
 };
 
 // INVALID_ARGUMENT naming the option when one is out of range.

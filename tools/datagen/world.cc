@@ -25,6 +25,8 @@ enum Stream : uint64_t {
   kConversionShopStream = 23,
   kConversionGlobalStream = 24,
   kConversionCalibrationStream = 25,
+  // The cross term's traits (WorldOptions::cross_weight), likewise.
+  kCrossStream = 30,
 };
 
 constexpr double kPi = 3.14159265358979323846;
@@ -79,6 +81,13 @@ World::World(const WorldOptions& options)
   }
   for (double& c : hour_cdf_) c /= total;
   hour_cdf_.back() = 1.0;
+  if (options.cross_weight > 0) {
+    Rng cross = Rng::ForStream(options.seed, kCrossStream, 0);
+    FillGaussian(cross, 1.0, &segment_cross_);
+    FillGaussian(cross, 1.0, &hour_cross_);
+    category_cross_.resize(options.categories);
+    FillGaussian(cross, 1.0, &category_cross_);
+  }
   BuildEntities();
   CalibrateBias();
   if (options.conversions) BuildConversions();
@@ -192,6 +201,10 @@ double World::LogitWithoutBias(const Example& example) const {
            t.price_weight * (std::log(example.price) - std::log(20.0));
   logit += t.age_weight * (example.user_age - 40.0) / 15.0;
   logit += t.depth_weight * std::log1p(static_cast<double>(example.session_depth));
+  if (options_.cross_weight > 0) {
+    logit += options_.cross_weight * segment_cross_[user.segment] *
+             category_cross_[item.category - 1] * hour_cross_[example.hour - kHourIdBase];
+  }
   return logit;
 }
 

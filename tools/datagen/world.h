@@ -19,6 +19,16 @@
 // the training click rate is about Truth::base_ctr. Each item belongs to one category
 // and one shop, drawn once; category and shop sizes (items each) are Zipf-skewed too.
 //
+// The cross term (opt-in, WorldOptions::cross_weight > 0): a third-order feature
+// cross added to the click logit,
+//
+//   + w_cross * s_segment * k_category * h_hour
+//
+// with scalar traits s, k, h ~ N(0, 1) per segment, category and hour, drawn from a
+// stream of their own (so without it every draw, and every file, is as before). A
+// product of three features is what a DCN-v2 cross network of two layers represents
+// exactly and pairwise dot products (DLRM's DOT) do not. b0 is calibrated with it.
+//
 // Conversions (opt-in, WorldOptions::conversions): a clicked
 // example converts (a purchase after the click) with a probability from a second
 // logistic model over the same features, with its own hidden parameters:
@@ -132,6 +142,8 @@ struct WorldOptions {
   // parameters come from random streams of their own.
   bool conversions = false;
   ConversionTruth conversion;
+  // The weight of the planted cross term (see above); 0 = none.
+  double cross_weight = 0;
 };
 
 // One generated example, as written to the files.
@@ -247,6 +259,10 @@ class World {
   std::array<float, kNumSegments> segment_age_{};
   std::array<double, kNumHours> hour_cdf_{};
   std::array<double, kNumHours> hour_effect_{};
+  // The cross term's traits (cross_weight > 0 only).
+  std::array<float, kNumSegments> segment_cross_{};
+  std::array<float, kNumHours> hour_cross_{};
+  std::vector<float> category_cross_;  // index id-1
   double b0_ = 0;
   ConversionParams conversion_;  // empty without conversions
   double c0_ = 0;
