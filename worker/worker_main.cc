@@ -192,6 +192,12 @@ absl::Status FinishFlags(WorkerFlags& w) {
   if (w.hot_cache_steps) skew->set_hot_cache_steps(*w.hot_cache_steps);
   // The overrides are checked like the file itself.
   EMBER_ASSIGN_OR_RETURN(o.config, model::NormalizeModelConfig(std::move(config), w.config_path));
+  // A tower the device cannot run is a usage error (exit 2), found before any rendezvous.
+  if (absl::Status s = CheckDenseTowerOnDevice(o.config.dense(), o.dense_device); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat(w.config_path, ": dense.interaction with --device=",
+                                     DenseDeviceName(o.dense_device.device), ": ", s.message()));
+  }
   return absl::OkStatus();
 }
 
@@ -199,9 +205,7 @@ absl::Status Run(const WorkerFlags& flags) {
   const TrainerOptions& options = flags.trainer;
   // Before any rendezvous: a worker that cannot run its tower must not make its peers
   // wait for the collective's timeout.
-  absl::Status s = CheckDenseTowerOnDevice(options.config.dense(), options.dense_device);
-  if (s.ok()) s = CheckDenseDevice(options.dense_device);
-  if (!s.ok()) {
+  if (absl::Status s = CheckDenseDevice(options.dense_device); !s.ok()) {
     return absl::Status(
         s.code(),
         absl::StrCat("--device=", DenseDeviceName(options.dense_device.device), ": ", s.message()));
