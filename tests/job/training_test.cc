@@ -296,6 +296,14 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
   const std::string bad = (fs::temp_directory_path() / "ember-bad-config.pbtxt").string();
   std::ofstream(bad) << "name: \"x\"\ntables { name: \"t\" dim: 8 }\nfeatures { column: \"c\" "
                         "table: \"missing\" }\n";
+  const std::string cross = (fs::temp_directory_path() / "ember-cross-config.pbtxt").string();
+  {
+    std::ifstream in(config);
+    std::string text(std::istreambuf_iterator<char>(in), {});
+    const size_t at = text.find("interaction: DOT");
+    ASSERT_NE(at, std::string::npos);
+    std::ofstream(cross) << text.replace(at, 16, "interaction: CROSS");
+  }
   // Each exits 2 (only the exit code is pinned here).
   ExpectUsageErrors(
       EMBER_WORKER_BINARY,
@@ -317,8 +325,11 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
           {base + " --tls_ca=/no/ca.pem --tls_cert=/no/c.pem --tls_key=/no/c.key", ""},
           {base + " --collective_host=", ""},
           {"--config=" + bad + " --coordinator=127.0.0.1:1", ""},
+          // A CROSS tower on CUDA (no cross kernels yet), on any machine.
+          {"--config=" + cross + " --coordinator=127.0.0.1:1 --device=cuda", ""},
       });
   fs::remove(bad);
+  fs::remove(cross);
 }
 
 }  // namespace
