@@ -426,7 +426,8 @@ TEST(BceWithLogitsTest, GradientMatchesDerivative) {
 // ---- Speed (printed, not asserted): the benchmark model at batch 1024.
 
 TEST(DenseTowerTest, ForwardBackwardSpeed) {
-  for (auto kind : {v1::DenseTowerConfig::DOT, v1::DenseTowerConfig::CONCAT}) {
+  for (auto kind :
+       {v1::DenseTowerConfig::DOT, v1::DenseTowerConfig::CONCAT, v1::DenseTowerConfig::CROSS}) {
     std::unique_ptr<DenseTower> tower =
         MustCreate(Config({64, 16}, kind, {64, 32}), 3, std::vector<int>(8, 16));
     ASSERT_NE(tower, nullptr);
@@ -458,7 +459,7 @@ TEST(DenseTowerTest, ForwardBackwardSpeed) {
       best_cpu = std::min(best_cpu, cpu / iters);
     }
     std::printf("%s forward+backward, batch 1024: %.0f us wall, %.0f us CPU\n",
-                kind == v1::DenseTowerConfig::DOT ? "DOT" : "CONCAT", best_wall, best_cpu);
+                v1::DenseTowerConfig::Interaction_Name(kind).c_str(), best_wall, best_cpu);
   }
 }
 
