@@ -492,8 +492,9 @@ TEST_F(DatagenTest, ConversionsKeepTheClicksAndPlantALearnableCvr) {
   EXPECT_FALSE(absl::StrContains(ReadFile(Dir("a") / "datagen.json"), "conversions"));
 }
 
-// --cross plants a third-order cross in the click truth: the features of every line stay
-// the same, the labels and true_prob follow the new truth, and the oracle matches the file.
+// --cross plants a third-order cross (user x item x hour by default) in the click truth:
+// the features of every line stay the same, the labels and true_prob follow the new truth,
+// and the oracle matches the file.
 TEST_F(DatagenTest, CrossTermChangesOnlyTheTruth) {
   const fs::path dir = Dir("cross");
   const RunResult r = RunDatagen(
@@ -530,6 +531,8 @@ TEST_F(DatagenTest, CrossTermChangesOnlyTheTruth) {
   const std::string oracle = ReadFile(dir / "oracle.json");
   EXPECT_NEAR(Auc(scored), JsonField(oracle, "test_auc"), 2e-6) << oracle;
   EXPECT_EQ(JsonField(ReadFile(dir / "datagen.json"), "cross"), 1.0);
+  EXPECT_TRUE(
+      absl::StrContains(ReadFile(dir / "datagen.json"), "\"cross_fields\": \"user,item,hour\""));
   EXPECT_FALSE(absl::StrContains(ReadFile(Dir("a") / "datagen.json"), "cross"));
 }
 
@@ -551,6 +554,11 @@ TEST(DatagenFlagsTest, HelpBadFlagsAndUnwritableOutput) {
       {"--out=/tmp/x --zipf=-1", "--zipf must be in [0, 10]"},
       {"--out=/tmp/x --cold_user_fraction=1.5", "--cold_user_fraction must be in [0, 1]"},
       {"--out=/tmp/x --cross=-1", "--cross must be in [0, 10]"},
+      {"--out=/tmp/x --cross=1 --cross_fields=user,planet",
+       "--cross_fields: unknown field 'planet'"},
+      {"--out=/tmp/x --cross=1 --cross_fields=user", "--cross_fields: want two or more fields"},
+      {"--out=/tmp/x --cross=1 --cross_fields=hour,hour",
+       "--cross_fields: field 'hour' appears twice"},
       {"--out=/tmp/x --gzip=maybe", "--gzip: expected true or false"},
       {"--out=/tmp/x --no_such_flag=1", "unknown flag --no_such_flag"},
       {"--out=/tmp/x stray", "unexpected argument 'stray'"},
