@@ -210,6 +210,12 @@ absl::Status FinishFlags(WorkerFlags& w) {
   if (w.hot_cache_steps) skew->set_hot_cache_steps(*w.hot_cache_steps);
   // The overrides are checked like the file itself.
   EMBER_ASSIGN_OR_RETURN(o.config, model::NormalizeModelConfig(std::move(config), w.config_path));
+  // A tower the device cannot run is a usage error (exit 2), found before any rendezvous.
+  if (absl::Status s = CheckDenseTowerOnDevice(o.config.dense(), o.dense_device); !s.ok()) {
+    return absl::Status(s.code(),
+                        absl::StrCat(w.config_path, ": dense.interaction with --device=",
+                                     DenseDeviceName(o.dense_device.device), ": ", s.message()));
+  }
   return absl::OkStatus();
 }
 

@@ -21,8 +21,11 @@
 namespace ember::model {
 namespace {
 
+using dense_internal::AddTo;
 using dense_internal::ConcatInteractionBackward;
 using dense_internal::ConcatInteractionForward;
+using dense_internal::CrossBackward;
+using dense_internal::CrossForward;
 using dense_internal::DotInteractionBackward;
 using dense_internal::DotInteractionForward;
 using dense_internal::Layer;
@@ -41,10 +44,16 @@ class CpuDenseTower final : public DenseTower {
         bottom_width_(layout.bottom_width),
         interaction_width_(layout.interaction_width),
         bottom_(layout.bottom),
+        cross_(layout.cross),
+        cross_layers_(layout.cross_layers),
+        cross_rank_(layout.cross_rank),
         top_(layout.top),
         parameters_(std::move(parameters)),
         gradients_(parameters_.size(), 0.0f) {
     bottom_out_.resize(bottom_.size());
+    cross_mid_.resize(cross_rank_ > 0 ? cross_layers_ : 0);
+    cross_u_.resize(cross_layers_);
+    cross_x_.resize(cross_layers_);
     top_out_.resize(top_.size());
   }
 
@@ -88,13 +97,15 @@ class CpuDenseTower final : public DenseTower {
       std::memcpy(pooled_.data(), pooled.data(), sizeof(float) * pooled.size());
       DotInteractionForward(batch, static_cast<int>(feature_dims_.size()), DotDim(), x,
                             pooled_.data(), interaction_out_.data());
-    } else {
+    } else {  // CONCAT, or CROSS's x0
       ConcatInteractionForward(batch, bottom_width_, pooled_width_, x, pooled.data(),
                                interaction_out_.data());
     }
+    top_in_ = interaction_out_.data();
+    if (interaction_ == v1::DenseTowerConfig::CROSS) top_in_ = CrossNetworkForward(batch);
 
     // Top MLP; the last layer is the 1-unit logit layer.
-    x = interaction_out_.data();
+    x = top_in_;
     for (size_t l = 0; l < top_.size(); ++l) {
       const Layer& layer = top_[l];
       float* y;
@@ -145,18 +156,20 @@ class CpuDenseTower final : public DenseTower {
     float* dy = grad_a_.data();
     float* next = grad_b_.data();
     const Layer& logit = top_.back();
-    LinearBackward(batch, logit.in, logit.out,
-                   top_.size() > 1 ? top_out_[top_.size() - 2].data() : interaction_out_.data(),
-                   &parameters_[logit.w], dlogits.data(), &gradients_[logit.w],
-                   &gradients_[logit.b], dy);
+    LinearBackward(
+        batch, logit.in, logit.out, top_.size() > 1 ? top_out_[top_.size() - 2].data() : top_in_,
+        &parameters_[logit.w], dlogits.data(), &gradients_[logit.w], &gradients_[logit.b], dy);
     for (size_t l = top_.size() - 1; l-- > 0;) {
       const Layer& layer = top_[l];
       ReluBackward(b * layer.out, top_out_[l].data(), dy);
-      const float* x = l > 0 ? top_out_[l - 1].data() : interaction_out_.data();
+      const float* x = l > 0 ? top_out_[l - 1].data() : top_in_;
       LinearBackward(batch, layer.in, layer.out, x, &parameters_[layer.w], dy, &gradients_[layer.w],
                      &gradients_[layer.b], next);
       std::swap(dy, next);
     }
+
+    // CROSS: dy is d(x_L) now; afterwards d(x0), the CONCAT row's gradient.
+    if (interaction_ == v1::DenseTowerConfig::CROSS) CrossNetworkBackward(batch, &dy, &next);
 
     // Interaction: dy is d(interaction output) now.
     float* d_bottom = nullptr;
@@ -204,6 +217,69 @@ class CpuDenseTower final : public DenseTower {
   }
 
  private:
+  // The cross layers over x0 = interaction_out_ (the CONCAT row); returns x_L.
+  const float* CrossNetworkForward(int batch) {
+    const size_t n = static_cast<size_t>(batch) * interaction_width_;
+    const float* x0 = interaction_out_.data();
+    const float* x = x0;
+    for (int l = 0; l < cross_layers_; ++l) {
+      if (cross_u_[l].size() < n) cross_u_[l].resize(n);
+      if (cross_x_[l].size() < n) cross_x_[l].resize(n);
+      float* u = cross_u_[l].data();
+      if (cross_rank_ == 0) {
+        const Layer& w = cross_[l];
+        LinearForward(batch, w.in, w.out, x, &parameters_[w.w], &parameters_[w.b], false, u);
+      } else {
+        const Layer& v = cross_[2 * l];
+        const Layer& w = cross_[2 * l + 1];
+        std::vector<float>& mid = cross_mid_[l];
+        if (mid.size() < static_cast<size_t>(batch) * cross_rank_) mid.resize(batch * cross_rank_);
+        LinearForward(batch, v.in, v.out, x, &parameters_[v.w], &parameters_[v.b], false,
+                      mid.data());
+        LinearForward(batch, w.in, w.out, mid.data(), &parameters_[w.w], &parameters_[w.b], false,
+                      u);
+      }
+      CrossForward(n, x0, u, x, cross_x_[l].data());
+      x = cross_x_[l].data();
+    }
+    return x;
+  }
+
+  // Back through the cross layers, last first: *dy holds d(x_L) on entry and d(x0) on
+  // return; *next is a free buffer of the same size (both may be swapped).
+  void CrossNetworkBackward(int batch, float** dy, float** next) {
+    const size_t n = static_cast<size_t>(batch) * interaction_width_;
+    const float* x0 = interaction_out_.data();
+    if (cross_dx0_.size() < n) cross_dx0_.resize(n);
+    if (cross_du_.size() < n) cross_du_.resize(n);
+    std::fill(cross_dx0_.begin(), cross_dx0_.begin() + n, 0.0f);
+    float* g = *dy;     // d(x_{l+1})
+    float* dx = *next;  // -> d(x_l)
+    for (int l = cross_layers_; l-- > 0;) {
+      const float* x = l > 0 ? cross_x_[l - 1].data() : x0;
+      CrossBackward(n, x0, cross_u_[l].data(), g, cross_du_.data(), cross_dx0_.data());
+      if (cross_rank_ == 0) {
+        const Layer& w = cross_[l];
+        LinearBackward(batch, w.in, w.out, x, &parameters_[w.w], cross_du_.data(), &gradients_[w.w],
+                       &gradients_[w.b], dx);
+      } else {
+        const Layer& v = cross_[2 * l];
+        const Layer& w = cross_[2 * l + 1];
+        const size_t mid = static_cast<size_t>(batch) * cross_rank_;
+        if (cross_dmid_.size() < mid) cross_dmid_.resize(mid);
+        LinearBackward(batch, w.in, w.out, cross_mid_[l].data(), &parameters_[w.w],
+                       cross_du_.data(), &gradients_[w.w], &gradients_[w.b], cross_dmid_.data());
+        LinearBackward(batch, v.in, v.out, x, &parameters_[v.w], cross_dmid_.data(),
+                       &gradients_[v.w], &gradients_[v.b], dx);
+      }
+      AddTo(n, g, dx);  // the residual x_l
+      std::swap(g, dx);
+    }
+    AddTo(n, cross_dx0_.data(), g);  // x_0 is x0: its gate terms join the chain's
+    *dy = g;
+    *next = dx;
+  }
+
   // See TowerLayout::DotDim.
   int DotDim() const { return num_dense_ > 0 ? bottom_width_ : feature_dims_[0]; }
 
@@ -214,6 +290,9 @@ class CpuDenseTower final : public DenseTower {
   const int bottom_width_;  // 0 without dense features
   const int interaction_width_;
   const std::vector<Layer> bottom_;
+  const std::vector<Layer> cross_;  // CROSS: see TowerLayout::cross
+  const int cross_layers_;
+  const int cross_rank_;
   const std::vector<Layer> top_;  // the last one is the logit layer
   std::vector<float> parameters_;
   std::vector<float> gradients_;
@@ -223,10 +302,15 @@ class CpuDenseTower final : public DenseTower {
   std::vector<float> input_;                    // [B x num_dense]
   std::vector<std::vector<float>> bottom_out_;  // per bottom layer [B x out]
   std::vector<float> pooled_;                   // DOT: a copy of the pooled input
-  std::vector<float> interaction_out_;          // [B x interaction_width]
+  std::vector<float> interaction_out_;          // [B x interaction_width] (CROSS: x0)
+  std::vector<std::vector<float>> cross_mid_;   // CROSS low rank: per layer V x + c [B x r]
+  std::vector<std::vector<float>> cross_u_;     // CROSS: per layer W x + b [B x D]
+  std::vector<std::vector<float>> cross_x_;     // CROSS: per layer its output [B x D]
+  const float* top_in_ = nullptr;               // the top MLP's input (interaction_out_ or x_L)
   std::vector<std::vector<float>> top_out_;     // per top layer but the last [B x out]
   // Backward scratch.
   std::vector<float> grad_a_, grad_b_, grad_d_bottom_, dlogits_;
+  std::vector<float> cross_dx0_, cross_du_, cross_dmid_;  // CROSS
 };
 
 }  // namespace

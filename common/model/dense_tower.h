@@ -10,10 +10,12 @@
 //   dense features [B x num_dense] -> bottom MLP (ReLU after every layer)
 //   pooled embeddings, F features [B x dim_f each]
 //   interaction: DOT (pairwise dots of [bottom, f_1..f_F], lower triangle, plus the
-//                bottom output) or CONCAT ([bottom, f_1..f_F])
+//                bottom output), CONCAT ([bottom, f_1..f_F]) or CROSS (DCN-v2: cross
+//                layers x_{l+1} = x0 * (W_l x_l + b_l) + x_l over x0 = the CONCAT row,
+//                W_l full rank or U_l V_l; the output is x_L)
 //   -> top MLP (ReLU after every hidden layer) -> 1 logit
 //
-// All parameters (weights then bias of every layer, bottom first) live in one flat
+// All parameters (weights then bias of every layer: bottom, cross, top) live in one flat
 // buffer, and so do their gradients, so a worker all-reduces one array and a dense
 // optimizer steps one array.
 //
@@ -73,9 +75,12 @@ class DenseTower {
   //  - num_dense == 0: no bottom output and bottom_mlp is ignored. CONCAT uses the
   //    features alone; DOT interacts the features alone (Z = [f_1..f_F], output the
   //    pairwise dots only), which needs F >= 2 features of one dim.
+  //  - CROSS: cross_layers 0 means 2; cross_rank 0 full rank.
   // INVALID_ARGUMENT when the shapes do not fit (DOT with a feature dim that differs
   // from the bottom output size, or fewer than two vectors to interact; no inputs at
-  // all; a layer size of 0 or above 65536; num_dense < 0; a feature dim < 1).
+  // all; a layer size of 0 or above 65536; num_dense < 0; a feature dim < 1; CROSS with
+  // cross_layers above 8 or cross_rank not below the CONCAT width; cross_layers or
+  // cross_rank set without CROSS).
   // Makes a CPU tower; it sets OpenBLAS to one thread, process-wide (its threads would
   // change the bits; the worker's threads are the parallelism).
   static absl::StatusOr<std::unique_ptr<DenseTower>> Create(const v1::DenseTowerConfig& config,

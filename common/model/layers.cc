@@ -400,4 +400,26 @@ void ConcatInteractionBackward(int batch, int bottom_width, int pooled_width, co
   CopyRows(batch, pooled_width, dout + bottom_width, width, d_pooled, pooled_width);
 }
 
+void CrossForward(size_t n, const float* x0, const float* u, const float* x, float* x_next) {
+  Run([&]<int W>() __attribute__((always_inline)) {
+    for (size_t i = 0; i < n; ++i) x_next[i] = x0[i] * u[i] + x[i];
+  });
+}
+
+void CrossBackward(size_t n, const float* x0, const float* u, const float* dx_next, float* du,
+                   float* dx0) {
+  Run([&]<int W>() __attribute__((always_inline)) {
+    for (size_t i = 0; i < n; ++i) {
+      du[i] = dx_next[i] * x0[i];
+      dx0[i] += dx_next[i] * u[i];
+    }
+  });
+}
+
+void AddTo(size_t n, const float* x, float* y) {
+  Run([&]<int W>() __attribute__((always_inline)) {
+    for (size_t i = 0; i < n; ++i) y[i] += x[i];
+  });
+}
+
 }  // namespace ember::model::dense_internal

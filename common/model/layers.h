@@ -1,9 +1,9 @@
 // Copyright 2026 The Ember Authors.
 //
 // The layer kernels of the CPU dense tower (dense_tower.cc): Linear (OpenBLAS sgemm),
-// ReLU, and the DOT / CONCAT feature interactions, each as a forward and a backward
-// function over row-major batches. Internal to worker/dense/; the tower and its tests
-// are the only callers.
+// ReLU, the DOT / CONCAT feature interactions and the CROSS (DCN-v2) gate, each as a forward and a
+// backward function over row-major batches. Internal to worker/dense/; the tower and its tests are
+// the only callers.
 //
 // Every function is deterministic: the same inputs give bitwise the same outputs
 // (fixed summation orders; OpenBLAS single-threaded: see SetBlasSingleThreaded).
@@ -64,6 +64,24 @@ void ConcatInteractionForward(int batch, int bottom_width, int pooled_width, con
 // d_bottom and d_pooled are the slices of dout; d_bottom null = not wanted.
 void ConcatInteractionBackward(int batch, int bottom_width, int pooled_width, const float* dout,
                                float* d_bottom, float* d_pooled);
+
+// ---- CROSS (DCN-v2) layer: x_next = x0 * u + x (elementwise), where u = W x + b is
+// the output of the layer's matrix product, computed by LinearForward over x without a
+// ReLU (two of them for a low-rank layer), so every path a Linear layer takes (e.g. a
+// batch-invariant one) applies to it. All arrays hold n = batch x width floats; n >= 0.
+// x_next may alias x.
+void CrossForward(size_t n, const float* x0, const float* u, const float* x, float* x_next);
+
+// The gate's backward, given dx_next = d(loss)/d(x_next): writes du = dx_next * x0 (the
+// dy to pass to the Linear's LinearBackward) and ACCUMULATES dx0 += dx_next * u (the one
+// accumulating function here: x0 feeds every cross layer, so the caller zeroes dx0 once
+// and the layers add to it, last layer first). The residual's share, dx += dx_next,
+// is AddTo's, after LinearBackward wrote dx.
+void CrossBackward(size_t n, const float* x0, const float* u, const float* dx_next, float* du,
+                   float* dx0);
+
+// y[i] += x[i] for i < n (n >= 0): a residual connection's gradient.
+void AddTo(size_t n, const float* x, float* y);
 
 }  // namespace ember::model::dense_internal
 

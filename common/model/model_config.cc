@@ -44,6 +44,9 @@ constexpr uint32_t kMaxReplayCapacity = 1 << 20;
 constexpr uint64_t kMaxTrackedIds = 1000000000;
 constexpr uint32_t kMaxHotCacheSteps = 1000000;
 constexpr uint64_t kMaxHotCacheRows = 1 << 26;
+// DCN-v2 cross layers: the default count and the most allowed.
+constexpr uint32_t kDefaultCrossLayers = 2;
+constexpr uint32_t kMaxCrossLayers = 8;
 constexpr int kCriteoDense = 13;
 // Most equal-frequency buckets of a BUCKETIZED column.
 constexpr uint32_t kMaxQuantiles = 1 << 16;
@@ -169,6 +172,9 @@ void FillDefaults(ModelConfig* config) {
     dense->add_top_mlp(32);
   }
   if (dense->init_seed() == 0) dense->set_init_seed(1);
+  if (dense->interaction() == DenseTowerConfig::CROSS && dense->cross_layers() == 0) {
+    dense->set_cross_layers(kDefaultCrossLayers);
+  }
 
   DenseOptimizerConfig* opt = config->mutable_dense_optimizer();
   if (opt->kind() == DenseOptimizerConfig::KIND_UNSPECIFIED)
@@ -428,6 +434,39 @@ absl::Status CheckDenseTower(const DenseTowerConfig& dense, const Checker& check
   if (dense.interaction() == DenseTowerConfig::DOT && dense.bottom_mlp().empty()) {
     return check.Error("dense.bottom_mlp", "DOT interaction needs a bottom MLP");
   }
+  if (dense.interaction() != DenseTowerConfig::CROSS) {
+    if (dense.cross_layers() != 0) {
+      return check.Error("dense.cross_layers", "is set but interaction is ",
+                         DenseTowerConfig::Interaction_Name(dense.interaction()), ", not CROSS");
+    }
+    if (dense.cross_rank() != 0) {
+      return check.Error("dense.cross_rank", "is set but interaction is ",
+                         DenseTowerConfig::Interaction_Name(dense.interaction()), ", not CROSS");
+    }
+  } else if (dense.cross_layers() < 1 || dense.cross_layers() > kMaxCrossLayers) {
+    return check.Error("dense.cross_layers", dense.cross_layers(), " is out of range 1..",
+                       kMaxCrossLayers);
+  }
+  return absl::OkStatus();
+}
+
+// dense.cross_rank below the cross width D (the last bottom_mlp size when there are
+// dense columns, plus every feature's table dim). Called after CheckFeatures.
+absl::Status CheckCrossRank(const ModelConfig& config,
+                            const std::map<std::string, uint32_t>& table_dims,
+                            const Checker& check) {
+  const DenseTowerConfig& dense = config.dense();
+  if (dense.interaction() != DenseTowerConfig::CROSS || dense.cross_rank() == 0) {
+    return absl::OkStatus();
+  }
+  uint64_t width = DenseColumns(config).empty() ? 0 : dense.bottom_mlp(dense.bottom_mlp_size() - 1);
+  for (const FeatureConfig& f : config.features()) width += table_dims.at(f.table());
+  if (dense.cross_rank() >= width) {
+    return check.Error("dense.cross_rank", dense.cross_rank(), " is not below the cross width ",
+                       width,
+                       " (the last bottom_mlp size plus every feature's table dim); use 0 for a "
+                       "full-rank cross layer");
+  }
   return absl::OkStatus();
 }
 
@@ -543,6 +582,7 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
   EMBER_RETURN_IF_ERROR(CheckTables(config, check, &table_dims));
   EMBER_RETURN_IF_ERROR(CheckDenseTower(config.dense(), check));
   EMBER_RETURN_IF_ERROR(CheckFeatures(config, columns, table_dims, check));
+  EMBER_RETURN_IF_ERROR(CheckCrossRank(config, table_dims, check));
   EMBER_RETURN_IF_ERROR(CheckDenseOptimizer(config.dense_optimizer(), check));
   EMBER_RETURN_IF_ERROR(CheckTraining(config.training(), check));
   return CheckEval(config.eval(), columns, check);

@@ -59,6 +59,8 @@ absl::StatusOr<v1::ModelConfig> ParseModelConfig(const std::string& text, bool j
 // names unique, each feature's column CATEGORICAL / MULTI_HOT / BUCKETIZED / CROSS and
 // its table present;
 // MLP sizes 1..65536; DOT: every feature's table dim equals the last bottom_mlp size;
+// cross_layers / cross_rank only with CROSS, cross_layers 1..8, cross_rank below the
+// cross width;
 // dense optimizer lr > 0, betas in (0, 1), epsilon > 0, initial_accumulator >= 0;
 // SSP staleness >= 1; eval.*_column name EVAL columns; warm_min_count <= hot_min_count;
 // skew: cold_features name distinct features over CATEGORICAL columns (and are given

@@ -15,6 +15,9 @@ namespace {
 
 // Larger layers are surely a config mistake, and this keeps every size product in range.
 constexpr uint32_t kMaxWidth = 1 << 16;
+// CROSS: the default and the most cross layers (as model_config.cc).
+constexpr uint32_t kDefaultCrossLayers = 2;
+constexpr uint32_t kMaxCrossLayers = 8;
 
 // splitmix64 (Steele et al.): the init PRNG, the same stream on every platform.
 uint64_t SplitMix64(uint64_t& state) {
@@ -37,6 +40,7 @@ absl::Status CheckWidth(uint32_t width, const char* field, int index) {
 int TowerLayout::MaxWidth() const {
   int width = interaction_width;
   for (const Layer& layer : bottom) width = std::max(width, layer.out);
+  for (const Layer& layer : cross) width = std::max(width, layer.out);
   for (const Layer& layer : top) width = std::max(width, layer.out);
   return width;
 }
@@ -44,6 +48,7 @@ int TowerLayout::MaxWidth() const {
 double TowerLayout::ForwardMacsPerExample() const {
   double macs = 0;
   for (const Layer& layer : bottom) macs += static_cast<double>(layer.in) * layer.out;
+  for (const Layer& layer : cross) macs += static_cast<double>(layer.in) * layer.out;
   for (const Layer& layer : top) macs += static_cast<double>(layer.in) * layer.out;
   if (interaction == v1::DenseTowerConfig::DOT) {
     const double n = static_cast<double>(feature_dims.size()) + (num_dense > 0 ? 1 : 0);
@@ -64,7 +69,7 @@ void AddLayer(TowerLayout* t, std::vector<Layer>* layers, int in, int out, bool 
 
 // The interaction's output width (t->interaction_width) from the bottom output and
 // the features. INVALID_ARGUMENT when DOT's vectors differ in dim or are fewer than
-// two, or CONCAT has no input.
+// two, or CONCAT / CROSS has no input.
 absl::Status SetInteractionWidth(TowerLayout* t) {
   const int num_features = static_cast<int>(t->feature_dims.size());
   if (t->interaction == v1::DenseTowerConfig::DOT) {
@@ -94,6 +99,33 @@ absl::Status SetInteractionWidth(TowerLayout* t) {
   return absl::OkStatus();
 }
 
+// The cross layers' products over the interaction width D (t->cross, cross_layers,
+// cross_rank). INVALID_ARGUMENT for cross_layers above 8 or cross_rank not below D.
+absl::Status AddCrossLayers(const v1::DenseTowerConfig& config, TowerLayout* t) {
+  const uint32_t layers = config.cross_layers() == 0 ? kDefaultCrossLayers : config.cross_layers();
+  if (layers > kMaxCrossLayers) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dense tower: cross_layers is ", layers, "; want 1..", kMaxCrossLayers));
+  }
+  const int width = t->interaction_width;
+  if (config.cross_rank() >= static_cast<uint32_t>(width)) {
+    return absl::InvalidArgumentError(absl::StrCat("dense tower: cross_rank ", config.cross_rank(),
+                                                   " is not below the cross width ", width,
+                                                   " (0 = full rank)"));
+  }
+  t->cross_layers = static_cast<int>(layers);
+  t->cross_rank = static_cast<int>(config.cross_rank());
+  for (uint32_t l = 0; l < layers; ++l) {
+    if (t->cross_rank == 0) {
+      AddLayer(t, &t->cross, width, width, /*relu=*/false);
+    } else {
+      AddLayer(t, &t->cross, width, t->cross_rank, /*relu=*/false);  // V, c
+      AddLayer(t, &t->cross, t->cross_rank, width, /*relu=*/false);  // U, b
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config, int num_dense,
@@ -103,9 +135,15 @@ absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config,
   if (t.interaction == v1::DenseTowerConfig::INTERACTION_UNSPECIFIED) {
     t.interaction = v1::DenseTowerConfig::DOT;
   }
-  if (t.interaction != v1::DenseTowerConfig::DOT && t.interaction != v1::DenseTowerConfig::CONCAT) {
+  if (t.interaction != v1::DenseTowerConfig::DOT && t.interaction != v1::DenseTowerConfig::CONCAT &&
+      t.interaction != v1::DenseTowerConfig::CROSS) {
     return absl::InvalidArgumentError(
         absl::StrCat("dense tower: unknown interaction ", static_cast<int>(t.interaction)));
+  }
+  if (t.interaction != v1::DenseTowerConfig::CROSS &&
+      (config.cross_layers() != 0 || config.cross_rank() != 0)) {
+    return absl::InvalidArgumentError(
+        "dense tower: cross_layers / cross_rank are set but interaction is not CROSS");
   }
   if (num_dense < 0 || num_dense > static_cast<int>(kMaxWidth)) {
     return absl::InvalidArgumentError(
@@ -140,6 +178,9 @@ absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config,
   }
 
   if (absl::Status s = SetInteractionWidth(&t); !s.ok()) return s;
+  if (t.interaction == v1::DenseTowerConfig::CROSS) {
+    if (absl::Status s = AddCrossLayers(config, &t); !s.ok()) return s;
+  }
 
   int width = t.interaction_width;
   for (uint32_t out : config.top_mlp()) {
@@ -164,6 +205,7 @@ std::vector<float> InitialParameters(const TowerLayout& layout, uint64_t seed) {
     }
   };
   init(layout.bottom);
+  init(layout.cross);
   init(layout.top);
   return parameters;
 }

@@ -32,6 +32,13 @@ struct TowerLayout {
   int bottom_width = 0;       // 0 without dense features
   int interaction_width = 0;  // the top MLP's input width
   std::vector<Layer> bottom;
+  // CROSS: the matrix products of the cross layers over x (width interaction_width),
+  // in order, none with a ReLU. Full rank (cross_rank 0): one Layer W [D x D] per
+  // cross layer; low rank r: two, V [r x D] (with bias c) then U [D x r] (with bias b).
+  // Empty for the other interactions.
+  std::vector<Layer> cross;
+  int cross_layers = 0;    // CROSS: the number of cross layers
+  int cross_rank = 0;      // CROSS: 0 = full rank
   std::vector<Layer> top;  // the last one is the 1-unit logit layer
   size_t num_parameters = 0;
 
@@ -40,13 +47,15 @@ struct TowerLayout {
   int DotDim() const { return num_dense > 0 ? bottom_width : feature_dims[0]; }
   // The widest activation (interaction output or any layer output).
   int MaxWidth() const;
-  // Multiply-adds of one example's forward pass through the linear layers and the DOT
-  // interaction (backward costs twice that): the FLOP count is 2 x this.
+  // Multiply-adds of one example's forward pass through the linear layers (cross
+  // layers' products included) and the DOT interaction (backward costs twice that): the FLOP count
+  // is 2 x this.
   double ForwardMacsPerExample() const;
 };
 
 // Validates the config and shapes (the errors documented at DenseTower::Create) and lays
-// the parameters out: every layer's weights then bias, bottom MLP first.
+// the parameters out: every layer's weights then bias, bottom MLP first, then the cross
+// layers' products (CROSS), then the top MLP.
 absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config, int num_dense,
                                              std::vector<int> feature_dims);
 

@@ -200,6 +200,11 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   serve.health_service = v1::CoordinatorService::service_full_name();
   serve.health_port = o.security.health_port;
   serve.metrics = metrics_server.get();
+  // A worker's checkpointed state carries its dense model and optimizer state (3 floats a
+  // parameter with Adam): gRPC's default 4 MiB held only ~330k dense parameters. The
+  // worker's job client allows 256 MiB (worker/job/job_client.cc); so does this.
+  serve.max_receive_message_bytes = 256 << 20;
+  serve.max_send_message_bytes = 256 << 20;
   ServeHooks hooks;
   SlotMap map;
   hooks.started = [&](int) -> absl::Status {

@@ -288,6 +288,39 @@ TEST_F(TrainingTest, EpochsThatOverfitAreWarnedAbout) {
   EXPECT_THAT(run.output, ::testing::HasSubstr("further steps overfit"));
 }
 
+// A dense model whose checkpointed state (parameters and Adam's two moments) is above
+// gRPC's default 4 MiB message: a CROSS tower with a wide top MLP, about 470k dense
+// parameters. The step-0 checkpoint reaches the coordinator and the job finishes.
+TEST_F(TrainingTest, ACrossTowerAbove4MiBCheckpoints) {
+  LocalClusterOptions options;
+  options.dir = dir_ + "/big";
+  options.shards = 1;
+  options.coordinator_flags = {"--checkpoint_dir=" + dir_ + "/big/checkpoints"};
+  cluster_ = std::make_unique<LocalCluster>(std::move(options));
+  ASSERT_TRUE(cluster_->Start().ok());
+  std::ifstream in(absl::StrCat(EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt"));
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"interaction: DOT", "interaction: CROSS"},
+        {"top_mlp: [64, 32]", "top_mlp: [2048, 64]"}}) {
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  }
+  const std::string config = dir_ + "/cross.pbtxt";
+  std::ofstream(config) << text;
+  const RunResult run = RunBinary(
+      EMBER_WORKER_BINARY,
+      absl::StrCat("--config=", config, " --coordinator=", cluster_->coordinator_address(),
+                   " --generation=", ++generation_,
+                   " --rank=0 --world_size=1 --metrics_port=-1 --max_steps=3 --batch_size=256",
+                   " --skip_eval --train=", *data_dir_, "/train --test=", *data_dir_,
+                   "/test --run_dir=", dir_, "/big-run"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_THAT(run.output, ::testing::HasSubstr("checkpoint ckpt-000000000000"));
+  EXPECT_EQ(JsonValue(ReadFile(dir_ + "/big-run/result.json"), "steps"), "3");
+}
+
 TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
   const std::string bin = EMBER_WORKER_BINARY;
   const std::string config = absl::StrCat(EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt");
@@ -296,6 +329,14 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
   const std::string bad = (fs::temp_directory_path() / "ember-bad-config.pbtxt").string();
   std::ofstream(bad) << "name: \"x\"\ntables { name: \"t\" dim: 8 }\nfeatures { column: \"c\" "
                         "table: \"missing\" }\n";
+  const std::string cross = (fs::temp_directory_path() / "ember-cross-config.pbtxt").string();
+  {
+    std::ifstream in(config);
+    std::string text(std::istreambuf_iterator<char>(in), {});
+    const size_t at = text.find("interaction: DOT");
+    ASSERT_NE(at, std::string::npos);
+    std::ofstream(cross) << text.replace(at, 16, "interaction: CROSS");
+  }
   // Each exits 2 (only the exit code is pinned here).
   ExpectUsageErrors(
       EMBER_WORKER_BINARY,
@@ -319,8 +360,11 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
           // The scores file's directory must exist before a run spends its time.
           {base + " --eval_scores_file=/nonexistent/dir/scores.txt", "--eval_scores_file"},
           {"--config=" + bad + " --coordinator=127.0.0.1:1", ""},
+          // A CROSS tower on CUDA (no cross kernels yet), on any machine.
+          {"--config=" + cross + " --coordinator=127.0.0.1:1 --device=cuda", ""},
       });
   fs::remove(bad);
+  fs::remove(cross);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // ember-datagen as a real process on small datasets in a temporary directory: the
 // output layout and schema, determinism, the planted truth's bookkeeping (cold users,
 // item training counts, item -> category/shop, the oracle), realistic skew, gzip, the
-// planted conversions of --conversions, and flag errors.
+// planted conversions of --conversions, the cross term of --cross, and flag errors.
 
 #include <fcntl.h>
 #include <poll.h>
@@ -492,11 +492,56 @@ TEST_F(DatagenTest, ConversionsKeepTheClicksAndPlantALearnableCvr) {
   EXPECT_FALSE(absl::StrContains(ReadFile(Dir("a") / "datagen.json"), "conversions"));
 }
 
+// --cross plants a third-order cross (user x item x hour by default) in the click truth:
+// the features of every line stay the same, the labels and true_prob follow the new truth,
+// and the oracle matches the file.
+TEST_F(DatagenTest, CrossTermChangesOnlyTheTruth) {
+  const fs::path dir = Dir("cross");
+  const RunResult r = RunDatagen(
+      {absl::StrCat("--out=", dir.string()), absl::StrCat("--train_examples=", kTrain),
+       absl::StrCat("--test_examples=", kTest), "--train_files=3", "--seed=1", "--cross=1"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const Table plain = Test("a");
+  const Table test = Test("cross");
+  ASSERT_EQ(test.header, plain.header);
+  ASSERT_EQ(test.rows.size(), plain.rows.size());
+  const size_t true_prob = 12;
+  ASSERT_EQ(test.header[true_prob], "true_prob");
+  size_t labels_changed = 0;
+  std::vector<std::pair<double, int>> scored;
+  double moved = 0;  // sum of |logit change|
+  for (size_t i = 0; i < test.rows.size(); ++i) {
+    const std::vector<std::string>& row = test.rows[i];
+    const std::vector<std::string>& base = plain.rows[i];
+    ASSERT_EQ(std::vector<std::string>(row.begin() + 1, row.begin() + 12),
+              std::vector<std::string>(base.begin() + 1, base.begin() + 12))
+        << "features of line " << i + 2;
+    EXPECT_EQ(std::vector<std::string>(row.begin() + 13, row.end()),
+              std::vector<std::string>(base.begin() + 13, base.end()))
+        << "item_train_count and cold_user of line " << i + 2;
+    const double p = Number(row[true_prob]), q = Number(base[true_prob]);
+    ASSERT_TRUE(p > 0 && p < 1) << row[true_prob];
+    moved += std::fabs(std::log(p / (1 - p)) - std::log(q / (1 - q)));
+    labels_changed += row[0] != base[0];
+    scored.emplace_back(static_cast<float>(p), row[0] == "1");
+  }
+  // With weight 1 the term's mean |value| is (2 / pi)^(3/2) ~ 0.51 (plus the shift of b0).
+  EXPECT_GT(moved / test.rows.size(), 0.3);
+  EXPECT_GT(labels_changed, test.rows.size() / 50);
+  const std::string oracle = ReadFile(dir / "oracle.json");
+  EXPECT_NEAR(Auc(scored), JsonField(oracle, "test_auc"), 2e-6) << oracle;
+  EXPECT_EQ(JsonField(ReadFile(dir / "datagen.json"), "cross"), 1.0);
+  EXPECT_TRUE(
+      absl::StrContains(ReadFile(dir / "datagen.json"), "\"cross_fields\": \"user,item,hour\""));
+  EXPECT_FALSE(absl::StrContains(ReadFile(Dir("a") / "datagen.json"), "cross"));
+}
+
 TEST(DatagenFlagsTest, HelpBadFlagsAndUnwritableOutput) {
   const RunResult help = RunDatagen({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_TRUE(absl::StartsWith(help.output, "usage: ember-datagen")) << help.output;
   EXPECT_TRUE(absl::StrContains(help.output, "--conversions")) << help.output;
+  EXPECT_TRUE(absl::StrContains(help.output, "--cross")) << help.output;
   // Each: the arguments (split at spaces for RunDatagen) and what the first line says.
   const std::vector<UsageErrorCase> cases = {
       {"", "--out is required"},
@@ -508,6 +553,12 @@ TEST(DatagenFlagsTest, HelpBadFlagsAndUnwritableOutput) {
       {"--out=/tmp/x --zipf=abc", "--zipf: bad number 'abc'"},
       {"--out=/tmp/x --zipf=-1", "--zipf must be in [0, 10]"},
       {"--out=/tmp/x --cold_user_fraction=1.5", "--cold_user_fraction must be in [0, 1]"},
+      {"--out=/tmp/x --cross=-1", "--cross must be in [0, 10]"},
+      {"--out=/tmp/x --cross=1 --cross_fields=user,planet",
+       "--cross_fields: unknown field 'planet'"},
+      {"--out=/tmp/x --cross=1 --cross_fields=user", "--cross_fields: want two or more fields"},
+      {"--out=/tmp/x --cross=1 --cross_fields=hour,hour",
+       "--cross_fields: field 'hour' appears twice"},
       {"--out=/tmp/x --gzip=maybe", "--gzip: expected true or false"},
       {"--out=/tmp/x --no_such_flag=1", "unknown flag --no_such_flag"},
       {"--out=/tmp/x stray", "unexpected argument 'stray'"},

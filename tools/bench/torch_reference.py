@@ -20,8 +20,10 @@ exactly Ember's model for the configured epochs in file order (no shuffle):
   * dense features: DENSE columns in config order, missing -> missing_value, LOG1P =
     sign(x) * log1p(|x|);
   * dense tower: bottom MLP (ReLU after every layer), DOT (DLRM: pairwise dots of
-    [bottom, f_1..f_F], strictly lower triangle, after the bottom output) or CONCAT
-    interaction, top MLP (ReLU after every layer), a final Linear -> 1 logit;
+    [bottom, f_1..f_F], strictly lower triangle, after the bottom output), CONCAT or
+    CROSS (DCN-v2 over the CONCAT row x0: x_{l+1} = x0 * (W_l x_l + b_l) + x_l, W_l
+    full rank or U_l (V_l x + c_l) with cross_rank) interaction, top MLP (ReLU after
+    every layer), a final Linear -> 1 logit;
     Xavier-uniform weights, zero biases; BCE-with-logits averaged over the batch;
   * dense optimizer: Adam, SGD or Adagrad with the config's hyperparameters.
 
@@ -297,6 +299,7 @@ class Model(torch.nn.Module):
         bottom = list(dense_cfg.bottom_mlp) or [64, 16]
         top = list(dense_cfg.top_mlp) or [64, 32]
         self.dot = (dense_cfg.interaction or tower_pb2.DOT) == tower_pb2.DOT
+        cross = dense_cfg.interaction == tower_pb2.CROSS
         self.bottom = mlp(num_dense, bottom)
         feature_dims = [{t.name: t.dim for t in config.tables}[f.table] for f in config.features]
         n = len(feature_dims) + 1
@@ -309,9 +312,17 @@ class Model(torch.nn.Module):
             top_in = bottom[-1] + n * (n - 1) // 2
         else:
             top_in = bottom[-1] + sum(feature_dims)
+        # CROSS: per layer its product, one Linear (full rank) or V then U (cross_rank).
+        self.cross = torch.nn.ModuleList()
+        if cross:
+            rank = dense_cfg.cross_rank
+            for _ in range(dense_cfg.cross_layers or 2):
+                self.cross.append(torch.nn.Linear(top_in, top_in) if rank == 0 else
+                                  torch.nn.Sequential(torch.nn.Linear(top_in, rank),
+                                                      torch.nn.Linear(rank, top_in)))
         self.top = mlp(top_in, top)
         self.out = torch.nn.Linear(top[-1], 1)
-        for layer in list(self.bottom) + list(self.top) + [self.out]:
+        for layer in list(self.bottom) + list(self.cross.modules()) + list(self.top) + [self.out]:
             if isinstance(layer, torch.nn.Linear):
                 torch.nn.init.xavier_uniform_(layer.weight)
                 torch.nn.init.zeros_(layer.bias)
@@ -334,6 +345,9 @@ class Model(torch.nn.Module):
             x = torch.cat([x, dots], dim=1)
         else:
             x = torch.cat([x] + pooled, dim=1)
+            x0 = x
+            for layer in self.cross:
+                x = x0 * layer(x) + x
         return self.out(self.top(x)).squeeze(1)
 
 

@@ -5,6 +5,7 @@
 //
 //   ember-datagen --out=run/quickstart/data
 //   ember-datagen --out=run/quickstart_cvr/data --conversions   # + post-click conversions
+//   ember-datagen --out=run/cross/data --cross=1   # + a user x item x hour cross in the truth
 //
 // --conversions (default off: the files are then exactly those of a run without it)
 // adds a planted post-click conversion to every example: columns converted (0/1, 0
@@ -60,6 +61,14 @@ void DeclareFlags(FlagSet& flags, DatagenOptions& o) {
   flags.Bool("gzip", &o.gzip, "write .tsv.gz files (zlib)");
   flags.Bool("conversions", &o.conversions,
              "add planted post-click conversions (converted, true_cvr_prob; default off)");
+  flags
+      .Number("cross", &o.cross, "W",
+              "weight of a planted cross term in the click truth: W x the product of the "
+              "--cross_fields' traits (0 = none, the default)")
+      .Range(0, 10);
+  flags.String("cross_fields", &o.cross_fields, "F,F,...",
+               "the fields --cross multiplies: two or more of user, item, category, shop, "
+               "segment, hour, device");
 }
 
 absl::Status Run(const DatagenOptions& options) {

@@ -11,12 +11,16 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -262,6 +266,35 @@ class TrainWriter {
   std::atomic<uint64_t> written_{0};
 };
 
+// The fields of --cross_fields; INVALID_ARGUMENT naming the flag for an unknown or
+// repeated name or fewer than two.
+absl::StatusOr<std::vector<CrossField>> ParseCrossFields(const std::string& text) {
+  static constexpr std::pair<const char*, CrossField> kFields[] = {
+      {"user", CrossField::kUser},         {"item", CrossField::kItem},
+      {"category", CrossField::kCategory}, {"shop", CrossField::kShop},
+      {"segment", CrossField::kSegment},   {"hour", CrossField::kHour},
+      {"device", CrossField::kDevice}};
+  std::vector<CrossField> fields;
+  for (absl::string_view name : absl::StrSplit(text, ',')) {
+    const auto* known = std::find_if(std::begin(kFields), std::end(kFields),
+                                     [&](const auto& f) { return name == f.first; });
+    if (known == std::end(kFields)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--cross_fields: unknown field '", name,
+                       "'; want two or more of user, item, category, shop, segment, hour, device"));
+    }
+    if (std::find(fields.begin(), fields.end(), known->second) != fields.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--cross_fields: field '", name, "' appears twice"));
+    }
+    fields.push_back(known->second);
+  }
+  if (fields.size() < 2) {
+    return absl::InvalidArgumentError("--cross_fields: want two or more fields");
+  }
+  return fields;
+}
+
 }  // namespace
 
 absl::Status Validate(const DatagenOptions& o) {
@@ -284,6 +317,13 @@ absl::Status Validate(const DatagenOptions& o) {
   }
   if (!(o.cold_user_fraction >= 0 && o.cold_user_fraction <= 1)) {
     return absl::InvalidArgumentError("--cold_user_fraction must be in [0, 1]");
+  }
+  if (!(o.cross >= 0 && o.cross <= 10)) {
+    return absl::InvalidArgumentError("--cross must be in [0, 10]");
+  }
+  if (absl::StatusOr<std::vector<CrossField>> fields = ParseCrossFields(o.cross_fields);
+      !fields.ok()) {
+    return fields.status();
   }
   if (o.threads < 0) return absl::InvalidArgumentError("threads must be >= 0");
   return absl::OkStatus();
@@ -480,6 +520,9 @@ absl::Status WriteReports(const DatagenOptions& options, const DatagenSummary& s
           options.conversions ? absl::StrCat(", \"conversions\": true, \"true_cvr_bias\": ",
                                              JsonNumber(world.conversion_bias()))
                               : "",
+          options.cross > 0 ? absl::StrCat(", \"cross\": ", JsonNumber(options.cross),
+                                           ", \"cross_fields\": ", JsonString(options.cross_fields))
+                            : "",
           "}\n")));
   return absl::OkStatus();
 }
@@ -503,6 +546,8 @@ absl::StatusOr<DatagenSummary> Generate(const DatagenOptions& options, std::ostr
   world_options.zipf = options.zipf;
   world_options.seed = options.seed;
   world_options.conversions = options.conversions;
+  world_options.cross_weight = options.cross;
+  world_options.cross_fields = *ParseCrossFields(options.cross_fields);  // Validate checked it
   const World world(world_options);
 
   int threads =

@@ -70,7 +70,15 @@ struct DatagenOptions {
   uint64_t seed = 1;
   bool gzip = false;
   bool conversions = false;  // adds the planted conversions (see above)
-  int threads = 0;           // train files written in parallel; 0 = hardware concurrency
+  // The weight of the planted cross term of the click truth (world.h), in [0, 10]; 0
+  // (default) = none, and then every file is exactly as without the option. With it the
+  // feature columns of every line stay the same; labels, true_prob and the oracle follow
+  // the new truth, and datagen.json also holds "cross" and "cross_fields".
+  double cross = 0;
+  // The fields whose traits the cross term multiplies: two or more distinct names of
+  // user, item, category, shop, segment, hour, device, comma-separated.
+  std::string cross_fields = "user,item,hour";
+  int threads = 0;  // train files written in parallel; 0 = hardware concurrency
 };
 
 // INVALID_ARGUMENT naming the option when one is out of range.

@@ -25,6 +25,8 @@ enum Stream : uint64_t {
   kConversionShopStream = 23,
   kConversionGlobalStream = 24,
   kConversionCalibrationStream = 25,
+  // The cross term's traits (WorldOptions::cross_weight), likewise.
+  kCrossStream = 30,
 };
 
 constexpr double kPi = 3.14159265358979323846;
@@ -79,6 +81,7 @@ World::World(const WorldOptions& options)
   }
   for (double& c : hour_cdf_) c /= total;
   hour_cdf_.back() = 1.0;
+  if (options.cross_weight > 0) BuildCrossTraits();
   BuildEntities();
   CalibrateBias();
   if (options.conversions) BuildConversions();
@@ -192,7 +195,54 @@ double World::LogitWithoutBias(const Example& example) const {
            t.price_weight * (std::log(example.price) - std::log(20.0));
   logit += t.age_weight * (example.user_age - 40.0) / 15.0;
   logit += t.depth_weight * std::log1p(static_cast<double>(example.session_depth));
+  if (options_.cross_weight > 0) logit += options_.cross_weight * CrossTerm(example);
   return logit;
+}
+
+void World::BuildCrossTraits() {
+  // One stream, in a fixed order, whichever fields the term uses.
+  Rng rng = Rng::ForStream(options_.seed, kCrossStream, 0);
+  FillGaussian(rng, 1.0, &segment_cross_);
+  FillGaussian(rng, 1.0, &hour_cross_);
+  category_cross_.resize(options_.categories);
+  FillGaussian(rng, 1.0, &category_cross_);
+  user_cross_.resize(options_.users + options_.cold_users);
+  FillGaussian(rng, 1.0, &user_cross_);
+  item_cross_.resize(options_.items);
+  FillGaussian(rng, 1.0, &item_cross_);
+  shop_cross_.resize(options_.shops);
+  FillGaussian(rng, 1.0, &shop_cross_);
+  FillGaussian(rng, 1.0, &device_cross_);
+}
+
+double World::CrossTerm(const Example& example) const {
+  double product = 1;
+  for (CrossField field : options_.cross_fields) {
+    switch (field) {
+      case CrossField::kUser:
+        product *= user_cross_[example.user_id - 1];
+        break;
+      case CrossField::kItem:
+        product *= item_cross_[example.item_id - 1];
+        break;
+      case CrossField::kCategory:
+        product *= category_cross_[example.category_id - 1];
+        break;
+      case CrossField::kShop:
+        product *= shop_cross_[example.shop_id - 1];
+        break;
+      case CrossField::kSegment:
+        product *= segment_cross_[example.user_segment - kSegmentIdBase];
+        break;
+      case CrossField::kHour:
+        product *= hour_cross_[example.hour - kHourIdBase];
+        break;
+      case CrossField::kDevice:
+        product *= device_cross_[example.device - kDeviceIdBase];
+        break;
+    }
+  }
+  return product;
 }
 
 void World::SampleExample(uint64_t user_id, Rng& rng, Example* example) const {

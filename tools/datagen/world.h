@@ -19,6 +19,17 @@
 // the training click rate is about Truth::base_ctr. Each item belongs to one category
 // and one shop, drawn once; category and shop sizes (items each) are Zipf-skewed too.
 //
+// The cross term (opt-in, WorldOptions::cross_weight > 0): a feature cross added to the
+// click logit, the product of scalar traits ~ N(0, 1) of two or more of the example's
+// fields (WorldOptions::cross_fields), e.g. for user, item and hour
+//
+//   + w_cross * t_user * t_item * t_hour
+//
+// Every user, item, category, shop, segment, hour and device has a trait, drawn from a
+// stream of their own (so without the term every draw, and every file, is as before). A
+// product of three fields is what a DCN-v2 cross network of two layers represents
+// exactly and pairwise dot products (DLRM's DOT) do not. b0 is calibrated with it.
+//
 // Conversions (opt-in, WorldOptions::conversions): a clicked
 // example converts (a purchase after the click) with a probability from a second
 // logistic model over the same features, with its own hidden parameters:
@@ -118,6 +129,9 @@ struct ConversionTruth {
   double depth_weight = 0.25;       // times log(1 + session_depth)
 };
 
+// The fields a cross term can multiply (WorldOptions::cross_fields).
+enum class CrossField { kUser, kItem, kCategory, kShop, kSegment, kHour, kDevice };
+
 struct WorldOptions {
   uint64_t users = 200000;
   uint64_t cold_users = 20000;  // IDs users+1 .. users+cold_users; 0 = none
@@ -132,6 +146,10 @@ struct WorldOptions {
   // parameters come from random streams of their own.
   bool conversions = false;
   ConversionTruth conversion;
+  // The weight of the planted cross term (see above); 0 = none.
+  double cross_weight = 0;
+  // The fields whose traits it multiplies (distinct; two or more when cross_weight > 0).
+  std::vector<CrossField> cross_fields;
 };
 
 // One generated example, as written to the files.
@@ -247,6 +265,14 @@ class World {
   std::array<float, kNumSegments> segment_age_{};
   std::array<double, kNumHours> hour_cdf_{};
   std::array<double, kNumHours> hour_effect_{};
+  // The cross term's traits (cross_weight > 0 only), per id-1 (segment, hour and device:
+  // per index from their ID base).
+  void BuildCrossTraits();
+  double CrossTerm(const Example& example) const;
+  std::array<float, kNumSegments> segment_cross_{};
+  std::array<float, kNumHours> hour_cross_{};
+  std::array<float, kNumDevices> device_cross_{};
+  std::vector<float> category_cross_, user_cross_, item_cross_, shop_cross_;
   double b0_ = 0;
   ConversionParams conversion_;  // empty without conversions
   double c0_ = 0;

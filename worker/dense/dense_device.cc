@@ -62,9 +62,18 @@ absl::StatusOr<std::string> DescribeCudaDevice(int ordinal) {
   return cuda_internal::DescribeDevice(ordinal);
 }
 
+absl::Status CheckDenseTowerOnDevice(const v1::DenseTowerConfig& config,
+                                     const DenseTowerOptions& options) {
+  if (options.device == DenseDevice::kCuda && config.interaction() == v1::DenseTowerConfig::CROSS) {
+    return absl::UnimplementedError("interaction CROSS is not on CUDA yet; use --device=cpu");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateDenseTower(
     const v1::DenseTowerConfig& config, int num_dense, std::vector<int> feature_dims,
     const DenseTowerOptions& options) {
+  EMBER_RETURN_IF_ERROR(CheckDenseTowerOnDevice(config, options));
   EMBER_RETURN_IF_ERROR(CheckDenseDevice(options));
   if (options.device == DenseDevice::kCpu) {
     return model::DenseTower::Create(config, num_dense, std::move(feature_dims));

@@ -60,11 +60,18 @@ const char* DensePrecisionName(DensePrecision precision);
 // INVALID_ARGUMENT for a non-fp32 precision on the CPU or a negative ordinal.
 absl::Status CheckDenseDevice(const DenseTowerOptions& options);
 
+// OK when `config`'s tower runs on `options.device`: UNIMPLEMENTED ("interaction CROSS
+// is not on CUDA yet; use --device=cpu") for a CROSS tower on kCuda, which the CUDA
+// backend does not have. Needs no device (so it answers the same on any machine); the
+// worker calls it before any rendezvous, CreateDenseTower before anything else.
+absl::Status CheckDenseTowerOnDevice(const v1::DenseTowerConfig& config,
+                                     const DenseTowerOptions& options);
+
 // A tower on the device of `options`: model::DenseTower::Create's tower on the CPU, the
 // CUDA backend's (dense/cuda/) on a GPU, from the same layout and initial weights. The
-// errors of BuildTowerLayout (INVALID_ARGUMENT: see model::DenseTower::Create), those
-// of CheckDenseDevice(options), and for CUDA RESOURCE_EXHAUSTED or INTERNAL when the
-// device cannot hold the parameters or start cuBLAS.
+// errors of CheckDenseTowerOnDevice, of BuildTowerLayout (INVALID_ARGUMENT: see
+// model::DenseTower::Create), those of CheckDenseDevice(options), and for CUDA RESOURCE_EXHAUSTED
+// or INTERNAL when the device cannot hold the parameters or start cuBLAS.
 absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateDenseTower(
     const v1::DenseTowerConfig& config, int num_dense, std::vector<int> feature_dims,
     const DenseTowerOptions& options = DenseTowerOptions());

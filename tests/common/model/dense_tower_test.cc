@@ -20,6 +20,7 @@
 #include "common/model/layers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/common/model/gradient_check.h"
 
 namespace ember::model {
 namespace {
@@ -32,57 +33,12 @@ using dense_internal::DotOutputWidth;
 using dense_internal::LinearBackward;
 using dense_internal::LinearForward;
 using dense_internal::ReluBackward;
+using test::CheckGradient;
+using test::CheckTowerGradient;
+using test::Dot;
+using test::MustCreate;
+using test::Random;
 using ::testing::HasSubstr;
-
-std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
-double Dot(const std::vector<float>& a, const std::vector<float>& b) {
-  double s = 0;
-  for (size_t i = 0; i < a.size(); ++i) s += double{a[i]} * b[i];
-  return s;
-}
-
-// Checks `analytic` against central differences of `f` in each coordinate of `x`.
-// `f` must be piecewise linear in each single coordinate (true of every function
-// checked here: ReLU networks, and DOT pairs that are bilinear in distinct rows), so a
-// central difference is exact up to float rounding unless a ReLU kink lies within
-// [x - h, x + h]. Such a step is detected by disagreeing one-sided differences and
-// retried with h / 8 and h / 64; a coordinate still on a kink is skipped. Returns the
-// number skipped.
-int CheckGradient(const std::function<double()>& f, float* x, size_t n, const float* analytic,
-                  float h0 = 1e-2f) {
-  int skipped = 0;
-  const double f0 = f();
-  for (size_t i = 0; i < n; ++i) {
-    const float saved = x[i];
-    bool checked = false;
-    for (float h = h0; h > h0 / 100 && !checked; h /= 8) {
-      x[i] = saved + h;
-      const double plus = f();
-      x[i] = saved - h;
-      const double minus = f();
-      x[i] = saved;
-      // The steps actually taken, after rounding.
-      const double up = double{saved + h} - saved, down = saved - double{saved - h};
-      const double forward = (plus - f0) / up;
-      const double backward = (f0 - minus) / down;
-      const double scale = std::max({1.0, std::fabs(forward), std::fabs(backward)});
-      if (std::fabs(forward - backward) > 2e-3 * scale) continue;  // a kink in the step
-      checked = true;
-      const double numeric = (plus - minus) / (up + down);
-      EXPECT_NEAR(analytic[i], numeric, 2e-3 * std::max(1.0, std::fabs(numeric)))
-          << "coordinate " << i << " of " << n << ", step " << h;
-    }
-    skipped += !checked;
-  }
-  return skipped;
-}
 
 // ---- Layer kernels.
 
@@ -234,14 +190,6 @@ v1::DenseTowerConfig Config(std::vector<uint32_t> bottom, v1::DenseTowerConfig::
   return config;
 }
 
-std::unique_ptr<DenseTower> MustCreate(const v1::DenseTowerConfig& config, int num_dense,
-                                       std::vector<int> dims) {
-  absl::StatusOr<std::unique_ptr<DenseTower>> tower =
-      DenseTower::Create(config, num_dense, std::move(dims));
-  EXPECT_TRUE(tower.ok()) << tower.status();
-  return tower.ok() ? std::move(*tower) : nullptr;
-}
-
 size_t ExpectedParameters(int in, const std::vector<uint32_t>& sizes) {
   size_t n = 0;
   for (uint32_t s : sizes) {
@@ -249,44 +197,6 @@ size_t ExpectedParameters(int in, const std::vector<uint32_t>& sizes) {
     in = static_cast<int>(s);
   }
   return n;
-}
-
-// Gradient check of a whole tower with L = sum_b c_b logit_b (so dlogits = c), for
-// every parameter and every pooled input.
-void CheckTowerGradient(const v1::DenseTowerConfig& config, int num_dense, std::vector<int> dims) {
-  std::unique_ptr<DenseTower> tower = MustCreate(config, num_dense, dims);
-  ASSERT_NE(tower, nullptr);
-  const int batch = 5;
-  std::vector<float> dense = Random(batch * num_dense, 51, 2.0f);
-  std::vector<float> pooled = Random(batch * tower->pooled_width(), 52);
-  std::vector<float> c = Random(batch, 53);
-  std::vector<float> logits(batch);
-  // Non-zero biases, so that the bias gradients are checked at a generic point.
-  absl::Span<float> params = tower->parameters();
-  std::vector<float> noise = Random(params.size(), 54, 0.05f);
-  for (size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
-
-  auto loss = [&] {
-    tower->Forward(batch, dense, pooled, absl::MakeSpan(logits));
-    return Dot(c, logits);
-  };
-  loss();
-  std::fill(tower->gradients().begin(), tower->gradients().end(), 123.0f);  // overwritten
-  std::vector<float> d_pooled(pooled.size(), 123.0f);
-  tower->Backward(c, absl::MakeSpan(d_pooled));
-  std::vector<float> gradients(tower->gradients().begin(), tower->gradients().end());
-
-  int skipped = CheckGradient(loss, params.data(), params.size(), gradients.data());
-  skipped += CheckGradient(loss, pooled.data(), pooled.size(), d_pooled.data());
-  const size_t total = params.size() + pooled.size();
-  EXPECT_LE(skipped, static_cast<int>(total / 20)) << "of " << total;
-
-  // Backward again: the same gradients (overwritten, not accumulated).
-  loss();
-  std::vector<float> d_pooled2(pooled.size());
-  tower->Backward(c, absl::MakeSpan(d_pooled2));
-  EXPECT_EQ(std::vector<float>(tower->gradients().begin(), tower->gradients().end()), gradients);
-  EXPECT_EQ(d_pooled2, d_pooled);
 }
 
 TEST(DenseTowerTest, GradientCheckDot) {
@@ -557,7 +467,8 @@ TEST(BceWithLogitsTest, GradientMatchesDerivative) {
 // ---- Speed (printed, not asserted): the benchmark model at batch 1024.
 
 TEST(DenseTowerTest, ForwardBackwardSpeed) {
-  for (auto kind : {v1::DenseTowerConfig::DOT, v1::DenseTowerConfig::CONCAT}) {
+  for (auto kind :
+       {v1::DenseTowerConfig::DOT, v1::DenseTowerConfig::CONCAT, v1::DenseTowerConfig::CROSS}) {
     std::unique_ptr<DenseTower> tower =
         MustCreate(Config({64, 16}, kind, {64, 32}), 3, std::vector<int>(8, 16));
     ASSERT_NE(tower, nullptr);
@@ -589,7 +500,7 @@ TEST(DenseTowerTest, ForwardBackwardSpeed) {
       best_cpu = std::min(best_cpu, cpu / iters);
     }
     std::printf("%s forward+backward, batch 1024: %.0f us wall, %.0f us CPU\n",
-                kind == v1::DenseTowerConfig::DOT ? "DOT" : "CONCAT", best_wall, best_cpu);
+                v1::DenseTowerConfig::Interaction_Name(kind).c_str(), best_wall, best_cpu);
   }
 }
 

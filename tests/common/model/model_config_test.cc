@@ -386,6 +386,28 @@ INSTANTIATE_TEST_SUITE_P(
                       static_cast<v1::DenseTowerConfig::Interaction>(5));
                 },
                 "dense.interaction: unknown interaction 5"},
+        BadCase{"cross_layers without CROSS",
+                [](v1::ModelConfig* c) { c->mutable_dense()->set_cross_layers(2); },
+                "dense.cross_layers: is set but interaction is DOT, not CROSS"},
+        BadCase{"cross_rank without CROSS",
+                [](v1::ModelConfig* c) {
+                  c->mutable_dense()->set_interaction(v1::DenseTowerConfig::CONCAT);
+                  c->mutable_dense()->set_cross_rank(4);
+                },
+                "dense.cross_rank: is set but interaction is CONCAT, not CROSS"},
+        BadCase{"too many cross layers",
+                [](v1::ModelConfig* c) {
+                  c->mutable_dense()->set_interaction(v1::DenseTowerConfig::CROSS);
+                  c->mutable_dense()->set_cross_layers(9);
+                },
+                "dense.cross_layers: 9 is out of range 1..8"},
+        BadCase{"cross_rank not below the width",
+                [](v1::ModelConfig* c) {
+                  // The cross width: bottom 16 + two features of dim 16.
+                  c->mutable_dense()->set_interaction(v1::DenseTowerConfig::CROSS);
+                  c->mutable_dense()->set_cross_rank(48);
+                },
+                "dense.cross_rank: 48 is not below the cross width 48"},
         BadCase{"negative lr",
                 [](v1::ModelConfig* c) { c->mutable_dense_optimizer()->set_learning_rate(-1); },
                 "dense_optimizer.learning_rate: must be > 0"},
@@ -433,6 +455,29 @@ INSTANTIATE_TEST_SUITE_P(
       for (const char* p = info.param.what; *p; ++p) name += isalnum(*p) ? *p : '_';
       return name;
     });
+
+TEST(ModelConfigTest, CrossDefaultsAndLimits) {
+  v1::ModelConfig config = Small();
+  config.mutable_dense()->set_interaction(v1::DenseTowerConfig::CROSS);
+  absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(config, "small");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->dense().cross_layers(), 2u);  // the CROSS default
+  EXPECT_EQ(c->dense().cross_rank(), 0u);    // full rank
+  absl::StatusOr<v1::ModelConfig> again = NormalizeModelConfig(*c, "small");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(MessageDifferencer::Equals(*c, *again));
+  // The extremes of the ranges are accepted.
+  config.mutable_dense()->set_cross_layers(8);
+  config.mutable_dense()->set_cross_rank(47);
+  c = NormalizeModelConfig(config, "small");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->dense().cross_layers(), 8u);
+  // Another interaction leaves the cross fields at 0 (the digest of existing configs
+  // does not change).
+  c = NormalizeModelConfig(Small(), "small");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->dense().cross_layers(), 0u);
+}
 
 // ---- The skew section (SkewConfig).
 

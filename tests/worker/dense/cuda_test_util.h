@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/common/model/gradient_check.h"
 #include "worker/dense/dense_device.h"
 
 // Skips the test, naming the reason, when no CUDA device is visible.
@@ -28,13 +29,7 @@
 
 namespace ember::worker::testing {
 
-inline std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using ::ember::model::test::Random;
 
 // ||got - want|| / ||want|| in double; 0 for two empty vectors; infinity on NaN.
 inline double RelativeError(const float* got, const float* want, size_t n) {

@@ -99,6 +99,27 @@ TEST(DenseDeviceTest, CudaIsRefusedClearlyWithoutADevice) {
   EXPECT_FALSE(CheckDenseDevice(options).ok());
 }
 
+// CROSS has no CUDA kernels yet: refused before the device is even probed, so the same
+// on every machine; the CPU makes it.
+TEST(DenseDeviceTest, CrossIsRefusedOnCuda) {
+  v1::DenseTowerConfig config = Config(v1::DenseTowerConfig::CROSS);
+  DenseTowerOptions options;
+  options.device = model::DenseDevice::kCuda;
+  const absl::Status s = CheckDenseTowerOnDevice(config, options);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(s.message(), "interaction CROSS is not on CUDA yet; use --device=cpu");
+  EXPECT_EQ(CreateDenseTower(config, 3, {4, 4}, options).status(), s);
+  options.device = model::DenseDevice::kCpu;
+  EXPECT_TRUE(CheckDenseTowerOnDevice(config, options).ok());
+  absl::StatusOr<std::unique_ptr<model::DenseTower>> tower =
+      CreateDenseTower(config, 3, {4, 4}, options);
+  ASSERT_TRUE(tower.ok()) << tower.status();
+  EXPECT_EQ((*tower)->device(), model::DenseDevice::kCpu);
+  // Other interactions pass the check on either device.
+  options.device = model::DenseDevice::kCuda;
+  EXPECT_TRUE(CheckDenseTowerOnDevice(Config(v1::DenseTowerConfig::DOT), options).ok());
+}
+
 TEST(DenseDeviceTest, DeviceCollectiveRejectsBadOptions) {
   CollectiveOptions options;
   options.rank = 2;

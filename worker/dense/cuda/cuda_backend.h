@@ -33,6 +33,7 @@ absl::Status ProbeDevice(int ordinal);
 absl::StatusOr<std::string> DescribeDevice(int ordinal);
 
 // A tower on options.cuda_device with these (validated) shapes and initial parameters.
+// UNIMPLEMENTED for a CROSS layout (no cross kernels yet).
 absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateCudaDenseTower(
     model::dense_internal::TowerLayout layout, std::vector<float> parameters,
     const DenseTowerOptions& options);

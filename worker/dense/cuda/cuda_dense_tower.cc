@@ -469,6 +469,11 @@ class CudaDenseTower final : public model::DenseTower {
 
 absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateCudaDenseTower(
     TowerLayout layout, std::vector<float> parameters, const DenseTowerOptions& options) {
+  // CreateDenseTower refuses it first (CheckDenseTowerOnDevice); without this the
+  // kernels below would run CROSS as CONCAT.
+  if (layout.interaction == v1::DenseTowerConfig::CROSS) {
+    return absl::UnimplementedError("interaction CROSS is not on CUDA yet; use --device=cpu");
+  }
   auto tower = std::make_unique<CudaDenseTower>(std::move(layout), options);
   EMBER_RETURN_IF_ERROR(tower->Init(parameters));
   return tower;
