@@ -179,7 +179,7 @@ void FillDefaults(ModelConfig* config) {
   DenseOptimizerConfig* opt = config->mutable_dense_optimizer();
   if (opt->kind() == DenseOptimizerConfig::KIND_UNSPECIFIED)
     opt->set_kind(DenseOptimizerConfig::ADAM);
-  if (opt->learning_rate() == 0) opt->set_learning_rate(0.001f);
+  if (opt->learning_rate() == 0) opt->set_learning_rate(0.01f);
   if (opt->beta1() == 0) opt->set_beta1(0.9f);
   if (opt->beta2() == 0) opt->set_beta2(0.999f);
   if (opt->epsilon() == 0) opt->set_epsilon(1e-8f);

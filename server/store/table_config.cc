@@ -41,6 +41,21 @@ uint64_t DefaultTableSeed(absl::string_view name) {
   return Mix64(h);
 }
 
+float DefaultLearningRate(v1::OptimizerConfig::Kind kind) {
+  switch (kind) {
+    case v1::OptimizerConfig::ADAGRAD:
+      return 0.1f;
+    case v1::OptimizerConfig::ADAM:
+      return 0.01f;
+    case v1::OptimizerConfig::SGD:
+      return 3.0f;
+    case v1::OptimizerConfig::FTRL:
+      return 0.1f;
+    default:
+      return 0.1f;
+  }
+}
+
 uint32_t OptimizerStateFloats(const v1::OptimizerConfig& optimizer, uint32_t dim) {
   switch (optimizer.kind()) {
     case v1::OptimizerConfig::ADAGRAD:
@@ -56,8 +71,8 @@ uint32_t OptimizerStateFloats(const v1::OptimizerConfig& optimizer, uint32_t dim
 
 namespace {
 
-// Defaults the initializer's kind and scale (by `dim`) and checks them.
-absl::Status NormalizeInitializer(uint32_t dim, v1::InitializerConfig* init) {
+// Defaults the initializer's kind and scale and checks them.
+absl::Status NormalizeInitializer(v1::InitializerConfig* init) {
   if (init->kind() == v1::InitializerConfig::KIND_UNSPECIFIED) {
     init->set_kind(v1::InitializerConfig::UNIFORM);
   }
@@ -67,7 +82,7 @@ absl::Status NormalizeInitializer(uint32_t dim, v1::InitializerConfig* init) {
   if (auto s = CheckNonNegative(init->scale(), "initializer.scale"); !s.ok()) return s;
   if (init->scale() == 0) {
     if (init->kind() == v1::InitializerConfig::UNIFORM) {
-      init->set_scale(1.0f / std::sqrt(static_cast<float>(dim)));
+      init->set_scale(kDefaultUniformScale);
     } else if (init->kind() == v1::InitializerConfig::NORMAL) {
       init->set_scale(0.01f);
     }
@@ -77,7 +92,9 @@ absl::Status NormalizeInitializer(uint32_t dim, v1::InitializerConfig* init) {
 
 // Defaults the optimizer's kind and hyperparameters and checks them.
 absl::Status NormalizeOptimizer(v1::OptimizerConfig* opt) {
-  if (opt->kind() == v1::OptimizerConfig::KIND_UNSPECIFIED) opt->set_kind(v1::OptimizerConfig::SGD);
+  if (opt->kind() == v1::OptimizerConfig::KIND_UNSPECIFIED) {
+    opt->set_kind(v1::OptimizerConfig::ADAGRAD);
+  }
   if (!v1::OptimizerConfig::Kind_IsValid(opt->kind())) {
     return absl::InvalidArgumentError("optimizer.kind is not a known kind");
   }
@@ -100,9 +117,9 @@ absl::Status NormalizeOptimizer(v1::OptimizerConfig* opt) {
       return s;
     }
   } else {
-    opt->set_initial_accumulator(0.1f);
+    opt->set_initial_accumulator(kDefaultInitialAccumulator);
   }
-  if (opt->learning_rate() == 0) opt->set_learning_rate(0.01f);
+  if (opt->learning_rate() == 0) opt->set_learning_rate(DefaultLearningRate(opt->kind()));
   if (opt->epsilon() == 0) opt->set_epsilon(1e-8f);
   if (opt->beta1() == 0) opt->set_beta1(0.9f);
   if (opt->beta2() == 0) opt->set_beta2(0.999f);
@@ -157,7 +174,7 @@ absl::StatusOr<v1::TableConfig> NormalizeTableConfig(const v1::TableConfig& in) 
         absl::StrCat("table '", c.name(), "': dim must be in [1, ", kMaxDim, "]; got ", c.dim()));
   }
   if (c.seed() == 0) c.set_seed(DefaultTableSeed(c.name()));
-  EMBER_RETURN_IF_ERROR(NormalizeInitializer(c.dim(), c.mutable_initializer()));
+  EMBER_RETURN_IF_ERROR(NormalizeInitializer(c.mutable_initializer()));
   EMBER_RETURN_IF_ERROR(NormalizeOptimizer(c.mutable_optimizer()));
   EMBER_RETURN_IF_ERROR(NormalizeAdmission(c.mutable_admission()));
   EMBER_RETURN_IF_ERROR(NormalizeEviction(c.mutable_eviction()));

@@ -70,11 +70,11 @@ TEST_F(EmberctlTest, TablesListAndDescribe) {
             "dim                                 4\n"
             "seed                                42\n"
             "initializer.kind                    UNIFORM\n"
-            "initializer.scale                   0.5\n"
+            "initializer.scale                   0.05\n"
             "optimizer.kind                      SGD\n"
             "optimizer.learning_rate             0.5\n"
             "optimizer.epsilon                   1e-08\n"
-            "optimizer.initial_accumulator       0.1\n"
+            "optimizer.initial_accumulator       1e-06\n"
             "optimizer.beta1                     0.9\n"
             "optimizer.beta2                     0.999\n"
             "optimizer.ftrl_l1                   0\n"
@@ -97,7 +97,7 @@ TEST_F(EmberctlTest, TablesListAndDescribe) {
   EXPECT_TRUE(absl::StartsWith(
       r.out,
       "{\"table\":{\"name\":\"item\",\"dim\":4,\"seed\":42,\"initializer\":{\"kind\":"
-      "\"UNIFORM\",\"scale\":0.5},\"optimizer\":{\"kind\":\"SGD\",\"learning_rate\":0.5,"))
+      "\"UNIFORM\",\"scale\":0.05},\"optimizer\":{\"kind\":\"SGD\",\"learning_rate\":0.5,"))
       << r.out;
 
   r = Ctl({"tables", "describe", "nope"});

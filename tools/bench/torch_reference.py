@@ -101,16 +101,18 @@ def table_settings(table, table_pb2):
     elif kind == table_pb2.InitializerConfig.NORMAL:
         scale = 0.01
     else:
-        scale = 1.0 / math.sqrt(table.dim)
+        scale = 0.05  # server/store/table_config.h kDefaultUniformScale
     opt = table.optimizer
-    opt_kind = opt.kind or table_pb2.OptimizerConfig.SGD
+    opt_kind = opt.kind or table_pb2.OptimizerConfig.ADAGRAD
     if opt_kind not in (table_pb2.OptimizerConfig.SGD, table_pb2.OptimizerConfig.ADAGRAD):
         raise SystemExit("torch_reference: table %s: only SGD and ADAGRAD are supported" %
                          table.name)
     if opt.freq_power:
         raise SystemExit("torch_reference: table %s: freq_power is not supported" % table.name)
-    acc = opt.initial_accumulator if opt.HasField("initial_accumulator") else 0.1
-    return kind, scale, opt_kind, opt.learning_rate or 0.01, opt.epsilon or 1e-8, acc
+    acc = opt.initial_accumulator if opt.HasField("initial_accumulator") else 1e-6
+    # server/store/table_config.cc DefaultLearningRate: SGD 3, ADAGRAD 0.1.
+    lr = opt.learning_rate or (3.0 if opt_kind == table_pb2.OptimizerConfig.SGD else 0.1)
+    return kind, scale, opt_kind, lr, opt.epsilon or 1e-8, acc
 
 
 # ---------------------------------------------------------------------------------
@@ -410,7 +412,7 @@ def make_optimizers(model, config, model_pb2, table_pb2):
     d = config.dense_optimizer
     kinds = model_pb2.DenseOptimizerConfig
     kind = d.kind or kinds.ADAM
-    lr = d.learning_rate or 0.001
+    lr = d.learning_rate or 0.01
     eps = d.epsilon or 1e-8
     if kind == kinds.ADAM:
         optimizers.append(torch.optim.Adam(dense_params, lr=lr, eps=eps,

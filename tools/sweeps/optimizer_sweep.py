@@ -13,7 +13,7 @@
 # what the variant names. Variants (--variants, comma-separated):
 #   default                      nothing set
 #   adagrad:LR:ACC               tables: optimizer { kind: ADAGRAD learning_rate: LR initial_accumulator: ACC }
-#   sgd:LR / adam:LR / ftrl:LR   tables: that optimizer at LR
+#   adagrad:LR / sgd:LR / adam:LR / ftrl:LR   tables: that optimizer at LR, the rest default
 #   init:SCALE                   tables: initializer { kind: UNIFORM scale: SCALE }
 #   dense:KIND:LR                dense_optimizer { kind: KIND learning_rate: LR }
 #   A+B                          both (e.g. adagrad:0.1:0+dense:ADAM:0.003)
@@ -70,9 +70,11 @@ def variant_config(dataset, variant, train, test):
         f = part.split(":")
         if f[0] == "default":
             continue
-        elif f[0] == "adagrad":
+        elif f[0] == "adagrad" and len(f) == 3:
             table.append("optimizer { kind: ADAGRAD learning_rate: %s initial_accumulator: %s }"
                          % (f[1], f[2]))
+        elif f[0] == "adagrad":
+            table.append("optimizer { kind: ADAGRAD learning_rate: %s }" % f[1])
         elif f[0] in ("sgd", "adam", "ftrl"):
             table.append("optimizer { kind: %s learning_rate: %s }" % (f[0].upper(), f[1]))
         elif f[0] == "init":

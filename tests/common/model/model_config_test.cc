@@ -89,6 +89,31 @@ TEST(ModelConfigTest, LoadsTheCriteoConfigs) {
   }
 }
 
+// The README's "Your own data" config, as written there: it loads, and it leaves every
+// optimizer and initializer to the defaults the sweep chose (docs/PERFORMANCE.md "Defaults
+// that learn"), so what the README recommends is what the sweep measured.
+TEST(ModelConfigTest, TheReadmesRecommendedConfigLoadsAndLeavesOptimizersToTheDefaults) {
+  const std::string readme = ReadText(std::string(EMBER_SOURCE_DIR) + "/README.md");
+  const size_t section = readme.find("## Your own data");
+  ASSERT_NE(section, std::string::npos);
+  const size_t open = readme.find("```\n", section);
+  ASSERT_NE(open, std::string::npos);
+  const size_t close = readme.find("```", open + 4);
+  ASSERT_NE(close, std::string::npos);
+  const std::string text = readme.substr(open + 4, close - open - 4);
+  absl::StatusOr<v1::ModelConfig> config =
+      ParseModelConfig(text, /*json=*/false, "/data", "README");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->data().train_path(), "/data/data/train");
+  ASSERT_EQ(config->tables_size(), 2);
+  for (const v1::TableConfig& t : config->tables()) {
+    EXPECT_FALSE(t.has_optimizer()) << t.name();
+    EXPECT_FALSE(t.has_initializer()) << t.name();
+  }
+  EXPECT_EQ(config->dense_optimizer().kind(), v1::DenseOptimizerConfig::ADAM);
+  EXPECT_FLOAT_EQ(config->dense_optimizer().learning_rate(), 0.01f);
+}
+
 TEST(ModelConfigTest, LoadsQuickstart) {
   absl::StatusOr<v1::ModelConfig> config = LoadModelConfig(kQuickstart);
   ASSERT_TRUE(config.ok()) << config.status();
@@ -165,7 +190,7 @@ TEST(ModelConfigTest, FillsDefaults) {
   EXPECT_EQ(c.dense().interaction(), v1::DenseTowerConfig::DOT);
   EXPECT_EQ(c.dense().init_seed(), 1u);
   EXPECT_EQ(c.dense_optimizer().kind(), v1::DenseOptimizerConfig::ADAM);
-  EXPECT_FLOAT_EQ(c.dense_optimizer().learning_rate(), 0.001f);
+  EXPECT_FLOAT_EQ(c.dense_optimizer().learning_rate(), 0.01f);  // the defaults sweep's
   EXPECT_FLOAT_EQ(c.dense_optimizer().beta1(), 0.9f);
   EXPECT_FLOAT_EQ(c.dense_optimizer().beta2(), 0.999f);
   EXPECT_FLOAT_EQ(c.dense_optimizer().epsilon(), 1e-8f);

@@ -75,12 +75,15 @@ TEST(OptimizerTest, Adagrad) {
   EXPECT_FLOAT_EQ(r.state[0], 25.0f);
 }
 
-TEST(OptimizerTest, AdagradDefaultAccumulatorIsTensorFlows) {
+// The accumulator a fresh row starts from is the default, 1e-6 (the defaults sweep's;
+// it was TensorFlow's 0.1 before 2026-12-04).
+TEST(OptimizerTest, AdagradDefaultAccumulatorIsNearZero) {
   v1::OptimizerConfig c;
   c.set_kind(v1::OptimizerConfig::ADAGRAD);
   auto opt = Optimizer::Create(Normalized(c), 2);
   Row r = Fresh(*opt, {0, 0});
-  EXPECT_FLOAT_EQ(r.state[0], 0.1f);
+  EXPECT_FLOAT_EQ(r.state[0], kDefaultInitialAccumulator);
+  EXPECT_FLOAT_EQ(r.state[0], 1e-6f);
 }
 
 TEST(OptimizerTest, Adam) {
@@ -187,11 +190,40 @@ TEST(TableConfigTest, FillsDefaults) {
   auto n = NormalizeTableConfig(t).value();
   EXPECT_EQ(n.seed(), DefaultTableSeed("item"));
   EXPECT_NE(n.seed(), 0u);
-  EXPECT_EQ(n.optimizer().kind(), v1::OptimizerConfig::SGD);
-  EXPECT_FLOAT_EQ(n.optimizer().learning_rate(), 0.01f);
+  // The defaults sweep's choice (docs/PERFORMANCE.md "Defaults that learn").
+  EXPECT_EQ(n.optimizer().kind(), v1::OptimizerConfig::ADAGRAD);
+  EXPECT_FLOAT_EQ(n.optimizer().learning_rate(), 0.1f);
+  EXPECT_TRUE(n.optimizer().has_initial_accumulator());
+  EXPECT_FLOAT_EQ(n.optimizer().initial_accumulator(), 1e-6f);
   EXPECT_EQ(n.initializer().kind(), v1::InitializerConfig::UNIFORM);
-  EXPECT_FLOAT_EQ(n.initializer().scale(), 0.25f);  // 1 / sqrt(16)
+  EXPECT_FLOAT_EQ(n.initializer().scale(), 0.05f);
   EXPECT_FLOAT_EQ(n.eviction().count_decay(), 1.0f);
+}
+
+// A kind without a learning rate gets that kind's default; an explicit accumulator of 0
+// stays 0 (it is optional: set differs from unset).
+TEST(TableConfigTest, LearningRateDefaultsByKindAndExplicitZeroAccumulatorStays) {
+  for (auto [kind, lr] : {std::pair{v1::OptimizerConfig::ADAGRAD, 0.1f},
+                          {v1::OptimizerConfig::ADAM, 0.01f},
+                          {v1::OptimizerConfig::SGD, 3.0f},
+                          {v1::OptimizerConfig::FTRL, 0.1f}}) {
+    v1::TableConfig t;
+    t.set_name("item");
+    t.set_dim(8);
+    t.mutable_optimizer()->set_kind(kind);
+    EXPECT_FLOAT_EQ(NormalizeTableConfig(t).value().optimizer().learning_rate(), lr)
+        << v1::OptimizerConfig::Kind_Name(kind);
+  }
+  v1::TableConfig t;
+  t.set_name("item");
+  t.set_dim(8);
+  t.mutable_optimizer()->set_initial_accumulator(0.0f);
+  auto n = NormalizeTableConfig(t).value();
+  EXPECT_EQ(n.optimizer().kind(), v1::OptimizerConfig::ADAGRAD);
+  EXPECT_EQ(n.optimizer().initial_accumulator(), 0.0f);
+  // Normalizing is idempotent.
+  auto again = NormalizeTableConfig(n).value();
+  EXPECT_EQ(again.SerializeAsString(), n.SerializeAsString());
 }
 
 }  // namespace
