@@ -481,12 +481,17 @@ constexpr int kMaxTasks = 4;
 
 // dense.tasks: at most kMaxTasks, unique valid names (not "click"), a known kind, a
 // loss weight in (0, 100], top_mlp sizes in range, each label_column a TASK_LABEL
-// column read by one task, true_prob_column an EVAL column; and no TASK_LABEL column
-// that no task reads.
+// column read by one task, true_prob_column an EVAL column; no TASK_LABEL column that
+// no task reads; no cold re-sampling with tasks.
 absl::Status CheckTasks(const ModelConfig& config, const Columns& columns, const Checker& check) {
   const DenseTowerConfig& dense = config.dense();
   if (dense.tasks_size() > kMaxTasks) {
     return check.Error("dense.tasks", "has ", dense.tasks_size(), " tasks; at most ", kMaxTasks);
+  }
+  // The replay buffer of cold re-sampling keeps no task labels.
+  if (dense.tasks_size() > 0 && config.skew().cold_resample_fraction() > 0) {
+    return check.Error("dense.tasks",
+                       "multi-task heads do not combine with skew.cold_resample_fraction yet");
   }
   std::set<std::string> names{"click"};
   std::set<std::string> labels;
@@ -526,6 +531,11 @@ absl::Status CheckTasks(const ModelConfig& config, const Columns& columns, const
       if (prob == columns.end() || prob->second->kind() != ColumnConfig::EVAL) {
         return check.Error(field, "true_prob_column '", t.true_prob_column(),
                            "' is not an EVAL column in data.columns");
+      }
+      if (t.kind() == v1::TaskConfig::ESMM_CTCVR && config.eval().true_prob_column().empty()) {
+        return check.Error(field,
+                           "an ESMM_CTCVR true_prob_column (p(conversion | click)) needs "
+                           "eval.true_prob_column (p(click)) for the oracle");
       }
     }
   }

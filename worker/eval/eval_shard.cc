@@ -4,7 +4,9 @@
 //   u32 magic "EVS1", u64 settings_digest, u64 total_batches, u8 column flags
 //   (1 item count, 2 cold user, 4 true prob), u64 batches, then per batch u64 index and
 //   u32 size, then the columns over all n examples: f32 scores[n], f32 labels[n],
-//   i8 item_buckets[n], i8 user_buckets[n], f32 true_probs[n] (only with flag 4).
+//   i8 item_buckets[n], i8 user_buckets[n], f32 true_probs[n] (only with flag 4); then,
+//   with flag 8 (a multi-task model), u8 tasks and per task u8 has_true_prob, f32
+//   scores[n], f32 labels[n], f32 true_probs[n] (only with has_true_prob).
 // A status: u32 code, then the message ("" is OK).
 
 #include "worker/eval/eval_shard.h"
@@ -80,6 +82,13 @@ void EvalExamples::Append(const EvalExamples& other, size_t offset, size_t count
   add(item_buckets, other.item_buckets);
   add(user_buckets, other.user_buckets);
   if (has_true_prob) add(true_probs, other.true_probs);
+  if (tasks.size() < other.tasks.size()) tasks.resize(other.tasks.size());
+  for (size_t t = 0; t < other.tasks.size(); ++t) {
+    tasks[t].has_true_prob = other.tasks[t].has_true_prob;
+    add(tasks[t].scores, other.tasks[t].scores);
+    add(tasks[t].labels, other.tasks[t].labels);
+    if (tasks[t].has_true_prob) add(tasks[t].true_probs, other.tasks[t].true_probs);
+  }
 }
 
 std::string EncodeShard(const EvalShard& shard) {
@@ -89,8 +98,8 @@ std::string EncodeShard(const EvalShard& shard) {
   Put(&out, kShardMagic);
   Put(&out, shard.settings_digest);
   Put(&out, shard.total_batches);
-  const uint8_t flags =
-      (e.has_item_count ? 1 : 0) | (e.has_cold_user ? 2 : 0) | (e.has_true_prob ? 4 : 0);
+  const uint8_t flags = (e.has_item_count ? 1 : 0) | (e.has_cold_user ? 2 : 0) |
+                        (e.has_true_prob ? 4 : 0) | (e.tasks.empty() ? 0 : 8);
   Put(&out, flags);
   Put(&out, static_cast<uint64_t>(shard.batch_index.size()));
   for (size_t i = 0; i < shard.batch_index.size(); ++i) {
@@ -102,6 +111,15 @@ std::string EncodeShard(const EvalShard& shard) {
   for (int b : e.item_buckets) Put(&out, static_cast<int8_t>(b));
   for (int b : e.user_buckets) Put(&out, static_cast<int8_t>(b));
   if (e.has_true_prob) PutArray(&out, e.true_probs);
+  if (!e.tasks.empty()) {
+    Put(&out, static_cast<uint8_t>(e.tasks.size()));
+    for (const EvalExamples::Task& t : e.tasks) {
+      Put(&out, static_cast<uint8_t>(t.has_true_prob ? 1 : 0));
+      PutArray(&out, t.scores);
+      PutArray(&out, t.labels);
+      if (t.has_true_prob) PutArray(&out, t.true_probs);
+    }
+  }
   return out;
 }
 
@@ -116,7 +134,7 @@ absl::StatusOr<EvalShard> DecodeShard(absl::string_view bytes) {
       !in.Get(&batches)) {
     return Corrupt("truncated header");
   }
-  if (flags > 7) return Corrupt(absl::StrCat("unknown column flags ", flags));
+  if (flags > 15) return Corrupt(absl::StrCat("unknown column flags ", flags));
   if (batches > bytes.size() / 12) return Corrupt(absl::StrCat(batches, " batches"));
   EvalExamples& e = shard.examples;
   e.has_item_count = (flags & 1) != 0;
@@ -135,6 +153,19 @@ absl::StatusOr<EvalShard> DecodeShard(absl::string_view bytes) {
   if (!in.GetArray(n, &e.scores) || !in.GetArray(n, &e.labels) || !in.GetArray(n, &item) ||
       !in.GetArray(n, &user) || (e.has_true_prob && !in.GetArray(n, &e.true_probs))) {
     return Corrupt(absl::StrCat("truncated columns of ", n, " examples"));
+  }
+  if ((flags & 8) != 0) {
+    uint8_t tasks = 0;
+    if (!in.Get(&tasks) || tasks == 0) return Corrupt("bad task count");
+    e.tasks.resize(tasks);
+    for (EvalExamples::Task& t : e.tasks) {
+      uint8_t has = 0;
+      if (!in.Get(&has) || has > 1 || !in.GetArray(n, &t.scores) || !in.GetArray(n, &t.labels) ||
+          (has == 1 && !in.GetArray(n, &t.true_probs))) {
+        return Corrupt(absl::StrCat("truncated task columns of ", n, " examples"));
+      }
+      t.has_true_prob = has == 1;
+    }
   }
   if (!in.done()) return Corrupt("trailing bytes");
   e.item_buckets.assign(item.begin(), item.end());
@@ -184,7 +215,8 @@ absl::StatusOr<EvalExamples> MergeShards(const std::vector<EvalShard>& shards) {
     if (s.settings_digest != first.settings_digest || s.total_batches != first.total_batches ||
         e.has_item_count != first.examples.has_item_count ||
         e.has_cold_user != first.examples.has_cold_user ||
-        e.has_true_prob != first.examples.has_true_prob) {
+        e.has_true_prob != first.examples.has_true_prob ||
+        e.tasks.size() != first.examples.tasks.size()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "evaluation: rank ", r, " cut the test set differently from rank 0 (", s.total_batches,
           " batches vs ", first.total_batches,
@@ -210,6 +242,7 @@ absl::StatusOr<EvalExamples> MergeShards(const std::vector<EvalShard>& shards) {
   all.has_item_count = first.examples.has_item_count;
   all.has_cold_user = first.examples.has_cold_user;
   all.has_true_prob = first.examples.has_true_prob;
+  all.tasks.resize(first.examples.tasks.size());
   for (size_t k = 0; k < places.size(); ++k) {
     if (!places[k].seen) {
       return absl::InternalError(absl::StrCat("evaluation: batch ", k, " of ", places.size(),
@@ -252,6 +285,21 @@ absl::StatusOr<TestSetResult> SummarizeExamples(const EvalExamples& e) {
     const EvalResult o = oracle.Finalize();
     result.oracle_auc = Defined(o.auc);
     result.oracle_logloss = Defined(o.logloss);
+  }
+  for (const EvalExamples::Task& t : e.tasks) {
+    EvalAccumulator task;
+    EMBER_RETURN_IF_ERROR(task.Add(t.scores, t.labels));
+    const EvalResult r = task.Finalize();
+    TestSetResult::Task out;
+    out.auc = r.auc;
+    out.logloss = r.logloss;
+    for (float y : t.labels) out.positives += y > 0.5f ? 1 : 0;
+    if (t.has_true_prob) {
+      EvalAccumulator oracle;
+      EMBER_RETURN_IF_ERROR(oracle.Add(t.true_probs, t.labels));
+      out.oracle_auc = Defined(oracle.Finalize().auc);
+    }
+    result.tasks.push_back(out);
   }
   return result;
 }

@@ -491,6 +491,13 @@ INSTANTIATE_TEST_SUITE_P(
                   WithTask(c)->set_name("conv2");
                 },
                 "dense.tasks[1] (conv2): label_column 'converted' is another task's too"},
+        BadCase{"tasks with cold resampling",
+                [](v1::ModelConfig* c) {
+                  WithTask(c);
+                  c->mutable_skew()->add_cold_features("u");
+                  c->mutable_skew()->set_cold_resample_fraction(0.5f);
+                },
+                "dense.tasks: multi-task heads do not combine with skew.cold_resample_fraction yet"},
         BadCase{"task label without task",
                 [](v1::ModelConfig* c) {
                   WithTask(c);
