@@ -571,6 +571,14 @@ absl::Status Trainer::RunEvaluation(bool final) {
                           eval->logloss);
   if (eval->oracle_auc.has_value())
     log_ << absl::StrFormat("  (oracle AUC %.4f)", *eval->oracle_auc);
+  // Multi-task: each extra task's AUC (rank 0's; nothing printed without tasks).
+  for (size_t t = 0; t < eval->tasks.size(); ++t) {
+    log_ << absl::StrFormat("  %s AUC %.4f", config_.dense().tasks(static_cast<int>(t)).name(),
+                            eval->tasks[t].auc);
+    if (eval->tasks[t].oracle_auc.has_value()) {
+      log_ << absl::StrFormat(" (oracle %.4f)", *eval->tasks[t].oracle_auc);
+    }
+  }
   log_ << absl::StrFormat("  [%d examples, %d scored by rank 0 of %d, %.2fs, reading %.2fs]",
                           eval->examples, eval->scored_examples, collective_->world_size(),
                           eval->seconds, eval->read_seconds)
