@@ -123,6 +123,10 @@ class MultiTaskTrainingTest : public ::testing::Test {
     EXPECT_GT(auc, 0.65) << ctcvr;
     EXPECT_GT(oracle, auc) << ctcvr;
     EXPECT_GT(Number(ctcvr, "test_positives"), 0);
+    // The CVR head over the clicked examples learns too, below its oracle.
+    const double cvr = Number(ctcvr, "cvr_auc_clicked");
+    EXPECT_GT(cvr, 0.55) << ctcvr;
+    EXPECT_GT(Number(ctcvr, "cvr_oracle_auc_clicked"), cvr) << ctcvr;
   }
 
   static std::string* data_dir_;

@@ -5,8 +5,9 @@
 //   (1 item count, 2 cold user, 4 true prob), u64 batches, then per batch u64 index and
 //   u32 size, then the columns over all n examples: f32 scores[n], f32 labels[n],
 //   i8 item_buckets[n], i8 user_buckets[n], f32 true_probs[n] (only with flag 4); then,
-//   with flag 8 (a multi-task model), u8 tasks and per task u8 has_true_prob, f32
-//   scores[n], f32 labels[n], f32 true_probs[n] (only with has_true_prob).
+//   with flag 8 (a multi-task model), u8 tasks and per task u8 flags (1 has_true_prob,
+//   2 has_head), f32 scores[n], f32 labels[n], f32 true_probs[n] (only with
+//   has_true_prob), f32 head_scores[n] (has_head), f32 head_true_probs[n] (both).
 // A status: u32 code, then the message ("" is OK).
 
 #include "worker/eval/eval_shard.h"
@@ -88,6 +89,11 @@ void EvalExamples::Append(const EvalExamples& other, size_t offset, size_t count
     add(tasks[t].scores, other.tasks[t].scores);
     add(tasks[t].labels, other.tasks[t].labels);
     if (tasks[t].has_true_prob) add(tasks[t].true_probs, other.tasks[t].true_probs);
+    tasks[t].has_head = other.tasks[t].has_head;
+    if (tasks[t].has_head) add(tasks[t].head_scores, other.tasks[t].head_scores);
+    if (tasks[t].has_head && tasks[t].has_true_prob) {
+      add(tasks[t].head_true_probs, other.tasks[t].head_true_probs);
+    }
   }
 }
 
@@ -114,10 +120,12 @@ std::string EncodeShard(const EvalShard& shard) {
   if (!e.tasks.empty()) {
     Put(&out, static_cast<uint8_t>(e.tasks.size()));
     for (const EvalExamples::Task& t : e.tasks) {
-      Put(&out, static_cast<uint8_t>(t.has_true_prob ? 1 : 0));
+      Put(&out, static_cast<uint8_t>((t.has_true_prob ? 1 : 0) | (t.has_head ? 2 : 0)));
       PutArray(&out, t.scores);
       PutArray(&out, t.labels);
       if (t.has_true_prob) PutArray(&out, t.true_probs);
+      if (t.has_head) PutArray(&out, t.head_scores);
+      if (t.has_head && t.has_true_prob) PutArray(&out, t.head_true_probs);
     }
   }
   return out;
@@ -160,11 +168,15 @@ absl::StatusOr<EvalShard> DecodeShard(absl::string_view bytes) {
     e.tasks.resize(tasks);
     for (EvalExamples::Task& t : e.tasks) {
       uint8_t has = 0;
-      if (!in.Get(&has) || has > 1 || !in.GetArray(n, &t.scores) || !in.GetArray(n, &t.labels) ||
-          (has == 1 && !in.GetArray(n, &t.true_probs))) {
+      if (!in.Get(&has) || has > 3) return Corrupt("bad task flags");
+      t.has_true_prob = (has & 1) != 0;
+      t.has_head = (has & 2) != 0;
+      if (!in.GetArray(n, &t.scores) || !in.GetArray(n, &t.labels) ||
+          (t.has_true_prob && !in.GetArray(n, &t.true_probs)) ||
+          (t.has_head && !in.GetArray(n, &t.head_scores)) ||
+          (t.has_head && t.has_true_prob && !in.GetArray(n, &t.head_true_probs))) {
         return Corrupt(absl::StrCat("truncated task columns of ", n, " examples"));
       }
-      t.has_true_prob = has == 1;
     }
   }
   if (!in.done()) return Corrupt("trailing bytes");
@@ -298,6 +310,24 @@ absl::StatusOr<TestSetResult> SummarizeExamples(const EvalExamples& e) {
       EvalAccumulator oracle;
       EMBER_RETURN_IF_ERROR(oracle.Add(t.true_probs, t.labels));
       out.oracle_auc = Defined(oracle.Finalize().auc);
+    }
+    if (t.has_head) {
+      // The CVR head over the clicked examples (bucket 0; the others in no bucket).
+      std::vector<int> clicked(e.size(), -1);
+      for (size_t i = 0; i < e.size(); ++i) {
+        if (e.labels[i] >= 0.5f) {
+          clicked[i] = 0;
+          ++out.clicked;
+        }
+      }
+      EvalAccumulator head(/*num_buckets=*/1);
+      EMBER_RETURN_IF_ERROR(head.Add(t.head_scores, t.labels, clicked));
+      out.cvr_auc_clicked = BucketAucOf(head.Finalize().buckets[0]);
+      if (t.has_true_prob) {
+        EvalAccumulator head_oracle(/*num_buckets=*/1);
+        EMBER_RETURN_IF_ERROR(head_oracle.Add(t.head_true_probs, t.labels, clicked));
+        out.cvr_oracle_auc_clicked = BucketAucOf(head_oracle.Finalize().buckets[0]);
+      }
     }
     result.tasks.push_back(out);
   }

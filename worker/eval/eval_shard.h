@@ -56,6 +56,10 @@ struct TestSetResult {
     double logloss = 0;
     std::optional<double> oracle_auc;
     uint64_t positives = 0;
+    // ESMM_CTCVR: the CVR head's own p(conversion | click) over the clicked examples (click
+    // label 1) against the task's label, and its oracle from the true p(conversion | click).
+    std::optional<double> cvr_auc_clicked, cvr_oracle_auc_clicked;
+    uint64_t clicked = 0;
   };
   std::vector<Task> tasks;
   uint64_t scored_examples = 0;  // scored by this rank (its share)
@@ -83,6 +87,11 @@ struct EvalExamples {
     std::vector<float> scores;  // the task's probability
     std::vector<float> labels;
     std::vector<float> true_probs;
+    // ESMM_CTCVR only (has_head): the head's own probability, and with has_true_prob the
+    // true p(conversion | click) (true_probs holds the CTCVR product).
+    bool has_head = false;
+    std::vector<float> head_scores;
+    std::vector<float> head_true_probs;
   };
   std::vector<Task> tasks;
 

@@ -75,9 +75,12 @@ void ScoreBatch(const v1::DenseTowerConfig& dense, model::DenseTower& tower,
 // Appends one scored batch's extra-task results: `probabilities` as ScoreBatch's,
 // `true_probs[t]` the EVAL index of task t's true_prob_column or -1, `click_true_prob`
 // eval.true_prob_column's (an ESMM task's oracle is the product of the two).
+// An ESMM task also keeps its head's own probability (from `logits`) and the true
+// p(conversion | click).
 void AppendTasks(const v1::DenseTowerConfig& dense, const std::vector<int>& true_probs,
                  int click_true_prob, const model::ExampleBatch& batch,
-                 const std::vector<float>& probabilities, EvalExamples* out) {
+                 const std::vector<float>& logits, const std::vector<float>& probabilities,
+                 EvalExamples* out) {
   const size_t b = batch.size;
   for (size_t t = 0; t < out->tasks.size(); ++t) {
     EvalExamples::Task& task = out->tasks[t];
@@ -90,8 +93,14 @@ void AppendTasks(const v1::DenseTowerConfig& dense, const std::vector<int>& true
       if (dense.tasks(static_cast<int>(t)).kind() == v1::TaskConfig::ESMM_CTCVR) {
         const std::vector<float>& ctr = batch.eval[click_true_prob];
         for (size_t i = 0; i < b; ++i) task.true_probs.push_back(ctr[i] * p[i]);
+        task.head_true_probs.insert(task.head_true_probs.end(), p.begin(), p.begin() + b);
       } else {
         task.true_probs.insert(task.true_probs.end(), p.begin(), p.begin() + b);
+      }
+    }
+    if (task.has_head) {
+      for (size_t i = 0; i < b; ++i) {
+        task.head_scores.push_back(model::ClickProbability(logits[(t + 1) * b + i]));
       }
     }
   }
@@ -142,7 +151,9 @@ absl::StatusOr<EvalShard> ScoreShare(const v1::ModelConfig& config, const Sparse
     int index = EvalIndex(config, task.true_prob_column());
     if (task.kind() == v1::TaskConfig::ESMM_CTCVR && true_prob < 0) index = -1;
     task_true_probs.push_back(index);
-    shard.examples.tasks.emplace_back().has_true_prob = index >= 0;
+    EvalExamples::Task& t = shard.examples.tasks.emplace_back();
+    t.has_true_prob = index >= 0;
+    t.has_head = task.kind() == v1::TaskConfig::ESMM_CTCVR;
   }
   if (tower.num_tasks() != 1 + config.dense().tasks_size()) {
     return absl::InternalError("evaluation: the tower's tasks differ from the config's");
@@ -172,7 +183,8 @@ absl::StatusOr<EvalShard> ScoreShare(const v1::ModelConfig& config, const Sparse
     sparse.Pool(absl::MakeSpan(pooled));
     ScoreBatch(config.dense(), tower, batch, pooled, &logits, &probabilities);
     AppendBatch(ec, item_count, cold_user, true_prob, batch, probabilities, &shard.examples);
-    AppendTasks(config.dense(), task_true_probs, true_prob, batch, probabilities, &shard.examples);
+    AppendTasks(config.dense(), task_true_probs, true_prob, batch, logits, probabilities,
+                &shard.examples);
     shard.batch_index.push_back(k);
     shard.batch_size.push_back(static_cast<uint32_t>(batch.size));
   }

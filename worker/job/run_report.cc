@@ -101,7 +101,16 @@ std::string ResultJson(const v1::ModelConfig& config, const TrainerOptions& opti
           ", \"test_auc\": ", have ? Number(e.tasks[t].auc) : "null",
           ", \"test_logloss\": ", have ? Number(e.tasks[t].logloss) : "null",
           ", \"oracle_auc\": ", have ? Number(e.tasks[t].oracle_auc) : "null",
-          ", \"test_positives\": ", have ? absl::StrCat(e.tasks[t].positives) : "null", "}"));
+          ", \"test_positives\": ", have ? absl::StrCat(e.tasks[t].positives) : "null",
+          // ESMM: the CVR head over the clicked test examples.
+          task.kind() == v1::TaskConfig::ESMM_CTCVR
+              ? absl::StrCat(
+                    ", \"cvr_auc_clicked\": ", have ? Number(e.tasks[t].cvr_auc_clicked) : "null",
+                    ", \"cvr_oracle_auc_clicked\": ",
+                    have ? Number(e.tasks[t].cvr_oracle_auc_clicked) : "null",
+                    ", \"test_clicked\": ", have ? absl::StrCat(e.tasks[t].clicked) : "null")
+              : "",
+          "}"));
     }
     fields.emplace_back("tasks", absl::StrCat("{", absl::StrJoin(tasks, ", "), "}"));
   }

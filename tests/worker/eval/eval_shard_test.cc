@@ -59,6 +59,7 @@ std::vector<EvalShard> Split(const TestSet& t, size_t world, uint64_t digest = 7
     s.examples.tasks.resize(t.all.tasks.size());  // as ScoreShare: even with no batches
     for (size_t i = 0; i < t.all.tasks.size(); ++i) {
       s.examples.tasks[i].has_true_prob = t.all.tasks[i].has_true_prob;
+      s.examples.tasks[i].has_head = t.all.tasks[i].has_head;
     }
   }
   size_t offset = 0;
@@ -157,6 +158,12 @@ TEST(EvalShardTest, ExtraTasksMergeToBitwiseTheOneRankResult) {
     task.scores = other.all.scores;
     task.labels = other.all.labels;
     if (has_true_prob) task.true_probs = other.all.true_probs;
+    // The first task is ESMM-like: a head score (and its truth) rides along.
+    task.has_head = has_true_prob;
+    if (task.has_head) {
+      task.head_scores = t.all.scores;
+      task.head_true_probs = other.all.true_probs;
+    }
   }
   absl::StatusOr<TestSetResult> one = SummarizeExamples(t.all);
   ASSERT_TRUE(one.ok()) << one.status();
@@ -167,6 +174,14 @@ TEST(EvalShardTest, ExtraTasksMergeToBitwiseTheOneRankResult) {
   EXPECT_TRUE(Same(one->tasks[0].logloss, alone->logloss));
   EXPECT_TRUE(Same(one->tasks[0].oracle_auc, alone->oracle_auc));
   EXPECT_FALSE(one->tasks[1].oracle_auc.has_value());
+  // The head over the clicked examples (click label 1): bucket 0 of a one-bucket AUC.
+  std::vector<int> clicked;
+  for (float y : t.all.labels) clicked.push_back(y >= 0.5f ? 0 : -1);
+  EvalAccumulator head(1);
+  ASSERT_TRUE(head.Add(t.all.scores, other.all.labels, clicked).ok());
+  EXPECT_TRUE(Same(*one->tasks[0].cvr_auc_clicked, head.Finalize().buckets[0].auc));
+  EXPECT_TRUE(one->tasks[0].cvr_oracle_auc_clicked.has_value());
+  EXPECT_FALSE(one->tasks[1].cvr_auc_clicked.has_value());
   for (size_t world : {1, 2, 3, 7, 20}) {
     SCOPED_TRACE(testing::Message() << "world " << world);
     absl::StatusOr<EvalExamples> merged = MergeShards(Split(t, world));
@@ -176,6 +191,8 @@ TEST(EvalShardTest, ExtraTasksMergeToBitwiseTheOneRankResult) {
       EXPECT_EQ(merged->tasks[i].scores, t.all.tasks[i].scores);
       EXPECT_EQ(merged->tasks[i].labels, t.all.tasks[i].labels);
       EXPECT_EQ(merged->tasks[i].true_probs, t.all.tasks[i].true_probs);
+      EXPECT_EQ(merged->tasks[i].head_scores, t.all.tasks[i].head_scores);
+      EXPECT_EQ(merged->tasks[i].head_true_probs, t.all.tasks[i].head_true_probs);
     }
     absl::StatusOr<TestSetResult> many = SummarizeExamples(*merged);
     ASSERT_TRUE(many.ok()) << many.status();
@@ -186,6 +203,10 @@ TEST(EvalShardTest, ExtraTasksMergeToBitwiseTheOneRankResult) {
       EXPECT_TRUE(Same(many->tasks[i].logloss, one->tasks[i].logloss));
       EXPECT_TRUE(Same(many->tasks[i].oracle_auc, one->tasks[i].oracle_auc));
       EXPECT_EQ(many->tasks[i].positives, one->tasks[i].positives);
+      EXPECT_TRUE(Same(many->tasks[i].cvr_auc_clicked, one->tasks[i].cvr_auc_clicked));
+      EXPECT_TRUE(
+          Same(many->tasks[i].cvr_oracle_auc_clicked, one->tasks[i].cvr_oracle_auc_clicked));
+      EXPECT_EQ(many->tasks[i].clicked, one->tasks[i].clicked);
     }
   }
   // A rank that lost its tasks cut the test set differently.
