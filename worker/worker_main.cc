@@ -212,9 +212,11 @@ absl::Status FinishFlags(WorkerFlags& w) {
   EMBER_ASSIGN_OR_RETURN(o.config, model::NormalizeModelConfig(std::move(config), w.config_path));
   // A tower the device cannot run is a usage error (exit 2), found before any rendezvous.
   if (absl::Status s = CheckDenseTowerOnDevice(o.config.dense(), o.dense_device); !s.ok()) {
-    return absl::Status(s.code(),
-                        absl::StrCat(w.config_path, ": dense.interaction with --device=",
-                                     DenseDeviceName(o.dense_device.device), ": ", s.message()));
+    return absl::Status(
+        s.code(),
+        absl::StrCat(w.config_path,
+                     o.config.dense().tasks().empty() ? ": dense.interaction" : ": dense.tasks",
+                     " with --device=", DenseDeviceName(o.dense_device.device), ": ", s.message()));
   }
   return absl::OkStatus();
 }

@@ -48,6 +48,7 @@ class CpuDenseTower final : public DenseTower {
         cross_layers_(layout.cross_layers),
         cross_rank_(layout.cross_rank),
         top_(layout.top),
+        tasks_(layout.tasks),
         parameters_(std::move(parameters)),
         gradients_(parameters_.size(), 0.0f) {
     bottom_out_.resize(bottom_.size());
@@ -55,11 +56,17 @@ class CpuDenseTower final : public DenseTower {
     cross_u_.resize(cross_layers_);
     cross_x_.resize(cross_layers_);
     top_out_.resize(top_.size());
+    task_out_.resize(tasks_.size());
+    for (size_t t = 0; t < tasks_.size(); ++t) {
+      task_out_[t].resize(tasks_[t].top.size());
+      heads_.push_back({tasks_[t].kind, tasks_[t].loss_weight});
+    }
   }
 
   int pooled_width() const override { return pooled_width_; }
   absl::Span<float> parameters() override { return absl::MakeSpan(parameters_); }
   absl::Span<float> gradients() override { return absl::MakeSpan(gradients_); }
+  int num_tasks() const override { return 1 + static_cast<int>(tasks_.size()); }
 
   void Forward(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
                absl::Span<float> logits) override {
@@ -104,20 +111,30 @@ class CpuDenseTower final : public DenseTower {
     top_in_ = interaction_out_.data();
     if (interaction_ == v1::DenseTowerConfig::CROSS) top_in_ = CrossNetworkForward(batch);
 
-    // Top MLP; the last layer is the 1-unit logit layer.
-    x = top_in_;
-    for (size_t l = 0; l < top_.size(); ++l) {
-      const Layer& layer = top_[l];
-      float* y;
-      if (l + 1 == top_.size()) {
-        y = logits.data();
-      } else {
-        fit(top_out_[l], layer.out);
-        y = top_out_[l].data();
-      }
-      LinearForward(batch, layer.in, layer.out, x, &parameters_[layer.w], &parameters_[layer.b],
-                    layer.relu, y);
-      x = y;
+    TopForward(batch, top_, &top_out_, logits.data());
+  }
+
+  void ForwardTasks(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
+                    absl::Span<float> logits) override {
+    assert(logits.size() == static_cast<size_t>(batch) * num_tasks());
+    Forward(batch, dense, pooled, logits.subspan(0, batch));
+    if (batch == 0) return;
+    for (size_t t = 0; t < tasks_.size(); ++t) {
+      TopForward(batch, tasks_[t].top, &task_out_[t], &logits[(t + 1) * batch]);
+    }
+  }
+
+  // Every row as its own batch of one, every task.
+  void ScoreTasks(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
+                  absl::Span<float> logits) override {
+    assert(logits.size() == static_cast<size_t>(batch) * num_tasks());
+    const int tasks = num_tasks();
+    std::vector<float> row(tasks);
+    for (int r = 0; r < batch; ++r) {
+      ForwardTasks(1, dense.subspan(static_cast<size_t>(r) * num_dense_, num_dense_),
+                   pooled.subspan(static_cast<size_t>(r) * pooled_width_, pooled_width_),
+                   absl::MakeSpan(row));
+      for (int t = 0; t < tasks; ++t) logits[static_cast<size_t>(t) * batch + r] = row[t];
     }
   }
 
@@ -136,17 +153,39 @@ class CpuDenseTower final : public DenseTower {
   }
 
   void Backward(absl::Span<const float> dlogits, absl::Span<float> d_pooled) override {
-    assert(batch_ >= 0);
     assert(dlogits.size() == static_cast<size_t>(batch_));
+    BackwardAll(dlogits, /*with_tasks=*/false, d_pooled);
+  }
+
+  // BackwardWithBce of every task (MultiTaskLoss), through a scratch kept across steps.
+  float BackwardWithTaskLoss(absl::Span<const float> logits, absl::Span<const float> labels,
+                             absl::Span<const float> weights, float scale,
+                             absl::Span<float> d_pooled) override {
+    dlogits_.resize(logits.size());
+    const float loss =
+        MultiTaskLoss(heads_, logits, labels, weights, scale, absl::MakeSpan(dlogits_));
+    assert(dlogits_.size() == static_cast<size_t>(batch_) * num_tasks());
+    BackwardAll(dlogits_, /*with_tasks=*/true, d_pooled);
+    return loss;
+  }
+
+ private:
+  // Backward of task 0 (dlogits [B]) or of every task (dlogits [num_tasks x B]); without
+  // tasks the extra heads' gradients are 0.
+  void BackwardAll(absl::Span<const float> dlogits, bool with_tasks, absl::Span<float> d_pooled) {
+    assert(batch_ >= 0);
     assert(d_pooled.size() == static_cast<size_t>(batch_) * pooled_width_);
-    if (batch_ == 0) {
+    if (batch_ == 0 || (!tasks_.empty() && !with_tasks)) {
       std::fill(gradients_.begin(), gradients_.end(), 0.0f);
-      return;
+      if (batch_ == 0) return;
     }
     const int batch = batch_;
     const size_t b = batch;
     size_t max_width = interaction_width_;
     for (const Layer& layer : top_) max_width = std::max<size_t>(max_width, layer.out);
+    for (const dense_internal::TowerLayout::TaskHead& task : tasks_) {
+      for (const Layer& layer : task.top) max_width = std::max<size_t>(max_width, layer.out);
+    }
     for (const Layer& layer : bottom_) max_width = std::max<size_t>(max_width, layer.out);
     if (grad_a_.size() < b * max_width) grad_a_.resize(b * max_width);
     if (grad_b_.size() < b * max_width) grad_b_.resize(b * max_width);
@@ -155,17 +194,17 @@ class CpuDenseTower final : public DenseTower {
     // gradient `dy` (the dx of the layer above) is first masked by its ReLU.
     float* dy = grad_a_.data();
     float* next = grad_b_.data();
-    const Layer& logit = top_.back();
-    LinearBackward(
-        batch, logit.in, logit.out, top_.size() > 1 ? top_out_[top_.size() - 2].data() : top_in_,
-        &parameters_[logit.w], dlogits.data(), &gradients_[logit.w], &gradients_[logit.b], dy);
-    for (size_t l = top_.size() - 1; l-- > 0;) {
-      const Layer& layer = top_[l];
-      ReluBackward(b * layer.out, top_out_[l].data(), dy);
-      const float* x = l > 0 ? top_out_[l - 1].data() : top_in_;
-      LinearBackward(batch, layer.in, layer.out, x, &parameters_[layer.w], dy, &gradients_[layer.w],
-                     &gradients_[layer.b], next);
-      std::swap(dy, next);
+    TopBackward(batch, top_, top_out_, dlogits.data(), &dy, &next);
+    if (with_tasks) {
+      // Every head reads the same input: their input gradients add up (task order).
+      if (grad_task_a_.size() < b * max_width) grad_task_a_.resize(b * max_width);
+      if (grad_task_b_.size() < b * max_width) grad_task_b_.resize(b * max_width);
+      for (size_t t = 0; t < tasks_.size(); ++t) {
+        float* tdy = grad_task_a_.data();
+        float* tnext = grad_task_b_.data();
+        TopBackward(batch, tasks_[t].top, task_out_[t], &dlogits[(t + 1) * b], &tdy, &tnext);
+        AddTo(b * interaction_width_, tdy, dy);
+      }
     }
 
     // CROSS: dy is d(x_L) now; afterwards d(x0), the CONCAT row's gradient.
@@ -206,6 +245,49 @@ class CpuDenseTower final : public DenseTower {
     }
   }
 
+  // Forward through a top MLP `layers` over top_in_ (the last layer the 1-unit logit
+  // layer, written to `logits`), keeping the hidden outputs in *out.
+  void TopForward(int batch, const std::vector<Layer>& layers, std::vector<std::vector<float>>* out,
+                  float* logits) {
+    const float* x = top_in_;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      const Layer& layer = layers[l];
+      float* y;
+      if (l + 1 == layers.size()) {
+        y = logits;
+      } else {
+        std::vector<float>& o = (*out)[l];
+        if (o.size() < static_cast<size_t>(batch) * layer.out) o.resize(batch * layer.out);
+        y = o.data();
+      }
+      LinearForward(batch, layer.in, layer.out, x, &parameters_[layer.w], &parameters_[layer.b],
+                    layer.relu, y);
+      x = y;
+    }
+  }
+
+  // Backward through a top MLP, last layer first: the logit layer, then each hidden
+  // layer, whose output gradient `dy` (the dx of the layer above) is first masked by its
+  // ReLU. On return *dy holds d(top_in_); *dy and *next are free buffers on entry (they
+  // may be swapped).
+  void TopBackward(int batch, const std::vector<Layer>& layers,
+                   const std::vector<std::vector<float>>& out, const float* dlogits, float** dy,
+                   float** next) {
+    const Layer& logit = layers.back();
+    LinearBackward(batch, logit.in, logit.out,
+                   layers.size() > 1 ? out[layers.size() - 2].data() : top_in_,
+                   &parameters_[logit.w], dlogits, &gradients_[logit.w], &gradients_[logit.b], *dy);
+    for (size_t l = layers.size() - 1; l-- > 0;) {
+      const Layer& layer = layers[l];
+      ReluBackward(static_cast<size_t>(batch) * layer.out, out[l].data(), *dy);
+      const float* x = l > 0 ? out[l - 1].data() : top_in_;
+      LinearBackward(batch, layer.in, layer.out, x, &parameters_[layer.w], *dy,
+                     &gradients_[layer.w], &gradients_[layer.b], *next);
+      std::swap(*dy, *next);
+    }
+  }
+
+ public:
   // BceWithLogits, then Backward, through a scratch kept across steps.
   float BackwardWithBce(absl::Span<const float> logits, absl::Span<const float> labels,
                         absl::Span<const float> weights, float scale,
@@ -294,6 +376,8 @@ class CpuDenseTower final : public DenseTower {
   const int cross_layers_;
   const int cross_rank_;
   const std::vector<Layer> top_;  // the last one is the logit layer
+  const std::vector<dense_internal::TowerLayout::TaskHead> tasks_;  // the extra tasks' tops
+  std::vector<TaskHeadKind> heads_;                                 // their loss kinds
   std::vector<float> parameters_;
   std::vector<float> gradients_;
 
@@ -308,8 +392,10 @@ class CpuDenseTower final : public DenseTower {
   std::vector<std::vector<float>> cross_x_;     // CROSS: per layer its output [B x D]
   const float* top_in_ = nullptr;               // the top MLP's input (interaction_out_ or x_L)
   std::vector<std::vector<float>> top_out_;     // per top layer but the last [B x out]
+  std::vector<std::vector<std::vector<float>>> task_out_;  // the same per extra task
   // Backward scratch.
   std::vector<float> grad_a_, grad_b_, grad_d_bottom_, dlogits_;
+  std::vector<float> grad_task_a_, grad_task_b_;          // the extra tasks' top MLPs
   std::vector<float> cross_dx0_, cross_du_, cross_dmid_;  // CROSS
 };
 

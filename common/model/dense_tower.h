@@ -14,6 +14,8 @@
 //                layers x_{l+1} = x0 * (W_l x_l + b_l) + x_l over x0 = the CONCAT row,
 //                W_l full rank or U_l V_l; the output is x_L)
 //   -> top MLP (ReLU after every hidden layer) -> 1 logit
+//   multi-task (DenseTowerConfig.tasks): each extra task's own top MLP over the same
+//   interaction output -> its logit (ForwardTasks; see MultiTaskLoss for the ESMM head)
 //
 // All parameters (weights then bias of every layer: bottom, cross, top) live in one flat
 // buffer, and so do their gradients, so a worker all-reduces one array and a dense
@@ -129,6 +131,34 @@ class DenseTower {
                                 absl::Span<const float> weights, float scale,
                                 absl::Span<float> d_pooled) = 0;
 
+  // ---- Multi-task heads (DenseTowerConfig.tasks; CPU backend only). Task 0 is the
+  // click task: Forward, Score, Backward and BackwardWithBce are its (on a multi-task
+  // tower Backward leaves the other heads' gradients 0), so evaluation of the click
+  // task and serving's Predict are unchanged. Task-major buffers hold
+  // [num_tasks x batch]: task t's row b at t * batch + b.
+
+  // 1 + the number of extra tasks.
+  virtual int num_tasks() const { return 1; }
+  // Forward of every task: `logits` [num_tasks x batch]; the task-0 part is bitwise
+  // Forward's. Arguments and REQUIRES as Forward.
+  virtual void ForwardTasks(int batch, absl::Span<const float> dense,
+                            absl::Span<const float> pooled, absl::Span<float> logits) {
+    Forward(batch, dense, pooled, logits);
+  }
+  // Score (batch-invariant) of every task; `logits` [num_tasks x batch].
+  virtual void ScoreTasks(int batch, absl::Span<const float> dense, absl::Span<const float> pooled,
+                          absl::Span<float> logits) {
+    Score(batch, dense, pooled, logits);
+  }
+  // MultiTaskLoss (below) of the last ForwardTasks' logits (passed back here) with
+  // `labels` [num_tasks x batch], then the backward pass of its dlogits: overwrites
+  // gradients() and d_pooled, returns the loss. With one task it is BackwardWithBce.
+  virtual float BackwardWithTaskLoss(absl::Span<const float> logits, absl::Span<const float> labels,
+                                     absl::Span<const float> weights, float scale,
+                                     absl::Span<float> d_pooled) {
+    return BackwardWithBce(logits, labels, weights, scale, d_pooled);
+  }
+
   // The flat parameter and gradient buffers (same size and layout), on the host. CPU:
   // the live buffers. CUDA: host mirrors; each call copies the device buffer into the
   // mirror (blocking), and writes to the parameters() mirror reach the device only
@@ -154,6 +184,32 @@ class DenseTower {
 // empty) the size of logits.
 float BceWithLogits(absl::Span<const float> logits, absl::Span<const float> labels,
                     absl::Span<const float> weights, float scale, absl::Span<float> dlogits);
+
+// One extra task's head, as MultiTaskLoss and TaskProbability need it.
+struct TaskHeadKind {
+  v1::TaskConfig::Kind kind = v1::TaskConfig::INDEPENDENT;
+  float loss_weight = 1.0f;
+};
+
+// The loss of a multi-task tower over task-major [(1 + heads.size()) x batch] logits and
+// labels (task 0: the click task): BceWithLogits of task 0, plus per extra task t its
+// loss_weight times
+//  - INDEPENDENT: BceWithLogits of its logit and label;
+//  - ESMM_CTCVR: the BCE of p = sigmoid(logit_0) * sigmoid(logit_t) against its label
+//    (click and conversion), whose gradient reaches logit_0 too:
+//      d/d logit_0 = (p - y) (1 - sigmoid(logit_0)) / (1 - p), and the same with t,
+//    computed in double from log p = -softplus(-logit_0) - softplus(-logit_t), 1 - p at
+//    least 1e-12.
+// Weights and scale as BceWithLogits; returns the sum and writes dlogits (task-major).
+// With no heads it is exactly BceWithLogits.
+float MultiTaskLoss(absl::Span<const TaskHeadKind> heads, absl::Span<const float> logits,
+                    absl::Span<const float> labels, absl::Span<const float> weights, float scale,
+                    absl::Span<float> dlogits);
+
+// Task t's probability of one example from its task-0 (click) logit and its own logit:
+// ClickProbability(task_logit) (INDEPENDENT), or ClickProbability(click_logit) *
+// ClickProbability(task_logit) (ESMM_CTCVR: p_ctcvr).
+float TaskProbability(v1::TaskConfig::Kind kind, float click_logit, float task_logit);
 
 // The click probability of a logit, 1 / (1 + exp(-logit)) in float: the one formula
 // evaluation and serving's Predict both use, so their scores agree bitwise.

@@ -30,6 +30,9 @@ struct ExampleBatch {
   std::vector<float> dense;              // [size x num_dense], row-major, transformed
   std::vector<SparseColumn> sparse;      // one per ModelConfig.features entry
   std::vector<std::vector<float>> eval;  // one per EVAL column, each [size]
+  // Multi-task: one per DenseTowerConfig.tasks entry (its TASK_LABEL column), each
+  // [size], 0 or 1; empty for a single-task model (LineParser::AppendTo sizes it).
+  std::vector<std::vector<float>> task_labels;
 
   // Empties every column, keeping capacity; sets the column counts.
   void Reset(int num_dense_columns, int num_sparse_features, int num_eval_columns) {
@@ -45,6 +48,7 @@ struct ExampleBatch {
     }
     eval.resize(num_eval_columns);
     for (std::vector<float>& e : eval) e.clear();
+    for (std::vector<float>& t : task_labels) t.clear();
   }
 };
 

@@ -96,7 +96,8 @@ absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const LinePar
   for (const ColumnConfig& c : config.data().columns()) {
     if (c.kind() == ColumnConfig::IGNORE || c.kind() == ColumnConfig::KIND_UNSPECIFIED) continue;
     if (c.kind() == ColumnConfig::EVAL && !options.with_eval_columns) continue;
-    if ((c.kind() == ColumnConfig::LABEL || c.kind() == ColumnConfig::WEIGHT) &&
+    if ((c.kind() == ColumnConfig::LABEL || c.kind() == ColumnConfig::WEIGHT ||
+         c.kind() == ColumnConfig::TASK_LABEL) &&
         options.score_only) {
       continue;
     }
@@ -116,6 +117,9 @@ absl::Status LineParser::MapColumns(const v1::ModelConfig& config, const LinePar
       case ColumnConfig::WEIGHT:
         weight_field_ = *field;
         weight_name_ = c.name();
+        break;
+      case ColumnConfig::TASK_LABEL:
+        task_labels_.push_back({*field, c.name()});
         break;
       case ColumnConfig::DENSE:
       case ColumnConfig::EVAL: {
@@ -223,6 +227,17 @@ absl::StatusOr<LineParser> LineParser::Create(const v1::ModelConfig& config,
   if (p.label_field_ < 0 && !options.score_only) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": the config has no LABEL column"));
   }
+  if (!options.score_only) {
+    // The extra tasks' labels in DenseTowerConfig.tasks order.
+    std::vector<LabelColumn> ordered;
+    for (const v1::TaskConfig& task : config.dense().tasks()) {
+      for (const LabelColumn& l : p.task_labels_) {
+        if (l.name == task.label_column()) ordered.push_back(l);
+      }
+    }
+    p.task_labels_ = std::move(ordered);
+    p.task_label_values_.resize(p.task_labels_.size());
+  }
   if (absl::Status s = p.MapFeatures(config, sparse, path); !s.ok()) return s;
   const std::string& partition_by = config.data().partition_by();
   if (!partition_by.empty() && partition_by != "file") {
@@ -329,6 +344,17 @@ LineParser::Result LineParser::Parse(absl::string_view line, std::string* error)
     return Result::kMalformed;
   }
 
+  for (size_t t = 0; t < task_labels_.size(); ++t) {
+    const absl::string_view value = fields_[task_labels_[t].field];
+    float& y = task_label_values_[t];
+    if (value.size() == 1 && (value[0] == '0' || value[0] == '1')) {
+      y = static_cast<float>(value[0] - '0');
+    } else if (!ParseFloat(value, &y) || (y != 0 && y != 1)) {
+      BadValue(task_labels_[t].name, "label must be 0 or 1, got", value, error);
+      return Result::kMalformed;
+    }
+  }
+
   weight_ = 1;
   if (weight_field_ >= 0 && !fields_[weight_field_].empty()) {
     const absl::string_view value = fields_[weight_field_];
@@ -396,6 +422,12 @@ void LineParser::AppendTo(ExampleBatch* batch) const {
     column.offsets.push_back(static_cast<uint32_t>(column.ids.size()));
   }
   for (size_t i = 0; i < eval_values_.size(); ++i) batch->eval[i].push_back(eval_values_[i]);
+  if (batch->task_labels.size() < task_label_values_.size()) {
+    batch->task_labels.resize(task_label_values_.size());
+  }
+  for (size_t t = 0; t < task_label_values_.size(); ++t) {
+    batch->task_labels[t].push_back(task_label_values_[t]);
+  }
   ++batch->size;
 }
 

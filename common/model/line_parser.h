@@ -15,7 +15,9 @@
 //   }
 //
 // Values (see proto/ember/v1/model.proto ColumnConfig):
-//   LABEL: "0"/"1" (any float spelling of 0 or 1, e.g. "1.0"); anything else malformed.
+//   LABEL, TASK_LABEL: "0"/"1" (any float spelling of 0 or 1, e.g. "1.0"); anything else
+//     malformed. The TASK_LABEL columns go to ExampleBatch.task_labels in
+//     DenseTowerConfig.tasks order.
 //   WEIGHT: finite float >= 0; empty = 1.
 //   DENSE: finite float (std::from_chars syntax: no '+', no spaces); empty =
 //     missing_value; then the transform (LOG1P = sign(x) * log1p(|x|)), then clipping
@@ -58,8 +60,8 @@ struct LineParserOptions {
   int world_size = 1;  // number of partitions
   // Read EVAL columns too (test data). Default: false (EVAL columns ignored).
   bool with_eval_columns = false;
-  // Rows to score (serving's Predict): the LABEL and WEIGHT columns are not read and
-  // need not be in file_columns; every example's label is 0 and its weight 1.
+  // Rows to score (serving's Predict): the LABEL, TASK_LABEL and WEIGHT columns are not
+  // read and need not be in file_columns; every example's label is 0 and its weight 1.
   bool score_only = false;
 };
 
@@ -130,6 +132,11 @@ class LineParser {
     absl::StatusOr<int> FieldOf(const std::string& name) const;
   };
 
+  struct LabelColumn {
+    int field = -1;
+    std::string name;
+  };
+
   LineParser() = default;
   // Create's phases. MapColumns: the field of each used column of data.columns
   // (label, weight, dense and eval here; the sparse ones into *sparse, by name).
@@ -153,9 +160,10 @@ class LineParser {
   std::string weight_name_;
   std::vector<FloatColumn> dense_;
   std::vector<FloatColumn> eval_;
-  std::vector<IdColumn> id_columns_;  // the sparse columns some feature uses
-  std::vector<int> feature_column_;   // features[f] reads id_columns_[feature_column_[f]]
-  IdColumn partition_;                // field -1: partition by file
+  std::vector<LabelColumn> task_labels_;  // TASK_LABEL, in DenseTowerConfig.tasks order
+  std::vector<IdColumn> id_columns_;      // the sparse columns some feature uses
+  std::vector<int> feature_column_;       // features[f] reads id_columns_[feature_column_[f]]
+  IdColumn partition_;                    // field -1: partition by file
   int rank_ = 0;
   int world_size_ = 1;
 
@@ -165,6 +173,7 @@ class LineParser {
   float weight_ = 1;
   std::vector<float> dense_values_;
   std::vector<float> eval_values_;
+  std::vector<float> task_label_values_;
   std::vector<uint64_t> ids_;
   std::vector<uint32_t> id_ends_;  // id_columns_[i] holds ids_[id_ends_[i-1] .. id_ends_[i])
   std::string cross_bytes_;        // CrossIds' scratch

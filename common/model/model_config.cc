@@ -175,6 +175,12 @@ void FillDefaults(ModelConfig* config) {
   if (dense->interaction() == DenseTowerConfig::CROSS && dense->cross_layers() == 0) {
     dense->set_cross_layers(kDefaultCrossLayers);
   }
+  // Multi-task heads: defaults only inside present tasks (no tasks: nothing changes).
+  for (v1::TaskConfig& task : *dense->mutable_tasks()) {
+    if (task.kind() == v1::TaskConfig::KIND_UNSPECIFIED) task.set_kind(v1::TaskConfig::INDEPENDENT);
+    if (!task.has_loss_weight()) task.set_loss_weight(1.0f);
+    if (task.top_mlp().empty()) *task.mutable_top_mlp() = dense->top_mlp();
+  }
 
   DenseOptimizerConfig* opt = config->mutable_dense_optimizer();
   if (opt->kind() == DenseOptimizerConfig::KIND_UNSPECIFIED)
@@ -470,6 +476,78 @@ absl::Status CheckCrossRank(const ModelConfig& config,
   return absl::OkStatus();
 }
 
+// The most extra tasks of a multi-task tower (DenseTowerConfig.tasks).
+constexpr int kMaxTasks = 4;
+
+// dense.tasks: at most kMaxTasks, unique valid names (not "click"), a known kind, a
+// loss weight in (0, 100], top_mlp sizes in range, each label_column a TASK_LABEL
+// column read by one task, true_prob_column an EVAL column; no TASK_LABEL column that
+// no task reads; no cold re-sampling with tasks.
+absl::Status CheckTasks(const ModelConfig& config, const Columns& columns, const Checker& check) {
+  const DenseTowerConfig& dense = config.dense();
+  if (dense.tasks_size() > kMaxTasks) {
+    return check.Error("dense.tasks", "has ", dense.tasks_size(), " tasks; at most ", kMaxTasks);
+  }
+  // The replay buffer of cold re-sampling keeps no task labels.
+  if (dense.tasks_size() > 0 && config.skew().cold_resample_fraction() > 0) {
+    return check.Error("dense.tasks",
+                       "multi-task heads do not combine with skew.cold_resample_fraction yet");
+  }
+  std::set<std::string> names{"click"};
+  std::set<std::string> labels;
+  for (int i = 0; i < dense.tasks_size(); ++i) {
+    const v1::TaskConfig& t = dense.tasks(i);
+    const std::string field = absl::StrCat("dense.tasks[", i, "] (", t.name(), ")");
+    const bool valid_name =
+        !t.name().empty() && t.name().size() <= 32 &&
+        t.name().find_first_not_of(
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == std::string::npos;
+    if (!valid_name) return check.Error(field, "name must match [a-zA-Z0-9_]{1,32}");
+    if (!names.insert(t.name()).second) {
+      return check.Error(field, "task name '", t.name(), "' appears twice (\"click\" is task 0)");
+    }
+    if (!v1::TaskConfig::Kind_IsValid(t.kind()) || t.kind() == v1::TaskConfig::KIND_UNSPECIFIED) {
+      return check.Error(field, "unknown kind ", t.kind());
+    }
+    if (!(t.loss_weight() > 0 && t.loss_weight() <= 100)) {
+      return check.Error(field, "loss_weight ", t.loss_weight(), " must be in (0, 100]");
+    }
+    for (int j = 0; j < t.top_mlp_size(); ++j) {
+      if (t.top_mlp(j) < 1 || t.top_mlp(j) > kMaxLayerSize) {
+        return check.Error(absl::StrCat(field, ".top_mlp[", j, "]"), "size ", t.top_mlp(j),
+                           " is out of range 1..", kMaxLayerSize);
+      }
+    }
+    auto col = columns.find(t.label_column());
+    if (col == columns.end() || col->second->kind() != ColumnConfig::TASK_LABEL) {
+      return check.Error(field, "label_column '", t.label_column(),
+                         "' is not a TASK_LABEL column in data.columns");
+    }
+    if (!labels.insert(t.label_column()).second) {
+      return check.Error(field, "label_column '", t.label_column(), "' is another task's too");
+    }
+    if (!t.true_prob_column().empty()) {
+      auto prob = columns.find(t.true_prob_column());
+      if (prob == columns.end() || prob->second->kind() != ColumnConfig::EVAL) {
+        return check.Error(field, "true_prob_column '", t.true_prob_column(),
+                           "' is not an EVAL column in data.columns");
+      }
+      if (t.kind() == v1::TaskConfig::ESMM_CTCVR && config.eval().true_prob_column().empty()) {
+        return check.Error(field,
+                           "an ESMM_CTCVR true_prob_column (p(conversion | click)) needs "
+                           "eval.true_prob_column (p(click)) for the oracle");
+      }
+    }
+  }
+  for (const auto& [name, column] : columns) {
+    if (column->kind() == ColumnConfig::TASK_LABEL && labels.count(name) == 0) {
+      return check.Error("data.columns", "TASK_LABEL column '", name,
+                         "' is no task's label_column (dense.tasks)");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // features: unique names, each on a CATEGORICAL or MULTI_HOT column and a known
 // table (of the last bottom_mlp size under DOT interaction).
 absl::Status CheckFeatures(const ModelConfig& config, const Columns& columns,
@@ -583,6 +661,7 @@ absl::Status CheckModel(const ModelConfig& config, const Checker& check) {
   EMBER_RETURN_IF_ERROR(CheckDenseTower(config.dense(), check));
   EMBER_RETURN_IF_ERROR(CheckFeatures(config, columns, table_dims, check));
   EMBER_RETURN_IF_ERROR(CheckCrossRank(config, table_dims, check));
+  EMBER_RETURN_IF_ERROR(CheckTasks(config, columns, check));
   EMBER_RETURN_IF_ERROR(CheckDenseOptimizer(config.dense_optimizer(), check));
   EMBER_RETURN_IF_ERROR(CheckTraining(config.training(), check));
   return CheckEval(config.eval(), columns, check);

@@ -42,6 +42,9 @@ int TowerLayout::MaxWidth() const {
   for (const Layer& layer : bottom) width = std::max(width, layer.out);
   for (const Layer& layer : cross) width = std::max(width, layer.out);
   for (const Layer& layer : top) width = std::max(width, layer.out);
+  for (const TaskHead& task : tasks) {
+    for (const Layer& layer : task.top) width = std::max(width, layer.out);
+  }
   return width;
 }
 
@@ -50,6 +53,9 @@ double TowerLayout::ForwardMacsPerExample() const {
   for (const Layer& layer : bottom) macs += static_cast<double>(layer.in) * layer.out;
   for (const Layer& layer : cross) macs += static_cast<double>(layer.in) * layer.out;
   for (const Layer& layer : top) macs += static_cast<double>(layer.in) * layer.out;
+  for (const TaskHead& task : tasks) {
+    for (const Layer& layer : task.top) macs += static_cast<double>(layer.in) * layer.out;
+  }
   if (interaction == v1::DenseTowerConfig::DOT) {
     const double n = static_cast<double>(feature_dims.size()) + (num_dense > 0 ? 1 : 0);
     macs += n * (n - 1) / 2 * DotDim();
@@ -126,6 +132,41 @@ absl::Status AddCrossLayers(const v1::DenseTowerConfig& config, TowerLayout* t) 
   return absl::OkStatus();
 }
 
+// The extra tasks' top MLPs (t->tasks), each over the interaction output (or x_L)
+// like the click task's; an empty task top_mlp means the tower's. INVALID_ARGUMENT for
+// more than 4 tasks, an unknown kind, a loss weight outside (0, 100] or a bad size.
+absl::Status AddTaskHeads(const v1::DenseTowerConfig& config, TowerLayout* t) {
+  if (config.tasks_size() > 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dense tower: ", config.tasks_size(), " tasks; at most 4"));
+  }
+  for (int i = 0; i < config.tasks_size(); ++i) {
+    const v1::TaskConfig& task = config.tasks(i);
+    TowerLayout::TaskHead head;
+    head.kind =
+        task.kind() == v1::TaskConfig::KIND_UNSPECIFIED ? v1::TaskConfig::INDEPENDENT : task.kind();
+    if (head.kind != v1::TaskConfig::INDEPENDENT && head.kind != v1::TaskConfig::ESMM_CTCVR) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dense tower: tasks[", i, "] has unknown kind ", task.kind()));
+    }
+    head.loss_weight = task.has_loss_weight() ? task.loss_weight() : 1.0f;
+    if (!(head.loss_weight > 0 && head.loss_weight <= 100)) {
+      return absl::InvalidArgumentError(absl::StrCat("dense tower: tasks[", i, "].loss_weight is ",
+                                                     head.loss_weight, "; want (0, 100]"));
+    }
+    const auto& sizes = task.top_mlp().empty() ? config.top_mlp() : task.top_mlp();
+    int width = t->interaction_width;
+    for (int j = 0; j < sizes.size(); ++j) {
+      if (absl::Status s = CheckWidth(sizes[j], "tasks.top_mlp", j); !s.ok()) return s;
+      AddLayer(t, &head.top, width, static_cast<int>(sizes[j]), /*relu=*/true);
+      width = static_cast<int>(sizes[j]);
+    }
+    AddLayer(t, &head.top, width, 1, /*relu=*/false);
+    t->tasks.push_back(std::move(head));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config, int num_dense,
@@ -188,6 +229,7 @@ absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config,
     width = static_cast<int>(out);
   }
   AddLayer(&t, &t.top, width, 1, /*relu=*/false);
+  if (absl::Status s = AddTaskHeads(config, &t); !s.ok()) return s;
   return t;
 }
 
@@ -207,6 +249,7 @@ std::vector<float> InitialParameters(const TowerLayout& layout, uint64_t seed) {
   init(layout.bottom);
   init(layout.cross);
   init(layout.top);
+  for (const TowerLayout::TaskHead& task : layout.tasks) init(task.top);
   return parameters;
 }
 

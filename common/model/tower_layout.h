@@ -40,6 +40,15 @@ struct TowerLayout {
   int cross_layers = 0;    // CROSS: the number of cross layers
   int cross_rank = 0;      // CROSS: 0 = full rank
   std::vector<Layer> top;  // the last one is the 1-unit logit layer
+  // Multi-task heads (DenseTowerConfig.tasks): each extra task's top MLP over the same
+  // input as `top`, the last layer its 1-unit logit layer; parameters after `top`'s, in
+  // task order. Empty for a single-task tower.
+  struct TaskHead {
+    v1::TaskConfig::Kind kind = v1::TaskConfig::INDEPENDENT;
+    float loss_weight = 1.0f;
+    std::vector<Layer> top;
+  };
+  std::vector<TaskHead> tasks;
   size_t num_parameters = 0;
 
   // The row length of the DOT matrix Z: the bottom width, or with no bottom vector the
@@ -55,7 +64,7 @@ struct TowerLayout {
 
 // Validates the config and shapes (the errors documented at DenseTower::Create) and lays
 // the parameters out: every layer's weights then bias, bottom MLP first, then the cross
-// layers' products (CROSS), then the top MLP.
+// layers' products (CROSS), then the top MLP, then each extra task's top MLP (tasks).
 absl::StatusOr<TowerLayout> BuildTowerLayout(const v1::DenseTowerConfig& config, int num_dense,
                                              std::vector<int> feature_dims);
 

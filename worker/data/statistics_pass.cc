@@ -32,6 +32,7 @@ v1::ModelConfig SampleConfig(const v1::ModelConfig& config, std::vector<std::str
   sample.clear_features();
   sample.clear_eval();
   sample.clear_skew();
+  sample.mutable_dense()->clear_tasks();  // its TASK_LABEL columns are ignored here
   sample.mutable_data()->set_partition_by("file");
   sample.mutable_data()->clear_columns();
   for (const ColumnConfig& c : config.data().columns()) {

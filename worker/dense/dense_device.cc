@@ -67,6 +67,9 @@ absl::Status CheckDenseTowerOnDevice(const v1::DenseTowerConfig& config,
   if (options.device == DenseDevice::kCuda && config.interaction() == v1::DenseTowerConfig::CROSS) {
     return absl::UnimplementedError("interaction CROSS is not on CUDA yet; use --device=cpu");
   }
+  if (options.device == DenseDevice::kCuda && !config.tasks().empty()) {
+    return absl::UnimplementedError("multi-task heads are not on CUDA yet; use --device=cpu");
+  }
   return absl::OkStatus();
 }
 

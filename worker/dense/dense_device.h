@@ -61,8 +61,9 @@ const char* DensePrecisionName(DensePrecision precision);
 absl::Status CheckDenseDevice(const DenseTowerOptions& options);
 
 // OK when `config`'s tower runs on `options.device`: UNIMPLEMENTED ("interaction CROSS
-// is not on CUDA yet; use --device=cpu") for a CROSS tower on kCuda, which the CUDA
-// backend does not have. Needs no device (so it answers the same on any machine); the
+// is not on CUDA yet; use --device=cpu") for a CROSS tower on kCuda, and ("multi-task
+// heads are not on CUDA yet; use --device=cpu") for a tower with dense.tasks, which the
+// CUDA backend does not have. Needs no device (so it answers the same on any machine); the
 // worker calls it before any rendezvous, CreateDenseTower before anything else.
 absl::Status CheckDenseTowerOnDevice(const v1::DenseTowerConfig& config,
                                      const DenseTowerOptions& options);

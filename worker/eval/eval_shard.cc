@@ -4,7 +4,10 @@
 //   u32 magic "EVS1", u64 settings_digest, u64 total_batches, u8 column flags
 //   (1 item count, 2 cold user, 4 true prob), u64 batches, then per batch u64 index and
 //   u32 size, then the columns over all n examples: f32 scores[n], f32 labels[n],
-//   i8 item_buckets[n], i8 user_buckets[n], f32 true_probs[n] (only with flag 4).
+//   i8 item_buckets[n], i8 user_buckets[n], f32 true_probs[n] (only with flag 4); then,
+//   with flag 8 (a multi-task model), u8 tasks and per task u8 flags (1 has_true_prob,
+//   2 has_head), f32 scores[n], f32 labels[n], f32 true_probs[n] (only with
+//   has_true_prob), f32 head_scores[n] (has_head), f32 head_true_probs[n] (both).
 // A status: u32 code, then the message ("" is OK).
 
 #include "worker/eval/eval_shard.h"
@@ -80,6 +83,18 @@ void EvalExamples::Append(const EvalExamples& other, size_t offset, size_t count
   add(item_buckets, other.item_buckets);
   add(user_buckets, other.user_buckets);
   if (has_true_prob) add(true_probs, other.true_probs);
+  if (tasks.size() < other.tasks.size()) tasks.resize(other.tasks.size());
+  for (size_t t = 0; t < other.tasks.size(); ++t) {
+    tasks[t].has_true_prob = other.tasks[t].has_true_prob;
+    add(tasks[t].scores, other.tasks[t].scores);
+    add(tasks[t].labels, other.tasks[t].labels);
+    if (tasks[t].has_true_prob) add(tasks[t].true_probs, other.tasks[t].true_probs);
+    tasks[t].has_head = other.tasks[t].has_head;
+    if (tasks[t].has_head) add(tasks[t].head_scores, other.tasks[t].head_scores);
+    if (tasks[t].has_head && tasks[t].has_true_prob) {
+      add(tasks[t].head_true_probs, other.tasks[t].head_true_probs);
+    }
+  }
 }
 
 std::string EncodeShard(const EvalShard& shard) {
@@ -89,8 +104,8 @@ std::string EncodeShard(const EvalShard& shard) {
   Put(&out, kShardMagic);
   Put(&out, shard.settings_digest);
   Put(&out, shard.total_batches);
-  const uint8_t flags =
-      (e.has_item_count ? 1 : 0) | (e.has_cold_user ? 2 : 0) | (e.has_true_prob ? 4 : 0);
+  const uint8_t flags = (e.has_item_count ? 1 : 0) | (e.has_cold_user ? 2 : 0) |
+                        (e.has_true_prob ? 4 : 0) | (e.tasks.empty() ? 0 : 8);
   Put(&out, flags);
   Put(&out, static_cast<uint64_t>(shard.batch_index.size()));
   for (size_t i = 0; i < shard.batch_index.size(); ++i) {
@@ -102,6 +117,17 @@ std::string EncodeShard(const EvalShard& shard) {
   for (int b : e.item_buckets) Put(&out, static_cast<int8_t>(b));
   for (int b : e.user_buckets) Put(&out, static_cast<int8_t>(b));
   if (e.has_true_prob) PutArray(&out, e.true_probs);
+  if (!e.tasks.empty()) {
+    Put(&out, static_cast<uint8_t>(e.tasks.size()));
+    for (const EvalExamples::Task& t : e.tasks) {
+      Put(&out, static_cast<uint8_t>((t.has_true_prob ? 1 : 0) | (t.has_head ? 2 : 0)));
+      PutArray(&out, t.scores);
+      PutArray(&out, t.labels);
+      if (t.has_true_prob) PutArray(&out, t.true_probs);
+      if (t.has_head) PutArray(&out, t.head_scores);
+      if (t.has_head && t.has_true_prob) PutArray(&out, t.head_true_probs);
+    }
+  }
   return out;
 }
 
@@ -116,7 +142,7 @@ absl::StatusOr<EvalShard> DecodeShard(absl::string_view bytes) {
       !in.Get(&batches)) {
     return Corrupt("truncated header");
   }
-  if (flags > 7) return Corrupt(absl::StrCat("unknown column flags ", flags));
+  if (flags > 15) return Corrupt(absl::StrCat("unknown column flags ", flags));
   if (batches > bytes.size() / 12) return Corrupt(absl::StrCat(batches, " batches"));
   EvalExamples& e = shard.examples;
   e.has_item_count = (flags & 1) != 0;
@@ -135,6 +161,23 @@ absl::StatusOr<EvalShard> DecodeShard(absl::string_view bytes) {
   if (!in.GetArray(n, &e.scores) || !in.GetArray(n, &e.labels) || !in.GetArray(n, &item) ||
       !in.GetArray(n, &user) || (e.has_true_prob && !in.GetArray(n, &e.true_probs))) {
     return Corrupt(absl::StrCat("truncated columns of ", n, " examples"));
+  }
+  if ((flags & 8) != 0) {
+    uint8_t tasks = 0;
+    if (!in.Get(&tasks) || tasks == 0) return Corrupt("bad task count");
+    e.tasks.resize(tasks);
+    for (EvalExamples::Task& t : e.tasks) {
+      uint8_t has = 0;
+      if (!in.Get(&has) || has > 3) return Corrupt("bad task flags");
+      t.has_true_prob = (has & 1) != 0;
+      t.has_head = (has & 2) != 0;
+      if (!in.GetArray(n, &t.scores) || !in.GetArray(n, &t.labels) ||
+          (t.has_true_prob && !in.GetArray(n, &t.true_probs)) ||
+          (t.has_head && !in.GetArray(n, &t.head_scores)) ||
+          (t.has_head && t.has_true_prob && !in.GetArray(n, &t.head_true_probs))) {
+        return Corrupt(absl::StrCat("truncated task columns of ", n, " examples"));
+      }
+    }
   }
   if (!in.done()) return Corrupt("trailing bytes");
   e.item_buckets.assign(item.begin(), item.end());
@@ -184,7 +227,8 @@ absl::StatusOr<EvalExamples> MergeShards(const std::vector<EvalShard>& shards) {
     if (s.settings_digest != first.settings_digest || s.total_batches != first.total_batches ||
         e.has_item_count != first.examples.has_item_count ||
         e.has_cold_user != first.examples.has_cold_user ||
-        e.has_true_prob != first.examples.has_true_prob) {
+        e.has_true_prob != first.examples.has_true_prob ||
+        e.tasks.size() != first.examples.tasks.size()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "evaluation: rank ", r, " cut the test set differently from rank 0 (", s.total_batches,
           " batches vs ", first.total_batches,
@@ -210,6 +254,7 @@ absl::StatusOr<EvalExamples> MergeShards(const std::vector<EvalShard>& shards) {
   all.has_item_count = first.examples.has_item_count;
   all.has_cold_user = first.examples.has_cold_user;
   all.has_true_prob = first.examples.has_true_prob;
+  all.tasks.resize(first.examples.tasks.size());
   for (size_t k = 0; k < places.size(); ++k) {
     if (!places[k].seen) {
       return absl::InternalError(absl::StrCat("evaluation: batch ", k, " of ", places.size(),
@@ -252,6 +297,39 @@ absl::StatusOr<TestSetResult> SummarizeExamples(const EvalExamples& e) {
     const EvalResult o = oracle.Finalize();
     result.oracle_auc = Defined(o.auc);
     result.oracle_logloss = Defined(o.logloss);
+  }
+  for (const EvalExamples::Task& t : e.tasks) {
+    EvalAccumulator task;
+    EMBER_RETURN_IF_ERROR(task.Add(t.scores, t.labels));
+    const EvalResult r = task.Finalize();
+    TestSetResult::Task out;
+    out.auc = r.auc;
+    out.logloss = r.logloss;
+    for (float y : t.labels) out.positives += y > 0.5f ? 1 : 0;
+    if (t.has_true_prob) {
+      EvalAccumulator oracle;
+      EMBER_RETURN_IF_ERROR(oracle.Add(t.true_probs, t.labels));
+      out.oracle_auc = Defined(oracle.Finalize().auc);
+    }
+    if (t.has_head) {
+      // The CVR head over the clicked examples (bucket 0; the others in no bucket).
+      std::vector<int> clicked(e.size(), -1);
+      for (size_t i = 0; i < e.size(); ++i) {
+        if (e.labels[i] >= 0.5f) {
+          clicked[i] = 0;
+          ++out.clicked;
+        }
+      }
+      EvalAccumulator head(/*num_buckets=*/1);
+      EMBER_RETURN_IF_ERROR(head.Add(t.head_scores, t.labels, clicked));
+      out.cvr_auc_clicked = BucketAucOf(head.Finalize().buckets[0]);
+      if (t.has_true_prob) {
+        EvalAccumulator head_oracle(/*num_buckets=*/1);
+        EMBER_RETURN_IF_ERROR(head_oracle.Add(t.head_true_probs, t.labels, clicked));
+        out.cvr_oracle_auc_clicked = BucketAucOf(head_oracle.Finalize().buckets[0]);
+      }
+    }
+    result.tasks.push_back(out);
   }
   return result;
 }

@@ -48,6 +48,20 @@ struct TestSetResult {
   uint64_t examples_hot = 0, examples_warm = 0, examples_cold = 0;
   std::optional<double> auc_cold_users;
   uint64_t examples_cold_users = 0;
+  // Multi-task models: one per extra task (DenseTowerConfig.tasks order), its AUC and
+  // logloss of the task's probability (TaskProbability) against its label, and the
+  // oracle AUC when the task has a true_prob_column.
+  struct Task {
+    double auc = 0;
+    double logloss = 0;
+    std::optional<double> oracle_auc;
+    uint64_t positives = 0;
+    // ESMM_CTCVR: the CVR head's own p(conversion | click) over the clicked examples (click
+    // label 1) against the task's label, and its oracle from the true p(conversion | click).
+    std::optional<double> cvr_auc_clicked, cvr_oracle_auc_clicked;
+    uint64_t clicked = 0;
+  };
+  std::vector<Task> tasks;
   uint64_t scored_examples = 0;  // scored by this rank (its share)
   double read_seconds = 0;       // this rank's reading and parsing of the whole test set
   double seconds = 0;
@@ -66,6 +80,20 @@ struct EvalExamples {
   // 0 for a cold-start user, else -1 (-1 everywhere without the column).
   std::vector<int> user_buckets;
   std::vector<float> true_probs;  // the data's true probability; empty without the column
+  // Multi-task models: one per extra task, each column [size()] (true_probs only with
+  // has_true_prob). Empty for a single-task model.
+  struct Task {
+    bool has_true_prob = false;
+    std::vector<float> scores;  // the task's probability
+    std::vector<float> labels;
+    std::vector<float> true_probs;
+    // ESMM_CTCVR only (has_head): the head's own probability, and with has_true_prob the
+    // true p(conversion | click) (true_probs holds the CTCVR product).
+    bool has_head = false;
+    std::vector<float> head_scores;
+    std::vector<float> head_true_probs;
+  };
+  std::vector<Task> tasks;
 
   size_t size() const { return scores.size(); }
   // Appends `count` entries of `other` from `offset`. REQUIRES: same columns, in range.
@@ -99,7 +127,8 @@ absl::Status DecodeStatus(absl::string_view bytes);
 // batch is missing, duplicated, or held by a rank other than index % shards.size().
 absl::StatusOr<EvalExamples> MergeShards(const std::vector<EvalShard>& shards);
 
-// The metrics of `examples` (seconds and scored_examples not set). NOT_FOUND when
+// The metrics of `examples` (seconds and scored_examples not set; tasks: one per
+// examples.tasks entry). NOT_FOUND when
 // empty; INVALID_ARGUMENT for a NaN score or true probability or a label outside [0, 1]
 // (metrics.h).
 absl::StatusOr<TestSetResult> SummarizeExamples(const EvalExamples& examples);

@@ -34,24 +34,76 @@ int EvalIndex(const v1::ModelConfig& config, const std::string& name) {
 // What defines the cut of the test set into batches and the columns kept: every rank
 // must agree on it.
 uint64_t EvalSettingsDigest(const v1::ModelConfig& config) {
-  const std::string bytes =
+  std::string bytes =
       absl::StrCat(config.data().test_path(), "\n", config.training().batch_size(), "\n",
                    config.training().eval_max_examples(), "\n", config.eval().SerializeAsString());
+  // Multi-task: the tasks too (nothing added without them: the digest stays as it was).
+  for (const v1::TaskConfig& task : config.dense().tasks()) {
+    absl::StrAppend(&bytes, "\n", task.SerializeAsString());
+  }
   return HashBytes(bytes);
 }
 
 // The click probabilities of one batch: the pooled embeddings through `tower`. The one
-// place evaluation runs the tower.
-void ScoreBatch(model::DenseTower& tower, const model::ExampleBatch& batch,
-                const std::vector<float>& pooled, std::vector<float>* logits,
-                std::vector<float>* probabilities) {
+// place evaluation runs the tower. A multi-task tower: `logits` [num_tasks x b] and
+// `probabilities` the same, task t's from model::TaskProbability (task 0's the click
+// probability as for one task).
+void ScoreBatch(const v1::DenseTowerConfig& dense, model::DenseTower& tower,
+                const model::ExampleBatch& batch, const std::vector<float>& pooled,
+                std::vector<float>* logits, std::vector<float>* probabilities) {
   const int b = batch.size;
-  logits->resize(b);
-  probabilities->resize(b);
+  const int tasks = tower.num_tasks();
+  logits->resize(static_cast<size_t>(b) * tasks);
+  probabilities->resize(logits->size());
   // Score, not Forward: a row's score does not depend on its batch, so serving's
   // Predict of the same row gives bitwise this score (CPU).
-  tower.Score(b, batch.dense, pooled, absl::MakeSpan(*logits));
+  if (tasks == 1) {
+    tower.Score(b, batch.dense, pooled, absl::MakeSpan(*logits));
+  } else {
+    tower.ScoreTasks(b, batch.dense, pooled, absl::MakeSpan(*logits));
+  }
   for (int i = 0; i < b; ++i) (*probabilities)[i] = model::ClickProbability((*logits)[i]);
+  for (int t = 1; t < tasks; ++t) {
+    const size_t at = static_cast<size_t>(t) * b;
+    for (int i = 0; i < b; ++i) {
+      (*probabilities)[at + i] =
+          model::TaskProbability(dense.tasks(t - 1).kind(), (*logits)[i], (*logits)[at + i]);
+    }
+  }
+}
+
+// Appends one scored batch's extra-task results: `probabilities` as ScoreBatch's,
+// `true_probs[t]` the EVAL index of task t's true_prob_column or -1, `click_true_prob`
+// eval.true_prob_column's (an ESMM task's oracle is the product of the two).
+// An ESMM task also keeps its head's own probability (from `logits`) and the true
+// p(conversion | click).
+void AppendTasks(const v1::DenseTowerConfig& dense, const std::vector<int>& true_probs,
+                 int click_true_prob, const model::ExampleBatch& batch,
+                 const std::vector<float>& logits, const std::vector<float>& probabilities,
+                 EvalExamples* out) {
+  const size_t b = batch.size;
+  for (size_t t = 0; t < out->tasks.size(); ++t) {
+    EvalExamples::Task& task = out->tasks[t];
+    const auto scores = probabilities.begin() + (t + 1) * b;
+    task.scores.insert(task.scores.end(), scores, scores + b);
+    task.labels.insert(task.labels.end(), batch.task_labels[t].begin(),
+                       batch.task_labels[t].begin() + b);
+    if (true_probs[t] >= 0) {
+      const std::vector<float>& p = batch.eval[true_probs[t]];
+      if (dense.tasks(static_cast<int>(t)).kind() == v1::TaskConfig::ESMM_CTCVR) {
+        const std::vector<float>& ctr = batch.eval[click_true_prob];
+        for (size_t i = 0; i < b; ++i) task.true_probs.push_back(ctr[i] * p[i]);
+        task.head_true_probs.insert(task.head_true_probs.end(), p.begin(), p.begin() + b);
+      } else {
+        task.true_probs.insert(task.true_probs.end(), p.begin(), p.begin() + b);
+      }
+    }
+    if (task.has_head) {
+      for (size_t i = 0; i < b; ++i) {
+        task.head_scores.push_back(model::ClickProbability(logits[(t + 1) * b + i]));
+      }
+    }
+  }
 }
 
 // Appends one scored batch's per-example results (its buckets from the EVAL columns).
@@ -94,6 +146,18 @@ absl::StatusOr<EvalShard> ScoreShare(const v1::ModelConfig& config, const Sparse
   shard.examples.has_item_count = item_count >= 0;
   shard.examples.has_cold_user = cold_user >= 0;
   shard.examples.has_true_prob = true_prob >= 0;
+  std::vector<int> task_true_probs;
+  for (const v1::TaskConfig& task : config.dense().tasks()) {
+    int index = EvalIndex(config, task.true_prob_column());
+    if (task.kind() == v1::TaskConfig::ESMM_CTCVR && true_prob < 0) index = -1;
+    task_true_probs.push_back(index);
+    EvalExamples::Task& t = shard.examples.tasks.emplace_back();
+    t.has_true_prob = index >= 0;
+    t.has_head = task.kind() == v1::TaskConfig::ESMM_CTCVR;
+  }
+  if (tower.num_tasks() != 1 + config.dense().tasks_size()) {
+    return absl::InternalError("evaluation: the tower's tasks differ from the config's");
+  }
 
   const uint64_t cap = config.training().eval_max_examples();
   const int batch_size = static_cast<int>(config.training().batch_size());
@@ -117,8 +181,10 @@ absl::StatusOr<EvalShard> ScoreShare(const v1::ModelConfig& config, const Sparse
     EMBER_RETURN_IF_ERROR(WaitAll(&pulls));
     pooled.resize(static_cast<size_t>(batch.size) * layout.pooled_width);
     sparse.Pool(absl::MakeSpan(pooled));
-    ScoreBatch(tower, batch, pooled, &logits, &probabilities);
+    ScoreBatch(config.dense(), tower, batch, pooled, &logits, &probabilities);
     AppendBatch(ec, item_count, cold_user, true_prob, batch, probabilities, &shard.examples);
+    AppendTasks(config.dense(), task_true_probs, true_prob, batch, logits, probabilities,
+                &shard.examples);
     shard.batch_index.push_back(k);
     shard.batch_size.push_back(static_cast<uint32_t>(batch.size));
   }

@@ -86,6 +86,34 @@ std::string ResultJson(const v1::ModelConfig& config, const TrainerOptions& opti
       {"resumed_from", Quote(r.resumed_from)},
       {"checkpoints_last_attempt", absl::StrCat(r.checkpoints)},
   };
+  // Multi-task models only (a single-task result.json is unchanged): per task its name,
+  // kind, AUC, logloss, oracle AUC and positives; "click" is task 0 (test_auc above).
+  if (config.dense().tasks_size() > 0) {
+    std::vector<std::string> tasks = {absl::StrCat(
+        "\"click\": {\"kind\": \"CLICK\", \"test_auc\": ", e.examples > 0 ? Number(e.auc) : "null",
+        ", \"test_logloss\": ", e.examples > 0 ? Number(e.logloss) : "null",
+        ", \"oracle_auc\": ", Number(e.oracle_auc), "}")};
+    for (int t = 0; t < config.dense().tasks_size(); ++t) {
+      const v1::TaskConfig& task = config.dense().tasks(t);
+      const bool have = static_cast<size_t>(t) < e.tasks.size() && e.examples > 0;
+      tasks.push_back(absl::StrCat(
+          Quote(task.name()), ": {\"kind\": ", Quote(v1::TaskConfig::Kind_Name(task.kind())),
+          ", \"test_auc\": ", have ? Number(e.tasks[t].auc) : "null",
+          ", \"test_logloss\": ", have ? Number(e.tasks[t].logloss) : "null",
+          ", \"oracle_auc\": ", have ? Number(e.tasks[t].oracle_auc) : "null",
+          ", \"test_positives\": ", have ? absl::StrCat(e.tasks[t].positives) : "null",
+          // ESMM: the CVR head over the clicked test examples.
+          task.kind() == v1::TaskConfig::ESMM_CTCVR
+              ? absl::StrCat(
+                    ", \"cvr_auc_clicked\": ", have ? Number(e.tasks[t].cvr_auc_clicked) : "null",
+                    ", \"cvr_oracle_auc_clicked\": ",
+                    have ? Number(e.tasks[t].cvr_oracle_auc_clicked) : "null",
+                    ", \"test_clicked\": ", have ? absl::StrCat(e.tasks[t].clicked) : "null")
+              : "",
+          "}"));
+    }
+    fields.emplace_back("tasks", absl::StrCat("{", absl::StrJoin(tasks, ", "), "}"));
+  }
   std::string out = "{\n";
   for (size_t i = 0; i < fields.size(); ++i) {
     absl::StrAppend(&out, "  ", Quote(fields[i].first), ": ", fields[i].second,

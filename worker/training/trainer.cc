@@ -377,13 +377,35 @@ absl::StatusOr<float> Trainer::ComputeStep(PreparedBatch* batch, double global_e
   const int width = layout_.pooled_width;
   pooled_.resize(static_cast<size_t>(b) * width);
   d_pooled_.resize(pooled_.size());
-  logits_.resize(b);
   sparse.Pool(absl::MakeSpan(pooled_));
-  tower_->Forward(b, ex.dense, pooled_, absl::MakeSpan(logits_));
-  const float loss_sum = tower_->BackwardWithBce(logits_, ex.labels, ex.weights,
-                                                 static_cast<float>(1.0 / global_examples),
-                                                 absl::MakeSpan(d_pooled_)) *
-                         static_cast<float>(global_examples);
+  float loss_sum = 0;
+  const int tasks = tower_->num_tasks();
+  if (tasks == 1) {
+    logits_.resize(b);
+    tower_->Forward(b, ex.dense, pooled_, absl::MakeSpan(logits_));
+    loss_sum = tower_->BackwardWithBce(logits_, ex.labels, ex.weights,
+                                       static_cast<float>(1.0 / global_examples),
+                                       absl::MakeSpan(d_pooled_)) *
+               static_cast<float>(global_examples);
+  } else {
+    // Multi-task: every task's labels task-major, the loss the sum over the tasks.
+    logits_.resize(static_cast<size_t>(b) * tasks);
+    task_labels_.assign(ex.labels.begin(), ex.labels.begin() + b);
+    for (int t = 1; t < tasks; ++t) {
+      if (b > 0 && ex.task_labels.size() < static_cast<size_t>(t)) {
+        return absl::InternalError("training: a batch lacks the extra tasks' labels");
+      }
+      if (b > 0)
+        task_labels_.insert(task_labels_.end(), ex.task_labels[t - 1].begin(),
+                            ex.task_labels[t - 1].begin() + b);
+    }
+    task_labels_.resize(logits_.size());
+    tower_->ForwardTasks(b, ex.dense, pooled_, absl::MakeSpan(logits_));
+    loss_sum = tower_->BackwardWithTaskLoss(logits_, task_labels_, ex.weights,
+                                            static_cast<float>(1.0 / global_examples),
+                                            absl::MakeSpan(d_pooled_)) *
+               static_cast<float>(global_examples);
+  }
   EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense tower"));
   sparse.Backward(d_pooled_);
   return loss_sum;
@@ -549,6 +571,14 @@ absl::Status Trainer::RunEvaluation(bool final) {
                           eval->logloss);
   if (eval->oracle_auc.has_value())
     log_ << absl::StrFormat("  (oracle AUC %.4f)", *eval->oracle_auc);
+  // Multi-task: each extra task's AUC (rank 0's; nothing printed without tasks).
+  for (size_t t = 0; t < eval->tasks.size(); ++t) {
+    log_ << absl::StrFormat("  %s AUC %.4f", config_.dense().tasks(static_cast<int>(t)).name(),
+                            eval->tasks[t].auc);
+    if (eval->tasks[t].oracle_auc.has_value()) {
+      log_ << absl::StrFormat(" (oracle %.4f)", *eval->tasks[t].oracle_auc);
+    }
+  }
   log_ << absl::StrFormat("  [%d examples, %d scored by rank 0 of %d, %.2fs, reading %.2fs]",
                           eval->examples, eval->scored_examples, collective_->world_size(),
                           eval->seconds, eval->read_seconds)

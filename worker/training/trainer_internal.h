@@ -153,6 +153,7 @@ class Trainer {
   std::unique_ptr<WorkerMetrics> metrics_;
 
   std::vector<float> pooled_, d_pooled_, logits_, reduce_;
+  std::vector<float> task_labels_;       // multi-task: [num_tasks x batch] labels of the step
   std::vector<PsHandle> prefetch_;       // pulls of the batch at the pipeline's head
   PreparedBatch* prefetched_ = nullptr;  // that batch
   std::deque<InFlight> in_flight_;

@@ -2,8 +2,9 @@
 //
 // Tests of common/model/line_parser.{h,cc}'s feature transforms: clipping and
 // standardizing DENSE values, BUCKETIZED and CROSS columns, and a config that lacks the
-// statistics its transforms need. (Plain columns, partitioning and malformed lines are
-// tested through the reader: tests/worker/data/reader_test.cc.)
+// statistics its transforms need; and the TASK_LABEL columns of multi-task models. (Plain columns,
+// partitioning and malformed lines are tested through the reader:
+// tests/worker/data/reader_test.cc.)
 
 #include "common/model/line_parser.h"
 
@@ -287,6 +288,56 @@ TEST(LineParserTransformsTest, CriteoColumnsTakeTransforms) {
   EXPECT_THAT(e->dense, ElementsAre(2.0f));
   EXPECT_THAT(e->ids[0], ElementsAre(2u));
   EXPECT_THAT(e->ids[1], ElementsAre(Cross(0xa, 0xff)));
+}
+
+// Multi-task: TASK_LABEL columns go to ExampleBatch.task_labels in dense.tasks order
+// (not column order), 0/1 like LABEL; anything else is malformed naming the column; a
+// score-only parser reads none of them.
+TEST(LineParserTasksTest, TaskLabelsInTaskOrder) {
+  const v1::ModelConfig config = Config(R"pb(
+    data {
+      columns { name: "label" kind: LABEL }
+      columns { name: "a" kind: TASK_LABEL }
+      columns { name: "b" kind: TASK_LABEL }
+      columns { name: "user" kind: CATEGORICAL id_encoding: DECIMAL }
+    }
+    tables { name: "t" dim: 16 }
+    features { column: "user" table: "t" }
+    dense {
+      tasks { name: "second" label_column: "b" }
+      tasks { name: "first" label_column: "a" }
+    }
+  )pb");
+  const std::vector<absl::string_view> header = {"user", "a", "label", "b"};
+  absl::StatusOr<LineParser> parser = LineParser::Create(config, {}, header, "f.tsv");
+  ASSERT_TRUE(parser.ok()) << parser.status();
+  std::string error;
+  ExampleBatch batch;
+  batch.Reset(parser->num_dense(), parser->num_features(), parser->num_eval());
+  for (const char* line : {"7\t1\t1\t0", "8\t0\t0\t1.0"}) {
+    ASSERT_EQ(parser->Parse(line, &error), LineParser::Result::kOk) << error;
+    parser->AppendTo(&batch);
+  }
+  ASSERT_EQ(batch.task_labels.size(), 2u);
+  EXPECT_THAT(batch.task_labels[0], ElementsAre(0.0f, 1.0f));  // "second" reads b
+  EXPECT_THAT(batch.task_labels[1], ElementsAre(1.0f, 0.0f));  // "first" reads a
+  EXPECT_THAT(batch.labels, ElementsAre(1.0f, 0.0f));
+  batch.Reset(parser->num_dense(), parser->num_features(), parser->num_eval());
+  EXPECT_TRUE(batch.task_labels[0].empty());
+
+  EXPECT_EQ(parser->Parse("7\t2\t1\t0", &error), LineParser::Result::kMalformed);
+  EXPECT_THAT(error, HasSubstr("column 'a': label must be 0 or 1, got '2'"));
+
+  LineParserOptions score_only;
+  score_only.score_only = true;
+  absl::StatusOr<LineParser> scorer =
+      LineParser::Create(config, score_only, std::vector<absl::string_view>{"user"}, "rows");
+  ASSERT_TRUE(scorer.ok()) << scorer.status();
+  ASSERT_EQ(scorer->Parse("7", &error), LineParser::Result::kOk) << error;
+  ExampleBatch rows;
+  rows.Reset(scorer->num_dense(), scorer->num_features(), scorer->num_eval());
+  scorer->AppendTo(&rows);
+  EXPECT_TRUE(rows.task_labels.empty());
 }
 
 }  // namespace

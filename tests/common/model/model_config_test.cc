@@ -303,6 +303,21 @@ TEST_P(ModelConfigValidationTest, RejectsWithFieldName) {
 
 v1::ColumnConfig* Col(v1::ModelConfig* c, int i) { return c->mutable_data()->mutable_columns(i); }
 
+// Adds a TASK_LABEL column "converted" (once) and a task "conv" reading it.
+v1::TaskConfig* WithTask(v1::ModelConfig* c) {
+  bool has = false;
+  for (const v1::ColumnConfig& col : c->data().columns()) has |= col.name() == "converted";
+  if (!has) {
+    auto* col = c->mutable_data()->add_columns();
+    col->set_name("converted");
+    col->set_kind(v1::ColumnConfig::TASK_LABEL);
+  }
+  v1::TaskConfig* t = c->mutable_dense()->add_tasks();
+  t->set_name("conv");
+  t->set_label_column("converted");
+  return t;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllChecks, ModelConfigValidationTest,
     ::testing::Values(
@@ -469,6 +484,51 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"true_prob column not EVAL",
                 [](v1::ModelConfig* c) { c->mutable_eval()->set_true_prob_column("u"); },
                 "eval.true_prob_column: 'u' is not an EVAL column"},
+        BadCase{"task label not TASK_LABEL",
+                [](v1::ModelConfig* c) {
+                  auto* t = c->mutable_dense()->add_tasks();
+                  t->set_name("conv");
+                  t->set_label_column("x");
+                },
+                "dense.tasks[0] (conv): label_column 'x' is not a TASK_LABEL column"},
+        BadCase{"task named click",
+                [](v1::ModelConfig* c) { WithTask(c)->set_name("click"); },
+                "dense.tasks[0] (click): task name 'click' appears twice"},
+        BadCase{"task bad name", [](v1::ModelConfig* c) { WithTask(c)->set_name("a b"); },
+                "dense.tasks[0] (a b): name must match [a-zA-Z0-9_]{1,32}"},
+        BadCase{"task loss weight",
+                [](v1::ModelConfig* c) { WithTask(c)->set_loss_weight(0); },
+                "dense.tasks[0] (conv): loss_weight 0 must be in (0, 100]"},
+        BadCase{"task unknown kind",
+                [](v1::ModelConfig* c) {
+                  WithTask(c)->set_kind(static_cast<v1::TaskConfig::Kind>(7));
+                },
+                "dense.tasks[0] (conv): unknown kind 7"},
+        BadCase{"task top_mlp",
+                [](v1::ModelConfig* c) { WithTask(c)->add_top_mlp(0); },
+                "dense.tasks[0] (conv).top_mlp[0]: size 0 is out of range"},
+        BadCase{"task true_prob not EVAL",
+                [](v1::ModelConfig* c) { WithTask(c)->set_true_prob_column("x"); },
+                "dense.tasks[0] (conv): true_prob_column 'x' is not an EVAL column"},
+        BadCase{"two tasks one label",
+                [](v1::ModelConfig* c) {
+                  WithTask(c);
+                  WithTask(c)->set_name("conv2");
+                },
+                "dense.tasks[1] (conv2): label_column 'converted' is another task's too"},
+        BadCase{"tasks with cold resampling",
+                [](v1::ModelConfig* c) {
+                  WithTask(c);
+                  c->mutable_skew()->add_cold_features("u");
+                  c->mutable_skew()->set_cold_resample_fraction(0.5f);
+                },
+                "dense.tasks: multi-task heads do not combine with skew.cold_resample_fraction yet"},
+        BadCase{"task label without task",
+                [](v1::ModelConfig* c) {
+                  WithTask(c);
+                  c->mutable_dense()->clear_tasks();
+                },
+                "data.columns: TASK_LABEL column 'converted' is no task's label_column"},
         BadCase{"warm above hot",
                 [](v1::ModelConfig* c) {
                   c->mutable_eval()->set_hot_min_count(10);
@@ -502,6 +562,26 @@ TEST(ModelConfigTest, CrossDefaultsAndLimits) {
   c = NormalizeModelConfig(Small(), "small");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->dense().cross_layers(), 0u);
+}
+
+// Tasks get defaults inside themselves only; a config without tasks has none.
+TEST(ModelConfigTest, TaskDefaults) {
+  v1::ModelConfig config = Small();
+  WithTask(&config)->set_true_prob_column("p");
+  absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(config, "small");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->dense().tasks_size(), 1);
+  const v1::TaskConfig& t = c->dense().tasks(0);
+  EXPECT_EQ(t.kind(), v1::TaskConfig::INDEPENDENT);
+  EXPECT_EQ(t.loss_weight(), 1.0f);
+  EXPECT_EQ(std::vector<uint32_t>(t.top_mlp().begin(), t.top_mlp().end()),
+            (std::vector<uint32_t>{64, 32}));
+  absl::StatusOr<v1::ModelConfig> again = NormalizeModelConfig(*c, "small");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(MessageDifferencer::Equals(*c, *again));
+  c = NormalizeModelConfig(Small(), "small");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->dense().tasks_size(), 0);
 }
 
 // ---- The skew section (SkewConfig).

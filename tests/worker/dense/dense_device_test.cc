@@ -120,6 +120,25 @@ TEST(DenseDeviceTest, CrossIsRefusedOnCuda) {
   EXPECT_TRUE(CheckDenseTowerOnDevice(Config(v1::DenseTowerConfig::DOT), options).ok());
 }
 
+// Multi-task heads have no CUDA kernels yet: refused like CROSS, before any probe.
+TEST(DenseDeviceTest, MultiTaskHeadsAreRefusedOnCuda) {
+  v1::DenseTowerConfig config = Config(v1::DenseTowerConfig::DOT);
+  v1::TaskConfig* task = config.add_tasks();
+  task->set_name("conversion");
+  task->set_kind(v1::TaskConfig::ESMM_CTCVR);
+  DenseTowerOptions options;
+  options.device = model::DenseDevice::kCuda;
+  const absl::Status s = CheckDenseTowerOnDevice(config, options);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(s.message(), "multi-task heads are not on CUDA yet; use --device=cpu");
+  EXPECT_EQ(CreateDenseTower(config, 3, {4, 4}, options).status(), s);
+  options.device = model::DenseDevice::kCpu;
+  absl::StatusOr<std::unique_ptr<model::DenseTower>> tower =
+      CreateDenseTower(config, 3, {4, 4}, options);
+  ASSERT_TRUE(tower.ok()) << tower.status();
+  EXPECT_EQ((*tower)->num_tasks(), 2);
+}
+
 TEST(DenseDeviceTest, DeviceCollectiveRejectsBadOptions) {
   CollectiveOptions options;
   options.rank = 2;

@@ -56,6 +56,11 @@ std::vector<EvalShard> Split(const TestSet& t, size_t world, uint64_t digest = 7
     s.examples.has_item_count = t.all.has_item_count;
     s.examples.has_cold_user = t.all.has_cold_user;
     s.examples.has_true_prob = t.all.has_true_prob;
+    s.examples.tasks.resize(t.all.tasks.size());  // as ScoreShare: even with no batches
+    for (size_t i = 0; i < t.all.tasks.size(); ++i) {
+      s.examples.tasks[i].has_true_prob = t.all.tasks[i].has_true_prob;
+      s.examples.tasks[i].has_head = t.all.tasks[i].has_head;
+    }
   }
   size_t offset = 0;
   for (size_t k = 0; k < t.batches.size(); ++k) {
@@ -140,6 +145,74 @@ TEST(EvalShardTest, AnyWorldSizeMergesToBitwiseTheOneRankResult) {
       ExpectSameResult(*one, *many);
     }
   }
+}
+
+// Multi-task: the extra tasks' scores, labels and true probabilities ride in the shards
+// and merge back in order; their AUCs are bitwise one rank's.
+TEST(EvalShardTest, ExtraTasksMergeToBitwiseTheOneRankResult) {
+  TestSet t = MakeTestSet(3001, 256, /*columns=*/false, 3);
+  const TestSet other = MakeTestSet(3001, 256, /*columns=*/true, 4);
+  for (bool has_true_prob : {true, false}) {
+    EvalExamples::Task& task = t.all.tasks.emplace_back();
+    task.has_true_prob = has_true_prob;
+    task.scores = other.all.scores;
+    task.labels = other.all.labels;
+    if (has_true_prob) task.true_probs = other.all.true_probs;
+    // The first task is ESMM-like: a head score (and its truth) rides along.
+    task.has_head = has_true_prob;
+    if (task.has_head) {
+      task.head_scores = t.all.scores;
+      task.head_true_probs = other.all.true_probs;
+    }
+  }
+  absl::StatusOr<TestSetResult> one = SummarizeExamples(t.all);
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->tasks.size(), 2u);
+  const absl::StatusOr<TestSetResult> alone = SummarizeExamples(other.all);
+  ASSERT_TRUE(alone.ok());
+  EXPECT_TRUE(Same(one->tasks[0].auc, alone->auc));
+  EXPECT_TRUE(Same(one->tasks[0].logloss, alone->logloss));
+  EXPECT_TRUE(Same(one->tasks[0].oracle_auc, alone->oracle_auc));
+  EXPECT_FALSE(one->tasks[1].oracle_auc.has_value());
+  // The head over the clicked examples (click label 1): bucket 0 of a one-bucket AUC.
+  std::vector<int> clicked;
+  for (float y : t.all.labels) clicked.push_back(y >= 0.5f ? 0 : -1);
+  EvalAccumulator head(1);
+  ASSERT_TRUE(head.Add(t.all.scores, other.all.labels, clicked).ok());
+  EXPECT_TRUE(Same(*one->tasks[0].cvr_auc_clicked, head.Finalize().buckets[0].auc));
+  EXPECT_TRUE(one->tasks[0].cvr_oracle_auc_clicked.has_value());
+  EXPECT_FALSE(one->tasks[1].cvr_auc_clicked.has_value());
+  for (size_t world : {1, 2, 3, 7, 20}) {
+    SCOPED_TRACE(testing::Message() << "world " << world);
+    absl::StatusOr<EvalExamples> merged = MergeShards(Split(t, world));
+    ASSERT_TRUE(merged.ok()) << merged.status();
+    ASSERT_EQ(merged->tasks.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(merged->tasks[i].scores, t.all.tasks[i].scores);
+      EXPECT_EQ(merged->tasks[i].labels, t.all.tasks[i].labels);
+      EXPECT_EQ(merged->tasks[i].true_probs, t.all.tasks[i].true_probs);
+      EXPECT_EQ(merged->tasks[i].head_scores, t.all.tasks[i].head_scores);
+      EXPECT_EQ(merged->tasks[i].head_true_probs, t.all.tasks[i].head_true_probs);
+    }
+    absl::StatusOr<TestSetResult> many = SummarizeExamples(*merged);
+    ASSERT_TRUE(many.ok()) << many.status();
+    ExpectSameResult(*one, *many);
+    ASSERT_EQ(many->tasks.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_TRUE(Same(many->tasks[i].auc, one->tasks[i].auc));
+      EXPECT_TRUE(Same(many->tasks[i].logloss, one->tasks[i].logloss));
+      EXPECT_TRUE(Same(many->tasks[i].oracle_auc, one->tasks[i].oracle_auc));
+      EXPECT_EQ(many->tasks[i].positives, one->tasks[i].positives);
+      EXPECT_TRUE(Same(many->tasks[i].cvr_auc_clicked, one->tasks[i].cvr_auc_clicked));
+      EXPECT_TRUE(
+          Same(many->tasks[i].cvr_oracle_auc_clicked, one->tasks[i].cvr_oracle_auc_clicked));
+      EXPECT_EQ(many->tasks[i].clicked, one->tasks[i].clicked);
+    }
+  }
+  // A rank that lost its tasks cut the test set differently.
+  std::vector<EvalShard> shards = Split(t, 2);
+  shards[1].examples.tasks.clear();
+  EXPECT_EQ(MergeShards(shards).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(EvalShardTest, RanksThatCutTheTestSetDifferentlyAreNamed) {

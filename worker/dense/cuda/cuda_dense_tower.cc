@@ -474,6 +474,9 @@ absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateCudaDenseTower(
   if (layout.interaction == v1::DenseTowerConfig::CROSS) {
     return absl::UnimplementedError("interaction CROSS is not on CUDA yet; use --device=cpu");
   }
+  if (!layout.tasks.empty()) {  // likewise: the kernels would run task 0 alone
+    return absl::UnimplementedError("multi-task heads are not on CUDA yet; use --device=cpu");
+  }
   auto tower = std::make_unique<CudaDenseTower>(std::move(layout), options);
   EMBER_RETURN_IF_ERROR(tower->Init(parameters));
   return tower;
