@@ -189,7 +189,7 @@ void FillDefaults(ModelConfig* config) {
   if (opt->beta1() == 0) opt->set_beta1(0.9f);
   if (opt->beta2() == 0) opt->set_beta2(0.999f);
   if (opt->epsilon() == 0) opt->set_epsilon(1e-8f);
-  if (!opt->has_initial_accumulator()) opt->set_initial_accumulator(0.1f);
+  if (!opt->has_initial_accumulator()) opt->set_initial_accumulator(1e-6f);
 
   TrainingConfig* training = config->mutable_training();
   if (training->batch_size() == 0) training->set_batch_size(1024);

@@ -418,7 +418,7 @@ def make_optimizers(model, config, model_pb2, table_pb2):
         optimizers.append(torch.optim.Adam(dense_params, lr=lr, eps=eps,
                                            betas=(d.beta1 or 0.9, d.beta2 or 0.999)))
     elif kind == kinds.ADAGRAD:
-        acc = d.initial_accumulator if d.HasField("initial_accumulator") else 0.1
+        acc = d.initial_accumulator if d.HasField("initial_accumulator") else 1e-6
         optimizers.append(torch.optim.Adagrad(dense_params, lr=lr, eps=eps,
                                               initial_accumulator_value=acc))
     else:

@@ -15,7 +15,7 @@
 #   adagrad:LR:ACC               tables: optimizer { kind: ADAGRAD learning_rate: LR initial_accumulator: ACC }
 #   adagrad:LR / sgd:LR / adam:LR / ftrl:LR   tables: that optimizer at LR, the rest default
 #   init:SCALE                   tables: initializer { kind: UNIFORM scale: SCALE }
-#   dense:KIND:LR                dense_optimizer { kind: KIND learning_rate: LR }
+#   dense:KIND:LR[:ACC]          dense_optimizer { kind: KIND learning_rate: LR [initial_accumulator: ACC] }
 #   A+B                          both (e.g. adagrad:0.1:0+dense:ADAM:0.003)
 # Results are appended to --out as "dataset variant auc logloss oracle_auc" lines; a
 # (dataset, variant) already there is not run again, so an interrupted sweep resumes.
@@ -79,6 +79,9 @@ def variant_config(dataset, variant, train, test):
             table.append("optimizer { kind: %s learning_rate: %s }" % (f[0].upper(), f[1]))
         elif f[0] == "init":
             table.append("initializer { kind: UNIFORM scale: %s }" % f[1])
+        elif f[0] == "dense" and len(f) == 4:
+            dense = ("dense_optimizer { kind: %s learning_rate: %s initial_accumulator: %s }\n"
+                     % (f[1], f[2], f[3]))
         elif f[0] == "dense":
             dense = "dense_optimizer { kind: %s learning_rate: %s }\n" % (f[1], f[2])
         else:

@@ -194,7 +194,7 @@ TEST(ModelConfigTest, FillsDefaults) {
   EXPECT_FLOAT_EQ(c.dense_optimizer().beta1(), 0.9f);
   EXPECT_FLOAT_EQ(c.dense_optimizer().beta2(), 0.999f);
   EXPECT_FLOAT_EQ(c.dense_optimizer().epsilon(), 1e-8f);
-  EXPECT_FLOAT_EQ(c.dense_optimizer().initial_accumulator(), 0.1f);
+  EXPECT_FLOAT_EQ(c.dense_optimizer().initial_accumulator(), 1e-6f);
   EXPECT_EQ(c.training().batch_size(), 1024u);
   EXPECT_EQ(c.training().epochs(), 1u);
   EXPECT_EQ(c.training().consistency(), v1::TrainingConfig::BSP);
