@@ -83,7 +83,10 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Create(const v1::Worke
   m->parameters_.resize(want);
   std::memcpy(m->parameters_.data(), state.dense_parameters().data(), want * sizeof(float));
   std::copy(m->parameters_.begin(), m->parameters_.end(), (*tower)->parameters().begin());
-  m->idle_.push_back(std::move(*tower));
+  {
+    absl::MutexLock lock(&m->mu_);  // Not yet shared; the lock is for the analysis.
+    m->idle_.push_back(std::move(*tower));
+  }
   return m;
 }
 

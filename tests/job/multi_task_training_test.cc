@@ -103,7 +103,9 @@ class MultiTaskTrainingTest : public ::testing::Test {
     for (size_t r = 0; r < workers.size(); ++r) {
       absl::StatusOr<int> code = workers[r]->Wait(absl::Minutes(5));
       EXPECT_TRUE(code.ok()) << code.status();
-      if (code.ok()) EXPECT_EQ(*code, 0) << "worker " << r;
+      if (code.ok()) {
+        EXPECT_EQ(*code, 0) << "worker " << r;
+      }
     }
     return ReadFile(run_dir + "/result.json");
   }
