@@ -59,10 +59,13 @@ void AppendFloat32Bytes(absl::Span<const float> values, std::string* out) {
 void AppendFloat16Bytes(absl::Span<const float> values, std::string* out) {
   const size_t start = out->size();
   out->resize(start + values.size() * 2);
-  char* dst = out->data() + start;
+  EncodeFloat16Bytes(values, out->data() + start);
+}
+
+void EncodeFloat16Bytes(absl::Span<const float> values, char* out) {
   for (size_t i = 0; i < values.size(); ++i) {
     const uint16_t h = FloatToHalf(values[i]);
-    std::memcpy(dst + 2 * i, &h, 2);
+    std::memcpy(out + 2 * i, &h, 2);
   }
 }
 

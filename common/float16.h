@@ -24,6 +24,8 @@ float HalfToFloat(uint16_t half);
 // Appends values as packed little-endian float32 or float16 bytes to `out`.
 void AppendFloat32Bytes(absl::Span<const float> values, std::string* out);
 void AppendFloat16Bytes(absl::Span<const float> values, std::string* out);
+// Writes values as packed little-endian float16 to out[0, 2 * values.size()).
+void EncodeFloat16Bytes(absl::Span<const float> values, char* out);
 
 // Decodes packed little-endian bytes into out. REQUIRES: bytes.size() == out.size() * 4
 // (float32) or out.size() * 2 (float16).

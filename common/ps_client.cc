@@ -38,6 +38,7 @@
 #include "common/hash.h"
 #include "common/ps_client_cluster.h"
 #include "common/ps_client_impl.h"
+#include "common/pull_wire.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
@@ -102,7 +103,10 @@ class PsHandle::Op {
     Part part;
     grpc::ClientContext context;  // fresh for every attempt
     v1::PullRequest pull_request;
+    grpc::ByteBuffer pull_bytes;  // an owner read's raw answer
+    // A replica read's answer, or an owner's that was parsed (`parsed`).
     v1::PullResponse pull_response;
+    bool parsed = false;
     v1::PushRequest push_request;
     v1::PushResponse push_response;
     grpc::Status status;  // written by the callback
@@ -388,32 +392,58 @@ class PsHandle::Op {
         --r->pending;
       };
       v1::PsService::StubInterface::async_interface* async = shard->second.stub->async();
-      if (kind_ == Kind::kPull) {
+      if (kind_ == Kind::kPull && rpc->part.replica) {
+        // A replica read's answer carries replica_missing: parsed as a message.
+        rpc->parsed = true;
         async->Pull(&rpc->context, &rpc->pull_request, &rpc->pull_response, std::move(done));
+      } else if (kind_ == Kind::kPull) {
+        shard->second.pull->UnaryCall(&rpc->context, PsClient::Impl::kPullMethod,
+                                      grpc::StubOptions(), &rpc->pull_request, &rpc->pull_bytes,
+                                      std::move(done));
       } else {
         async->Push(&rpc->context, &rpc->push_request, &rpc->push_response, std::move(done));
       }
     }
   }
 
-  // Takes the result of a successful RPC.
-  absl::Status Consume(const Rpc& rpc) {
+  // Takes the result of a successful RPC: the pulled rows into out_, copied straight
+  // from the received slices when the answer is an owner's plain values (every
+  // ember-ps writes that), else through a parse of the PullResponse.
+  absl::Status Consume(Rpc& rpc) {
     if (kind_ == Kind::kPush) return absl::OkStatus();
     const uint32_t dim = table_.dim();
-    const size_t n = rpc.part.index.size() * dim;
+    const size_t rows = rpc.part.index.size();
+    const size_t element_bytes = float16_ ? 2 : 4;
+    auto take_row = [&](size_t k, absl::string_view bytes) {
+      const absl::Span<float> dst(&out_[rpc.part.index[k] * dim], dim);
+      if (float16_) {
+        DecodeFloat16Bytes(bytes, dst);
+      } else {
+        DecodeFloat32Bytes(bytes, dst);
+      }
+    };
+    if (!rpc.parsed && ForEachPulledRow(rpc.pull_bytes, dim * element_bytes, rows, take_row)) {
+      return absl::OkStatus();
+    }
+    EMBER_RETURN_IF_ERROR(Parse(rpc));
     const std::string& bytes = rpc.pull_response.values();
-    if (bytes.size() != n * (float16_ ? 2 : 4)) {
+    if (bytes.size() != rows * dim * element_bytes) {
       return absl::InternalError(absl::StrCat("ps client: pull returned ", bytes.size(),
-                                              " bytes, expected ", n * (float16_ ? 2 : 4)));
+                                              " bytes, expected ", rows * dim * element_bytes));
     }
-    std::vector<float> values(n);
-    if (float16_) {
-      DecodeFloat16Bytes(bytes, absl::MakeSpan(values));
-    } else {
-      DecodeFloat32Bytes(bytes, absl::MakeSpan(values));
-    }
-    for (size_t k = 0; k < rpc.part.index.size(); ++k) {
-      std::memcpy(&out_[rpc.part.index[k] * dim], &values[k * dim], dim * sizeof(float));
+    const size_t row_bytes = dim * element_bytes;
+    for (size_t k = 0; k < rows; ++k) take_row(k, bytes.substr(k * row_bytes, row_bytes));
+    return absl::OkStatus();
+  }
+
+  // Parses the raw answer of a pull into rpc.pull_response (once).
+  static absl::Status Parse(Rpc& rpc) {
+    if (rpc.parsed) return absl::OkStatus();
+    rpc.parsed = true;
+    if (!grpc::SerializationTraits<v1::PullResponse>::Deserialize(&rpc.pull_bytes,
+                                                                  &rpc.pull_response)
+             .ok()) {
+      return absl::InternalError("ps client: the pull's answer is not a PullResponse");
     }
     return absl::OkStatus();
   }
@@ -421,7 +451,8 @@ class PsHandle::Op {
   // Takes a successful replica read: the answered rows into out_, the positions the
   // holder did not answer into *to_owners. False for a malformed answer (then nothing
   // of it counts: every key goes to its owner).
-  bool ConsumeReplica(const Rpc& rpc, std::vector<size_t>* to_owners) {
+  bool ConsumeReplica(Rpc& rpc, std::vector<size_t>* to_owners) {
+    if (!Parse(rpc).ok()) return false;
     const google::protobuf::RepeatedField<uint32_t>& missing = rpc.pull_response.replica_missing();
     for (int k = 0; k < missing.size(); ++k) {
       if (missing[k] >= rpc.part.index.size() || (k > 0 && missing[k] <= missing[k - 1])) {
@@ -510,7 +541,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
   impl->channel_args.SetMaxSendMessageSize(options.max_message_bytes);
   auto shards = std::make_shared<Shards>();
   for (const auto& [shard, address] : options.shard_addresses) {
-    (*shards)[shard] = Shard{address, impl->NewStub(address)};
+    (*shards)[shard] = impl->NewShard(address);
   }
   {
     absl::MutexLock lock(&impl->map_mu);

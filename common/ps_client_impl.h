@@ -33,15 +33,22 @@
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 
 namespace ember {
 
 struct PsClient::Impl {
+  // Pull is called raw (its answer's rows are copied straight out of the received
+  // slices, common/pull_wire.h); the other methods through the typed stub.
+  using PullStub = grpc::TemplatedGenericStub<v1::PullRequest, grpc::ByteBuffer>;
+  static constexpr char kPullMethod[] = "/ember.v1.PsService/Pull";
+
   struct Shard {
     std::string address;
     std::shared_ptr<v1::PsService::Stub> stub;
+    std::shared_ptr<PullStub> pull;  // the same channel as `stub`
   };
   using Shards = absl::flat_hash_map<uint32_t, Shard>;
 
@@ -84,7 +91,7 @@ struct PsClient::Impl {
     return slot_map;
   }
 
-  std::shared_ptr<v1::PsService::Stub> NewStub(const std::string& address) const {
+  Shard NewShard(const std::string& address) const {
     std::shared_ptr<grpc::Channel> channel =
         options.shard_interceptors
             ? grpc::experimental::CreateCustomChannelWithInterceptors(
@@ -92,7 +99,7 @@ struct PsClient::Impl {
                   options.shard_interceptors())
             : grpc::CreateCustomChannel(address, OrInsecure(options.channel_credentials),
                                         channel_args);
-    return v1::PsService::NewStub(channel);
+    return Shard{address, v1::PsService::NewStub(channel), std::make_shared<PullStub>(channel)};
   }
 
   // Records a redirect: `slot` is owned by `owner` at `epoch` (never moves back).
@@ -118,7 +125,7 @@ struct PsClient::Impl {
     for (const auto& [id, address] : cluster.addresses) {
       auto it = next->find(id);
       if (it != next->end() && it->second.address == address) continue;
-      (*next)[id] = Shard{address, NewStub(address)};
+      (*next)[id] = NewShard(address);
     }
     {
       absl::MutexLock lock(&map_mu);

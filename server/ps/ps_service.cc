@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "common/float16.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
+#include "common/pull_wire.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
 #include "grpc/grpc.h"
@@ -169,37 +171,39 @@ absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const u
 }
 
 absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullResponse* response) {
+  std::string* out = response->mutable_values();
+  return DoPullInto(request, response, [out](size_t bytes) {
+    out->resize(bytes);
+    return out->data();
+  });
+}
+
+absl::Status PsServiceImpl::DoPullInto(const v1::PullRequest& request,
+                                       v1::PullResponse* replica_response,
+                                       absl::FunctionRef<char*(size_t bytes)> allocate) {
   absl::ReaderMutexLock lock(&store_mu_);
   EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
-  if (request.replica_read()) return DoReplicaPull(request, response);
+  if (request.replica_read()) return DoReplicaPull(request, replica_response);
   EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
                          DecodeIds(request.ids(), max_batch_keys_));
   EMBER_RETURN_IF_ERROR(CheckRouting(config.seed(), ids, request.epoch()));
   const size_t elements = ids.size() * config.dim();
-  std::string* out = response->mutable_values();
-  if (request.encoding() == v1::VALUE_ENCODING_FLOAT32) {
-    // The store writes straight into the response bytes: no staging copy. (Heap
-    // strings are malloc-aligned; the check keeps this correct if one is not.)
-    out->resize(elements * sizeof(float));
-    if (reinterpret_cast<uintptr_t>(out->data()) % alignof(float) == 0) {
-      EMBER_RETURN_IF_ERROR(store_->Pull(
-          request.table(), ids, absl::MakeSpan(reinterpret_cast<float*>(out->data()), elements)));
-      if (metrics_ != nullptr) metrics_->CountRowsPulled(request.table(), ids.size());
-      pulled_keys_.fetch_add(ids.size(), std::memory_order_relaxed);
-      RecordServed(request.table(), ids);
-      return absl::OkStatus();
-    }
-    out->clear();
-  }
-  std::vector<float> values(elements);
-  EMBER_RETURN_IF_ERROR(store_->Pull(request.table(), ids, absl::MakeSpan(values)));
-  out->reserve(values.size() * element_bytes);
-  if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
-    AppendFloat16Bytes(values, out);
+  char* out = allocate(elements * element_bytes);
+  if (request.encoding() == v1::VALUE_ENCODING_FLOAT32 &&
+      reinterpret_cast<uintptr_t>(out) % alignof(float) == 0) {
+    // The store writes straight into the response bytes: no staging copy.
+    EMBER_RETURN_IF_ERROR(store_->Pull(request.table(), ids,
+                                       absl::MakeSpan(reinterpret_cast<float*>(out), elements)));
   } else {
-    AppendFloat32Bytes(values, out);
+    std::vector<float> values(elements);
+    EMBER_RETURN_IF_ERROR(store_->Pull(request.table(), ids, absl::MakeSpan(values)));
+    if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
+      EncodeFloat16Bytes(values, out);
+    } else {
+      std::memcpy(out, values.data(), elements * sizeof(float));
+    }
   }
   if (metrics_ != nullptr) metrics_->CountRowsPulled(request.table(), ids.size());
   pulled_keys_.fetch_add(ids.size(), std::memory_order_relaxed);
@@ -453,9 +457,17 @@ void PsServiceImpl::RecordCall(RpcMethodMetrics& (PsMetrics::*rpc)(), absl::stri
                                const google::protobuf::Message& request,
                                const google::protobuf::Message& response) {
   if (metrics_ == nullptr) return;
-  (metrics_->*rpc)().Record(status.code(), metrics_->clock()->NowMicros() - start_micros);
   // Message bytes (the bytes fields dominate): no response is sent on error.
-  metrics_->CountBytes(method, request.ByteSizeLong(), status.ok() ? response.ByteSizeLong() : 0);
+  RecordCall(rpc, method, start_micros, status, request.ByteSizeLong(),
+             status.ok() ? response.ByteSizeLong() : 0);
+}
+
+void PsServiceImpl::RecordCall(RpcMethodMetrics& (PsMetrics::*rpc)(), absl::string_view method,
+                               int64_t start_micros, const absl::Status& status,
+                               size_t request_bytes, size_t response_bytes) {
+  if (metrics_ == nullptr) return;
+  (metrics_->*rpc)().Record(status.code(), metrics_->clock()->NowMicros() - start_micros);
+  metrics_->CountBytes(method, request_bytes, status.ok() ? response_bytes : 0);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::FinishCall(grpc::CallbackServerContext* context,
@@ -471,13 +483,40 @@ grpc::ServerUnaryReactor* PsServiceImpl::FinishCall(grpc::CallbackServerContext*
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Pull(grpc::CallbackServerContext* context,
-                                              const v1::PullRequest* request,
-                                              v1::PullResponse* response) {
+                                              const grpc::ByteBuffer* request_bytes,
+                                              grpc::ByteBuffer* response_bytes) {
   const int64_t start = CallStart();
   const absl::Time began = absl::Now();
-  const absl::Status status = DoPull(*request, response);
+  v1::PullRequest request;
+  v1::PullResponse replica_response;
+  std::optional<PulledValues> values;
+  absl::Status status;
+  grpc::ByteBuffer parsed(*request_bytes);  // Deserialize consumes its buffer
+  if (!grpc::SerializationTraits<v1::PullRequest>::Deserialize(&parsed, &request).ok()) {
+    status = absl::InvalidArgumentError("Pull: the request is not a valid PullRequest");
+  }
+  if (status.ok()) {
+    status = DoPullInto(request, &replica_response, [&values](size_t bytes) {
+      values.emplace(bytes);
+      return values->data();
+    });
+  }
+  if (status.ok() && values.has_value()) {
+    *response_bytes = values->Release();
+  } else if (status.ok()) {  // a replica read
+    bool own_buffer = false;
+    const grpc::Status serialized = grpc::SerializationTraits<v1::PullResponse>::Serialize(
+        replica_response, response_bytes, &own_buffer);
+    if (!serialized.ok()) {
+      status = absl::InternalError(absl::StrCat("Pull: ", serialized.error_message()));
+    }
+  }
   RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
-  return FinishCall(context, &PsMetrics::pull, "Pull", start, status, *request, *response);
+  RecordCall(&PsMetrics::pull, "Pull", start, status, request_bytes->Length(),
+             response_bytes->Length());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status, context));
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Push(grpc::CallbackServerContext* context,

@@ -47,6 +47,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -59,6 +60,7 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/support/byte_buffer.h"
 #include "server/ps/heavy_hitters.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
@@ -85,7 +87,11 @@ struct HotKeyOptions {
   absl::Duration max_copy_wait = absl::Seconds(10);
 };
 
-class PsServiceImpl final : public v1::PsService::CallbackService, private ReplicaHost {
+// Pull is a raw method (ByteBuffer in and out): its response is written without
+// protobuf copies (common/pull_wire.h); every other method is typed.
+class PsServiceImpl final
+    : public v1::PsService::WithRawCallbackMethod_Pull<v1::PsService::CallbackService>,
+      private ReplicaHost {
  public:
   static constexpr uint64_t kDefaultDedupWindow = 4096;
 
@@ -141,9 +147,10 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   // under the store lock (metrics scrapes: a restore replaces both).
   void WithStore(const PsStoreCollector::Visitor& visit) const;
 
+  // `request` holds a PullRequest; `response` gets a PullResponse (pull_wire.h).
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
-                                 const v1::PullRequest* request,
-                                 v1::PullResponse* response) override;
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* context,
                                  const v1::PushRequest* request,
                                  v1::PushResponse* response) override;
@@ -201,6 +208,10 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
   // (with `copy`, DoPush returns the ids the handler must copy: the request's ids
   // after an applied push or a duplicate).
   absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
+  // DoPull with the owner's values written where `allocate(bytes)` says (the Pull
+  // handler: an uninitialized slice). A replica read answers in *replica_response.
+  absl::Status DoPullInto(const v1::PullRequest& request, v1::PullResponse* replica_response,
+                          absl::FunctionRef<char*(size_t bytes)> allocate);
   absl::Status DoPush(const v1::PushRequest& request, v1::PushResponse* response,
                       bool* copy = nullptr);
   absl::Status DoPutReplicas(const v1::PutReplicasRequest& request,
@@ -287,6 +298,10 @@ class PsServiceImpl final : public v1::PsService::CallbackService, private Repli
                   int64_t start_micros, const absl::Status& status,
                   const google::protobuf::Message& request,
                   const google::protobuf::Message& response);
+  // The same with the message sizes (raw methods).
+  void RecordCall(RpcMethodMetrics& (PsMetrics::*rpc)(), absl::string_view method,
+                  int64_t start_micros, const absl::Status& status, size_t request_bytes,
+                  size_t response_bytes);
   // RecordCall, then finishes the call.
   grpc::ServerUnaryReactor* FinishCall(grpc::CallbackServerContext* context,
                                        RpcMethodMetrics& (PsMetrics::*rpc)(),

@@ -35,6 +35,9 @@ struct BenchCase {
   int64_t keys_per_batch = 0;
   // One batch. A non-OK status stops the case and fails RunCases.
   std::function<absl::Status()> batch;
+  // Optional: the CPU seconds used so far by the process serving the batches (e.g.
+  // ProcessCpuSeconds(server_pid)), for Measurement::server_cpu_us_per_batch.
+  std::function<double()> server_cpu_seconds;
 };
 
 struct RunConfig {
@@ -47,7 +50,19 @@ struct Measurement {
   double keys_per_sec = 0;  // median over repetitions
   double cv = 0;            // coefficient of variation over repetitions (0 for one)
   int64_t iterations = 0;   // batches of the median repetition (or of the only one)
+  // CPU microseconds per batch over every batch the case ran (warm-up included): of
+  // this process (the client and its gRPC threads) and of the server (0 without
+  // BenchCase::server_cpu_seconds). Unlike keys/s, CPU per batch barely moves when
+  // other work shares the machine, so before/after comparisons read best here.
+  double client_cpu_us_per_batch = 0;
+  double server_cpu_us_per_batch = 0;
 };
+
+// CPU seconds (user + system) used so far by process `pid` (/proc; 10 ms ticks), or
+// NaN if it cannot be read.
+double ProcessCpuSeconds(int pid);
+// The same for this process (getrusage; microseconds).
+double SelfCpuSeconds();
 
 // Runs every case in order; returns name -> Measurement.
 // Errors: the first failed batch's status, annotated with the case name.

@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
@@ -230,10 +231,18 @@ absl::StatusOr<Figures> RunClusterSuite(const BenchOptions& options) {
   add("noop_grpc_push", &noop_push_1, 1);
   add("noop_grpc_push8", &noop_push, kInFlight);
 
+  // Each case's server: its CPU per call is the server's own cost (robust to load).
+  auto server_pid = [&](const std::string& figure) {
+    if (absl::StartsWith(figure, "ember_")) return ps->pid();
+    if (absl::StartsWith(figure, "redis_")) return redis->pid();
+    return noop->pid();
+  };
   std::vector<BenchCase> cases;
   for (const auto& r : rings) {
     InFlightRing* ring = &r->ring;
-    cases.push_back({r->figure, kBatch, [ring] { return ring->Step(); }});
+    const int pid = server_pid(r->figure);
+    cases.push_back({r->figure, kBatch, [ring] { return ring->Step(); },
+                     [pid] { return ProcessCpuSeconds(pid); }});
   }
   Say(absl::StrFormat("measuring %d cases x %d repetitions", cases.size(), options.repetitions));
   absl::StatusOr<absl::flat_hash_map<std::string, Measurement>> results =
@@ -244,6 +253,12 @@ absl::StatusOr<Figures> RunClusterSuite(const BenchOptions& options) {
   EMBER_RETURN_IF_ERROR(drained);
   for (const auto& r : rings) {
     figures.AddNumber(r->figure + "_keys_per_sec", (*results)[r->figure].keys_per_sec);
+  }
+  for (const auto& r : rings) {
+    figures.AddNumber(r->figure + "_server_cpu_us_per_call",
+                      (*results)[r->figure].server_cpu_us_per_batch);
+    figures.AddNumber(r->figure + "_client_cpu_us_per_call",
+                      (*results)[r->figure].client_cpu_us_per_batch);
   }
 
   AddRatio(figures, "pull_vs_redis", "ember_pull_keys_per_sec", "redis_mget_keys_per_sec",
