@@ -355,16 +355,19 @@ class PsHandle::Op {
         r.set_sequence(rpc->part.sequence);
         r.set_epoch(epoch);
         r.set_attempt(impl_->options.attempt);
+        // Each row's gradient straight into the request's bytes.
         const uint32_t dim = table_.dim();
-        std::vector<float> g(rpc->part.index.size() * dim);
-        for (size_t k = 0; k < rpc->part.index.size(); ++k) {
-          std::memcpy(&g[k * dim], &grads_[rpc->part.index[k] * dim], dim * sizeof(float));
-        }
+        const size_t row_bytes = dim * (float16_ ? 2 : sizeof(float));
         std::string* bytes = r.mutable_grads();
-        if (float16_) {
-          AppendFloat16Bytes(g, bytes);
-        } else {
-          AppendFloat32Bytes(g, bytes);
+        bytes->resize(rpc->part.index.size() * row_bytes);
+        for (size_t k = 0; k < rpc->part.index.size(); ++k) {
+          const absl::Span<const float> row = grads_.subspan(rpc->part.index[k] * dim, dim);
+          char* dst = bytes->data() + k * row_bytes;
+          if (float16_) {
+            EncodeFloat16Bytes(row, dst);
+          } else {
+            std::memcpy(dst, row.data(), row_bytes);
+          }
         }
       }
       round->rpcs.push_back(std::move(rpc));

@@ -36,6 +36,8 @@ namespace ember::bench {
 namespace {
 
 constexpr char kPython[] = "/usr/bin/python3";
+// Issue 25: the best 1 worker + 1 PS mode at 2.5x PyTorch's examples/s.
+constexpr double kSpeedVsTorchTarget = 2.5;
 
 void Say(const std::string& line) { std::fprintf(stderr, "training: %s\n", line.c_str()); }
 
@@ -68,8 +70,12 @@ absl::StatusOr<std::string> Capture(const std::string& command) {
   return out;
 }
 
+// The stages of a step, as result.json names them (step_<stage>_ms).
+constexpr const char* kStages[] = {"pull", "compute", "exchange", "push", "allreduce"};
+
 struct EmberRun {
   double auc = 0, logloss = 0, examples_per_sec = 0, oracle_auc = 0;
+  double step_ms[5] = {0, 0, 0, 0, 0};  // rank 0's mean per step, by kStages
 };
 
 // Starts a coordinator and `shards` PS shards, runs `workers` workers to the end and
@@ -123,6 +129,9 @@ absl::StatusOr<EmberRun> RunEmber(const std::string& bin, const std::string& con
   run.logloss = JsonNumber(result, "test_logloss");
   run.examples_per_sec = JsonNumber(result, "examples_per_sec");
   run.oracle_auc = JsonNumber(result, "oracle_auc");
+  for (int i = 0; i < 5; ++i) {
+    run.step_ms[i] = JsonNumber(result, absl::StrCat("step_", kStages[i], "_ms"));
+  }
   Say(absl::StrFormat("ember %d worker(s) + %d PS, %s: AUC %.4f, %.0f examples/s", workers, shards,
                       consistency, run.auc, run.examples_per_sec));
   std::filesystem::remove_all(base + "/coordinator");
@@ -172,12 +181,19 @@ absl::StatusOr<Figures> RunTrainingSuite(const BenchOptions& options) {
 
   double best_1w = 0;
   EmberRun bsp1;
+  // Where rank 0's step goes, for every run (ember_<run>_step_<stage>_ms).
+  auto add_steps = [&figures](const std::string& prefix, const EmberRun& run) {
+    for (int i = 0; i < 5; ++i) {
+      figures.AddNumber(absl::StrCat(prefix, "_step_", kStages[i], "_ms"), run.step_ms[i]);
+    }
+  };
   for (const std::string mode : {"bsp", "ssp"}) {
     EMBER_ASSIGN_OR_RETURN(EmberRun run, RunEmber(bin, config, data, scratch, 1, 1, mode));
     figures.AddNumber(absl::StrCat("ember_1w1ps_", mode, "_auc"), run.auc);
     figures.AddNumber(absl::StrCat("ember_1w1ps_", mode, "_logloss"), run.logloss);
     figures.AddNumber(absl::StrCat("ember_1w1ps_", mode, "_examples_per_sec"),
                       run.examples_per_sec);
+    add_steps(absl::StrCat("ember_1w1ps_", mode), run);
     best_1w = std::max(best_1w, run.examples_per_sec);
     if (mode == "bsp") bsp1 = run;
   }
@@ -188,13 +204,15 @@ absl::StatusOr<Figures> RunTrainingSuite(const BenchOptions& options) {
                       run.examples_per_sec);
     figures.AddNumber(absl::StrCat("speed_2w2ps_", mode, "_vs_torch"),
                       run.examples_per_sec / torch_eps);
+    add_steps(absl::StrCat("ember_2w2ps_", mode), run);
   }
   figures.AddNumber("auc_minus_torch", bsp1.auc - torch_auc);
   figures.AddBool("auc_minus_torch_met", bsp1.auc >= torch_auc - 0.003);
   figures.AddNumber("oracle_auc_gap", bsp1.oracle_auc - bsp1.auc);
   figures.AddBool("oracle_auc_gap_met", bsp1.oracle_auc - bsp1.auc <= 0.02);
   figures.AddNumber("speed_vs_torch", best_1w / torch_eps);
-  figures.AddBool("speed_vs_torch_met", best_1w >= torch_eps);
+  figures.AddNumber("speed_vs_torch_target", kSpeedVsTorchTarget);
+  figures.AddBool("speed_vs_torch_met", best_1w >= kSpeedVsTorchTarget * torch_eps);
   figures.AddNumber("speed_bsp_vs_torch", bsp1.examples_per_sec / torch_eps);
   figures.AddInt("hardware_threads", std::thread::hardware_concurrency());
   return figures;

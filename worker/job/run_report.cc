@@ -72,6 +72,12 @@ std::string ResultJson(const v1::ModelConfig& config, const TrainerOptions& opti
            : "null"},
       {"hot_cache_hits", absl::StrCat(r.hot_cache_hits)},
       {"hot_cache_lookups", absl::StrCat(r.hot_cache_lookups)},
+      // Rank 0's mean milliseconds per step, by stage (TrainResult).
+      {"step_pull_ms", Number(r.step_pull_ms)},
+      {"step_compute_ms", Number(r.step_compute_ms)},
+      {"step_exchange_ms", Number(r.step_exchange_ms)},
+      {"step_push_ms", Number(r.step_push_ms)},
+      {"step_allreduce_ms", Number(r.step_allreduce_ms)},
       {"workers", absl::StrCat(options.world_size)},
       {"consistency", Quote(v1::TrainingConfig::Consistency_Name(config.training().consistency()))},
       {"batch_size", absl::StrCat(config.training().batch_size())},

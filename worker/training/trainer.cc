@@ -280,8 +280,10 @@ absl::Status Trainer::PushSparse(std::unique_ptr<PreparedBatch> batch) {
         handles.push_back(client_->PushAsync(layout_.tables[t].name, table.ids, table.grads, step));
       }
     } else {
+      const absl::Time exchange_start = absl::Now();
       EMBER_RETURN_IF_ERROR(
           InStage(ReduceSparseGradients(*collective_, batch->sparse, &owned_), "sparse exchange"));
+      stage_seconds_[4] += absl::ToDoubleSeconds(absl::Now() - exchange_start);
       for (size_t t = 0; t < owned_.size(); ++t) {
         if (owned_[t].ids.empty()) continue;
         handles.push_back(
@@ -592,6 +594,7 @@ absl::Status Trainer::Loop() {
   start_ = absl::Now();
   start_examples_ = examples_;
   start_step_ = step_;
+  std::fill(std::begin(stage_seconds_), std::end(stage_seconds_), 0.0);  // this attempt's
   const uint32_t checkpoint_every = config_.checkpoint().every_steps();
   // A fresh run checkpoints before its first push: a failure rolls back to it.
   if (join_.checkpoints() && join_.checkpoint().empty()) EMBER_RETURN_IF_ERROR(TakeCheckpoint());
@@ -660,6 +663,12 @@ absl::Status Trainer::Finish() {
   result_.hot_cache = skew_->cache_active();
   result_.hot_cache_hits = skew.hot_cache_hits;
   result_.hot_cache_lookups = skew.hot_cache_lookups;
+  const double steps_here = static_cast<double>(std::max<uint64_t>(step_ - start_step_, 1));
+  result_.step_pull_ms = 1e3 * stage_seconds_[0] / steps_here;
+  result_.step_compute_ms = 1e3 * stage_seconds_[1] / steps_here;
+  result_.step_exchange_ms = 1e3 * stage_seconds_[4] / steps_here;
+  result_.step_push_ms = 1e3 * (stage_seconds_[3] - stage_seconds_[4]) / steps_here;
+  result_.step_allreduce_ms = 1e3 * stage_seconds_[2] / steps_here;
   const absl::Span<const float> dense = tower_->parameters();
   EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense tower"));
   result_.dense_checksum = HashBytes(
@@ -682,10 +691,13 @@ absl::Status Trainer::Finish() {
        << std::endl;
   const double staged =
       std::max(stage_seconds_[0] + stage_seconds_[1] + stage_seconds_[2] + stage_seconds_[3], 1e-9);
+  const double push_only = stage_seconds_[3] - stage_seconds_[4];
   log_ << absl::StrFormat(
-              "rank 0 step time: pull %.0f%%, compute %.0f%%, all-reduce %.0f%%, push %.0f%%",
+              "rank 0 step time: pull %.0f%%, compute %.0f%%, exchange %.0f%%, push %.0f%%, "
+              "all-reduce %.0f%%",
               100 * stage_seconds_[0] / staged, 100 * stage_seconds_[1] / staged,
-              100 * stage_seconds_[2] / staged, 100 * stage_seconds_[3] / staged)
+              100 * stage_seconds_[4] / staged, 100 * push_only / staged,
+              100 * stage_seconds_[2] / staged)
        << std::endl;
   if (!options_.run_dir.empty()) {
     EMBER_RETURN_IF_ERROR(InStage(

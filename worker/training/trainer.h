@@ -110,6 +110,15 @@ struct TrainResult {
   bool hot_cache = false;
   uint64_t hot_cache_hits = 0;
   uint64_t hot_cache_lookups = 0;
+  // This worker's mean milliseconds per step in each stage of the step: the pull of
+  // the batch's rows, the dense tower's forward and backward, the sparse-gradient
+  // exchange between workers (0 with one), the push (with the BSP wait for every
+  // shard's answer) and the dense all-reduce (with the step barrier).
+  double step_pull_ms = 0;
+  double step_compute_ms = 0;
+  double step_exchange_ms = 0;
+  double step_push_ms = 0;
+  double step_allreduce_ms = 0;
 };
 
 // Runs the job to the end (epochs or max_steps), in attempts (coordinator.proto

@@ -190,8 +190,9 @@ class Trainer {
   double interval_loss_ = 0;
   double interval_examples_ = 0;
   std::vector<CurvePoint> curve_;
-  // This worker's seconds in pull, compute, all-reduce and push (incl. BSP barrier).
-  double stage_seconds_[4] = {0, 0, 0, 0};
+  // This worker's seconds in pull, compute, all-reduce, push (incl. BSP barrier) and
+  // the sparse exchange (inside the push stage's time; subtracted when reported).
+  double stage_seconds_[5] = {0, 0, 0, 0, 0};
   TrainResult result_;
 };
 
