@@ -20,7 +20,7 @@ PACKAGES=(
   prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev libopenblas-dev zlib1g-dev
-  redis-server prometheus openssl
+  redis-server libhiredis-dev prometheus openssl  # libhiredis-dev: ember-bench cluster's Redis client
   clang-format clang-14
   python3  # docs/EXPORT_FORMAT.md's example reader runs in the tests
   # The Python package (python/: the pybind11 module `ember._ember`) and its tests and

@@ -10,18 +10,22 @@
 //    pushing every id 0..rows-1 once, 1000 ids per push.
 //  * redis-server (Debian's, /usr/bin/redis-server) on a free port, no persistence. It
 //    is loaded with the same rows: the values pulled from ember-ps, 256 bytes each,
-//    under Ember's 10-byte row key (cluster_fixtures.h, RedisRowKey), 1000 per MSET.
+//    under Ember's 10-byte row key (cluster_fixtures.h, RedisRowKey), 1000 per MSET,
+//    through hiredis (redis_client.h).
 //  * ember-noop-ps (noop_server.h): PsService answering every Pull with 1000 x 64 zero
 //    floats from one pre-serialized buffer; the transport ceiling.
 // Then, all in one Google Benchmark group (repetitions interleaved at random, so a
 // slow spell hits every case), each case on this one thread over uniform random ids:
-//  * ember_pull, ember_pull8: PsClient::PullAsync of 1000 ids, 1 and 8 in flight
-//    (8 handles on one PsClient, i.e. one gRPC channel).
+//  * ember_pull, ember_pull4, ember_pull8: PsClient::PullAsync of 1000 ids, 1, 4 and
+//    8 in flight (N handles on one PsClient, i.e. one gRPC channel); ember_pull4 has
+//    Redis's pipeline depth, for the comparison at equal concurrency.
 //  * ember_push_sgd, ember_push8_sgd: PsClient::PushAsync of 1000 SGD gradients.
-//  * redis_mget, redis_mget4: MGET of 1000 keys, 1 and 4 pipelined on one connection.
+//  * redis_mget, redis_mget4: hiredis MGET of 1000 keys, 1 and 4 pipelined on one
+//    connection (redisAppendCommandArgv + redisGetReply), values copied out.
 //  * noop_grpc_pull(8), noop_grpc_push(8): the same PsClient calls against the no-op.
 // Ember and the no-op are measured through the same client code, so their ratio is
-// the cost of the server's work. Figure names and targets: docs/PERFORMANCE.md.
+// the cost of the server's work. Ratios and targets: cluster_targets.h; figure names:
+// docs/PERFORMANCE.md.
 
 #include <algorithm>
 #include <cmath>
@@ -44,6 +48,7 @@
 #include "ember/v1/table.pb.h"
 #include "tools/bench/bench_runner.h"
 #include "tools/bench/cluster_fixtures.h"
+#include "tools/bench/cluster_targets.h"
 #include "tools/bench/figures.h"
 #include "tools/bench/redis_client.h"
 #include "tools/bench/storage_fixtures.h"
@@ -63,10 +68,6 @@ constexpr char kTable[] = "bench";
 constexpr uint64_t kTableSeed = 0xe3be7;
 constexpr char kRedisBinary[] = "/usr/bin/redis-server";
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
-
-// Targets (issue text).
-constexpr double kPullVsRedisTarget = 8.0;
-constexpr double kPull8VsNoopTarget = 0.7;
 
 void Say(std::string_view message) { Log("cluster", message); }
 
@@ -107,27 +108,13 @@ absl::Status LoadRedis(PsClient& client, RedisConnection& redis, int64_t rows) {
       keys[i] = RedisRowKey(kTableSeed, ids[i]);
     }
     EMBER_RETURN_IF_ERROR(client.Pull(kTable, ids, absl::MakeSpan(values.data(), n * kDim)));
-    EMBER_RETURN_IF_ERROR(redis.SendMset(
+    EMBER_RETURN_IF_ERROR(redis.Mset(
         keys, std::string_view(reinterpret_cast<const char*>(values.data()), n * kValueBytes),
         kValueBytes));
-    EMBER_RETURN_IF_ERROR(redis.ReadOk());
   }
   Say(absl::StrFormat("redis: loaded %d rows in %.1f s", rows,
                       absl::ToDoubleSeconds(absl::Now() - start)));
   return absl::OkStatus();
-}
-
-// Adds `name` = numerator / denominator, with its target and whether it is met
-// unless `target` is NaN.
-void AddRatio(Figures& figures, const std::string& name, const std::string& numerator,
-              const std::string& denominator, double target) {
-  const double num = figures.Number(numerator).value_or(NAN);
-  const double den = figures.Number(denominator).value_or(NAN);
-  const double ratio = den > 0 ? num / den : NAN;
-  figures.AddNumber(name, ratio);
-  if (std::isnan(target)) return;
-  figures.AddNumber(name + "_target", target);
-  figures.AddBool(name + "_met", ratio >= target);
 }
 
 absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& binary,
@@ -151,6 +138,7 @@ absl::StatusOr<Figures> RunClusterSuite(const BenchOptions& options) {
   figures.AddInt("in_flight", kInFlight);
   figures.AddInt("redis_pipeline", kRedisPipeline);
   figures.AddInt("redis_value_bytes", kValueBytes);
+  figures.AddString("redis_client", absl::StrCat("hiredis ", HiredisVersion()));
   figures.AddInt("memory_budget_mb", BudgetMb(rows));
   figures.AddString("client", "PsClient, one channel, one thread");
   figures.AddString("noop_server", "separate process");
@@ -205,6 +193,7 @@ absl::StatusOr<Figures> RunClusterSuite(const BenchOptions& options) {
   // One pipeline may feed two rings only if one ring is drained before the other
   // starts; with interleaved repetitions they are not, so each ring has its own.
   PsPullPipeline ember_pull_1(ember.get(), kTable, kDim, &pool, kBatch, 1);
+  PsPullPipeline ember_pull_p(ember.get(), kTable, kDim, &pool, kBatch, kRedisPipeline);
   PsPushPipeline ember_push_1(ember.get(), kTable, &pool, kBatch, grads, 1);
   PsPullPipeline noop_pull_1(noop_client.get(), kTable, kDim, &pool, kBatch, 1);
   PsPushPipeline noop_push_1(noop_client.get(), kTable, &pool, kBatch, grads, 1);
@@ -221,15 +210,16 @@ absl::StatusOr<Figures> RunClusterSuite(const BenchOptions& options) {
     rings.push_back(std::make_unique<Ring>(Ring{std::move(figure), InFlightRing(p, depth)}));
   };
   add("ember_pull", &ember_pull_1, 1);
-  add("ember_pull8", &ember_pull, kInFlight);
+  add(absl::StrCat("ember_pull", kRedisPipeline), &ember_pull_p, kRedisPipeline);
+  add(absl::StrCat("ember_pull", kInFlight), &ember_pull, kInFlight);
   add("ember_push_sgd", &ember_push_1, 1);
-  add("ember_push8_sgd", &ember_push, kInFlight);
+  add(absl::StrCat("ember_push", kInFlight, "_sgd"), &ember_push, kInFlight);
   add("redis_mget", &redis_mget_1, 1);
-  add("redis_mget4", &redis_mget, kRedisPipeline);
+  add(absl::StrCat("redis_mget", kRedisPipeline), &redis_mget, kRedisPipeline);
   add("noop_grpc_pull", &noop_pull_1, 1);
-  add("noop_grpc_pull8", &noop_pull, kInFlight);
+  add(absl::StrCat("noop_grpc_pull", kInFlight), &noop_pull, kInFlight);
   add("noop_grpc_push", &noop_push_1, 1);
-  add("noop_grpc_push8", &noop_push, kInFlight);
+  add(absl::StrCat("noop_grpc_push", kInFlight), &noop_push, kInFlight);
 
   // Each case's server: its CPU per call is the server's own cost (robust to load).
   auto server_pid = [&](const std::string& figure) {
@@ -261,15 +251,7 @@ absl::StatusOr<Figures> RunClusterSuite(const BenchOptions& options) {
                       (*results)[r->figure].client_cpu_us_per_batch);
   }
 
-  AddRatio(figures, "pull_vs_redis", "ember_pull_keys_per_sec", "redis_mget_keys_per_sec",
-           kPullVsRedisTarget);
-  AddRatio(figures, "pull8_vs_redis4", "ember_pull8_keys_per_sec", "redis_mget4_keys_per_sec", NAN);
-  AddRatio(figures, "pull8_vs_noop_grpc", "ember_pull8_keys_per_sec",
-           "noop_grpc_pull8_keys_per_sec", kPull8VsNoopTarget);
-  AddRatio(figures, "pull_vs_noop_grpc", "ember_pull_keys_per_sec", "noop_grpc_pull_keys_per_sec",
-           NAN);
-  AddRatio(figures, "push8_vs_noop_grpc", "ember_push8_sgd_keys_per_sec",
-           "noop_grpc_push8_keys_per_sec", NAN);
+  AddClusterRatios(figures, kInFlight, kRedisPipeline);
 
   // ember-ps is killed: its data dir is scratch, and flushing every dirty row at
   // shutdown is not part of the benchmark. The others stop on SIGTERM.

@@ -1,7 +1,7 @@
 // Copyright 2026 The Ember Authors.
 //
 // Fixtures of the cluster suite (cluster_bench.cc): a ring that keeps N calls in
-// flight, and the calls it drives (PsClient pull/push, Redis MGET).
+// flight, and the calls it drives (PsClient pull/push, Redis MGET through hiredis).
 //
 // "N in flight" means N outstanding calls from one benchmark thread on one
 // connection: for PsClient N PullAsync/PushAsync handles on one client (one gRPC

@@ -2,14 +2,9 @@
 
 #include "tools/bench/redis_client.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
+#include <hiredis/hiredis.h>
 
-#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -20,28 +15,26 @@
 namespace ember::bench {
 namespace {
 
-constexpr size_t kReadChunk = size_t{1} << 20;
-
 // Debian's Abseil has its own string_view, which StrCat takes but std's does not convert to.
 absl::string_view Absl(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
-absl::Status ErrnoError(absl::StatusCode code, std::string_view what) {
-  return absl::Status(code, absl::StrCat(Absl(what), ": ", std::strerror(errno)));
-}
+// Frees a redisReply when it goes out of scope.
+struct ReplyDeleter {
+  void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
 
-void AppendBulk(std::string* out, std::string_view bytes) {
-  absl::StrAppend(out, "$", bytes.size(), "\r\n");
-  out->append(bytes);
-  out->append("\r\n");
-}
-
-// The integer after the type byte of a RESP line ("*1000", "$256").
-bool ParseCount(std::string_view line, int64_t* n) {
-  auto [ptr, ec] = std::from_chars(line.data() + 1, line.data() + line.size(), *n);
-  return ec == std::errc() && ptr == line.data() + line.size();
+// A reply's text for error messages (status, error or string replies), at most 200 bytes.
+absl::string_view ReplyText(const redisReply& reply) {
+  if (reply.str == nullptr) return "";
+  return absl::string_view(reply.str, std::min<size_t>(reply.len, 200));
 }
 
 }  // namespace
+
+std::string HiredisVersion() {
+  return absl::StrCat(HIREDIS_MAJOR, ".", HIREDIS_MINOR, ".", HIREDIS_PATCH);
+}
 
 absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(const std::string& binary,
                                                                 const std::string& dir,
@@ -95,154 +88,115 @@ absl::StatusOr<std::unique_ptr<RedisServer>> RedisServer::Start(const std::strin
 
 absl::StatusOr<std::unique_ptr<RedisConnection>> RedisConnection::Connect(int port,
                                                                           absl::Duration timeout) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return ErrnoError(absl::StatusCode::kInternal, "socket");
-  std::unique_ptr<RedisConnection> conn(new RedisConnection(fd));
   const timeval tv = absl::ToTimeval(timeout);
-  const int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    return ErrnoError(absl::StatusCode::kUnavailable, absl::StrCat("connect 127.0.0.1:", port));
+  redisContext* context = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (context == nullptr) return absl::InternalError("redis: cannot allocate a hiredis context");
+  std::unique_ptr<RedisConnection> conn(new RedisConnection(context));
+  if (context->err != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("redis: connect 127.0.0.1:", port, ": ", context->errstr));
+  }
+  if (redisSetTimeout(context, tv) != REDIS_OK) {
+    return absl::InternalError(absl::StrCat("redis: set timeout: ", context->errstr));
   }
   return conn;
 }
 
-RedisConnection::RedisConnection(int fd) : fd_(fd), in_(kReadChunk * 2) {}
+RedisConnection::~RedisConnection() { redisFree(context_); }
 
-RedisConnection::~RedisConnection() { close(fd_); }
+absl::Status RedisConnection::ContextError(std::string_view what, int saved_errno) const {
+  const std::string message = absl::StrCat("redis ", Absl(what), ": ", context_->errstr);
+  switch (context_->err) {
+    case REDIS_ERR_IO:
+      if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK) {
+        return absl::DeadlineExceededError(absl::StrCat(message, " (timed out)"));
+      }
+      return absl::UnavailableError(message);
+    case REDIS_ERR_EOF:
+      return absl::UnavailableError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
 
 absl::Status RedisConnection::Ping() {
-  if (absl::Status s = SendAll("*1\r\n$4\r\nPING\r\n"); !s.ok()) return s;
-  return ReadOk();  // "+PONG"
+  Reply reply(static_cast<redisReply*>(redisCommand(context_, "PING")));
+  if (reply == nullptr) return ContextError("PING", errno);
+  if (reply->type != REDIS_REPLY_STATUS) {
+    return absl::InternalError(absl::StrCat("redis PING: expected +PONG, got type ", reply->type,
+                                            " '", ReplyText(*reply), "'"));
+  }
+  return absl::OkStatus();
 }
 
-absl::Status RedisConnection::SendMset(absl::Span<const std::string> keys, std::string_view values,
-                                       size_t value_bytes) {
+absl::Status RedisConnection::Mset(absl::Span<const std::string> keys, std::string_view values,
+                                   size_t value_bytes) {
   if (values.size() != keys.size() * value_bytes) {
-    return absl::InvalidArgumentError("MSET: values size does not match keys");
+    return absl::InvalidArgumentError(absl::StrCat("redis MSET: ", values.size(),
+                                                   " value bytes for ", keys.size(), " keys of ",
+                                                   value_bytes, " bytes"));
   }
-  out_.clear();
-  absl::StrAppend(&out_, "*", 1 + 2 * keys.size(), "\r\n");
-  AppendBulk(&out_, "MSET");
+  argv_.assign(1, "MSET");
+  argv_len_.assign(1, 4);
   for (size_t i = 0; i < keys.size(); ++i) {
-    AppendBulk(&out_, keys[i]);
-    AppendBulk(&out_, values.substr(i * value_bytes, value_bytes));
+    argv_.push_back(keys[i].data());
+    argv_len_.push_back(keys[i].size());
+    argv_.push_back(values.data() + i * value_bytes);
+    argv_len_.push_back(value_bytes);
   }
-  return SendAll(out_);
-}
-
-absl::Status RedisConnection::ReadOk() {
-  std::string_view line;
-  if (absl::Status s = ReadLine(&line); !s.ok()) return s;
-  if (line.empty() || line[0] != '+') {
-    return absl::InternalError(
-        absl::StrCat("redis: expected +OK, got '", Absl(line.substr(0, 200)), "'"));
+  Reply reply(static_cast<redisReply*>(
+      redisCommandArgv(context_, static_cast<int>(argv_.size()), argv_.data(), argv_len_.data())));
+  if (reply == nullptr) return ContextError("MSET", errno);
+  if (reply->type != REDIS_REPLY_STATUS) {
+    return absl::InternalError(absl::StrCat("redis MSET: expected +OK, got type ", reply->type,
+                                            " '", ReplyText(*reply), "'"));
   }
   return absl::OkStatus();
 }
 
 absl::Status RedisConnection::SendMget(absl::Span<const std::string> keys) {
-  out_.clear();
-  absl::StrAppend(&out_, "*", 1 + keys.size(), "\r\n");
-  AppendBulk(&out_, "MGET");
-  for (const std::string& key : keys) AppendBulk(&out_, key);
-  return SendAll(out_);
+  argv_.assign(1, "MGET");
+  argv_len_.assign(1, 4);
+  for (const std::string& key : keys) {
+    argv_.push_back(key.data());
+    argv_len_.push_back(key.size());
+  }
+  if (redisAppendCommandArgv(context_, static_cast<int>(argv_.size()), argv_.data(),
+                             argv_len_.data()) != REDIS_OK) {
+    return ContextError("MGET", errno);
+  }
+  // redisGetReply writes the output buffer only when no reply is buffered yet, which
+  // would hold this request back while older replies are read: write it now.
+  int done = 0;
+  while (done == 0) {
+    if (redisBufferWrite(context_, &done) != REDIS_OK) return ContextError("MGET send", errno);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RedisConnection::ReadMget(size_t count, size_t value_bytes, absl::Span<char> out) {
-  if (out.size() != count * value_bytes) return absl::InvalidArgumentError("MGET: out size");
-  std::string_view line;
-  int64_t n = 0;
-  if (absl::Status s = ReadLine(&line); !s.ok()) return s;
-  if (line.empty() || line[0] != '*' || !ParseCount(line, &n) || n != static_cast<int64_t>(count)) {
-    return absl::InternalError(
-        absl::StrCat("redis MGET: expected *", count, ", got '", Absl(line.substr(0, 200)), "'"));
+  if (out.size() != count * value_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("redis MGET: out holds ", out.size(),
+                                                   " bytes, not ", count, " x ", value_bytes));
+  }
+  void* raw = nullptr;
+  if (redisGetReply(context_, &raw) != REDIS_OK) return ContextError("MGET reply", errno);
+  Reply reply(static_cast<redisReply*>(raw));
+  if (reply->type != REDIS_REPLY_ARRAY || reply->elements != count) {
+    return absl::InternalError(absl::StrCat("redis MGET: expected an array of ", count,
+                                            ", got type ", reply->type, " of ", reply->elements,
+                                            " '", ReplyText(*reply), "'"));
   }
   for (size_t i = 0; i < count; ++i) {
-    if (absl::Status s = ReadLine(&line); !s.ok()) return s;
-    if (line == "$-1") return absl::NotFoundError("redis MGET: a key has no value");
-    if (line.empty() || line[0] != '$' || !ParseCount(line, &n) ||
-        n != static_cast<int64_t>(value_bytes)) {
-      return absl::InternalError(absl::StrCat("redis MGET: expected $", value_bytes, ", got '",
-                                              Absl(line.substr(0, 200)), "'"));
+    const redisReply& value = *reply->element[i];
+    if (value.type == REDIS_REPLY_NIL) {
+      return absl::NotFoundError(absl::StrCat("redis MGET: key ", i, " has no value"));
     }
-    if (absl::Status s = ReadBytes(value_bytes, out.data() + i * value_bytes); !s.ok()) return s;
-    if (absl::Status s = ReadBytes(2, nullptr); !s.ok()) return s;  // "\r\n"
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RedisConnection::SendAll(std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      return absl::DeadlineExceededError("redis: send timed out");
+    if (value.type != REDIS_REPLY_STRING || static_cast<size_t>(value.len) != value_bytes) {
+      return absl::InternalError(absl::StrCat("redis MGET: key ", i, ": expected ", value_bytes,
+                                              " bytes, got type ", value.type, " of ", value.len));
     }
-    if (n < 0) return ErrnoError(absl::StatusCode::kUnavailable, "redis: send");
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status RedisConnection::Fill() {
-  if (head_ == tail_) head_ = tail_ = 0;
-  if (in_.size() - tail_ < kReadChunk) {  // compact; a line never nears the buffer size
-    std::memmove(in_.data(), in_.data() + head_, tail_ - head_);
-    tail_ -= head_;
-    head_ = 0;
-  }
-  while (true) {
-    const ssize_t n = recv(fd_, in_.data() + tail_, in_.size() - tail_, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      return absl::DeadlineExceededError("redis: receive timed out");
-    }
-    if (n < 0) return ErrnoError(absl::StatusCode::kUnavailable, "redis: recv");
-    if (n == 0) return absl::UnavailableError("redis: connection closed");
-    tail_ += static_cast<size_t>(n);
-    return absl::OkStatus();
-  }
-}
-
-absl::Status RedisConnection::ReadLine(std::string_view* line) {
-  size_t scanned = head_;
-  while (true) {
-    const char* begin = in_.data() + scanned;
-    const void* cr = tail_ > scanned ? std::memchr(begin, '\r', tail_ - scanned) : nullptr;
-    if (cr != nullptr) {
-      const size_t pos = static_cast<const char*>(cr) - in_.data();
-      if (pos + 1 < tail_) {
-        *line = std::string_view(in_.data() + head_, pos - head_);
-        head_ = pos + 2;  // RESP lines end in "\r\n"; a bare '\r' never appears in one
-        return absl::OkStatus();
-      }
-    }
-    if (tail_ - head_ > kReadChunk) return absl::InternalError("redis: reply line too long");
-    const size_t offset = tail_ - head_;
-    if (absl::Status s = Fill(); !s.ok()) return s;
-    scanned = head_ + (offset > 0 ? offset - 1 : 0);  // Fill may have moved the data
-  }
-}
-
-absl::Status RedisConnection::ReadBytes(size_t n, char* out) {
-  while (n > 0) {
-    if (head_ == tail_) {
-      if (absl::Status s = Fill(); !s.ok()) return s;
-    }
-    const size_t take = std::min(n, tail_ - head_);
-    if (out != nullptr) {
-      std::memcpy(out, in_.data() + head_, take);
-      out += take;
-    }
-    head_ += take;
-    n -= take;
+    std::memcpy(out.data() + i * value_bytes, value.str, value_bytes);
   }
   return absl::OkStatus();
 }
