@@ -176,12 +176,15 @@ absl::StatusOr<v1::Migration> SlotMigrator::StartMigration(const v1::MigrationSp
     if (!order_.empty()) {
       v1::Migration& last = ops_[order_.back()];
       const bool same = SameRequest(last, normalized);
+      // The thread publishes the operation's end (DONE, CANCELLED, FAILED) before it
+      // exits: it no longer runs, and the join below waits for its last write.
+      const bool running = !running_.empty() && !Terminal(last.phase());
       if (same && last.phase() != v1::Migration::DONE && last.phase() != v1::Migration::CANCELLED) {
-        if (!running_.empty()) return last;  // attach
+        if (running) return last;  // attach
         last.set_phase(v1::Migration::PENDING);
         last.set_error("");
         op = last;
-      } else if (!running_.empty()) {
+      } else if (running) {
         return absl::FailedPreconditionError(
             absl::StrCat("migration ", last.op_id(), " (", last.spec().reason(),
                          ") is running: wait for it or cancel it (emberctl migrations cancel ",
@@ -203,9 +206,15 @@ absl::StatusOr<v1::Migration> SlotMigrator::StartMigration(const v1::MigrationSp
       return absl::InvalidArgumentError("the migration names too many slot ranges; split it");
     }
     ops_[op.op_id()] = op;
+  }
+  // The previous operation's thread has ended (or is ending: it published its end), and
+  // its last `running_` update happened before this one (a resumed FAILED operation has
+  // the same id). start_mu_ keeps other starts out meanwhile.
+  if (thread_.joinable()) thread_.join();
+  {
+    absl::MutexLock lock(&mu_);
     running_ = op.op_id();
   }
-  if (thread_.joinable()) thread_.join();  // the previous operation's thread has ended
   Publish(op, /*persist=*/true);
   state_
       ->Audit(who, absl::StrCat("start_migration op=", op.op_id(), " moves=",

@@ -39,6 +39,19 @@ TEST_F(MigrationTest, AMoveKeepsEveryRowAndLeavesNothingBehind) {
   EXPECT_EQ(before, after);
 }
 
+TEST_F(MigrationTest, AMigrationStartsAsSoonAsThePreviousReadsDone) {
+  // The coordinator publishes DONE a little before its migration thread exits; a start
+  // in between (a script that moves slots back and forth) must not be told that the
+  // finished migration "is running" (ember-bench rebalance hit this on 2026-12-06).
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  for (int round = 0; round < 6; ++round) {
+    const v1::Migration started = Start(MoveSpec(round % 2, 64));
+    ASSERT_FALSE(started.op_id().empty()) << "round " << round;
+    const v1::Migration op = WaitForEnd(started.op_id());
+    ASSERT_EQ(op.phase(), v1::Migration::DONE) << "round " << round << ": " << op.error();
+  }
+}
+
 TEST_F(MigrationTest, PushesDuringAMoveAreAppliedExactlyOnce) {
   ASSERT_NO_FATAL_FAILURE(StartCluster());
   const std::vector<uint64_t> ids = Ids();
