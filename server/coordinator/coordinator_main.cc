@@ -185,6 +185,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   std::unique_ptr<MetricsServer> metrics_server;
   std::shared_ptr<prometheus::Collectable> hot_set_metrics;
   std::shared_ptr<prometheus::Collectable> cluster_metrics;
+  std::shared_ptr<prometheus::Collectable> job_metrics;
   if (o.server.metrics_port >= 0) {
     EMBER_ASSIGN_OR_RETURN(metrics_server,
                            MetricsServer::Start(o.server.metrics_host, o.server.metrics_port));
@@ -192,6 +193,8 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     metrics_server->Register(hot_set_metrics);
     cluster_metrics = std::make_shared<CoordinatorCollector>(state.get());
     metrics_server->Register(cluster_metrics);
+    job_metrics = std::make_shared<JobCollector>(&jobs);
+    metrics_server->Register(job_metrics);
   }
 
   ServeOptions serve = ServeOptionsFrom(o.server);

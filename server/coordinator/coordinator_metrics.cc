@@ -33,4 +33,36 @@ std::vector<prometheus::MetricFamily> CoordinatorCollector::Collect() const {
   return out;
 }
 
+std::vector<prometheus::MetricFamily> JobCollector::Collect() const {
+  std::vector<prometheus::MetricFamily> out;
+  FamilyWriter w(&out);
+  std::vector<std::pair<std::string, double>> ratio, eta, speed, workers, step;
+  for (const v1::GetJobResponse& job : jobs_->ListJobs()) {
+    const bool running = job.phase() == v1::GetJobResponse::RUNNING;
+    const bool ended =
+        job.phase() == v1::GetJobResponse::FINISHED || job.phase() == v1::GetJobResponse::FAILED;
+    workers.emplace_back(job.job(), ended ? 0 : job.world_size());
+    if (!job.has_progress()) continue;
+    const v1::JobProgress& p = job.progress();
+    ratio.emplace_back(job.job(), p.progress_ratio());
+    if (p.eta_seconds() >= 0) eta.emplace_back(job.job(), p.eta_seconds());
+    speed.emplace_back(job.job(), running ? p.examples_per_sec() : 0);
+    step.emplace_back(job.job(), static_cast<double>(p.step()));
+  }
+  w.Labelled("ember_job_progress_ratio",
+             "Steps done over the run's estimated steps (rank 0's last report; 1 once finished).",
+             prometheus::MetricType::Gauge, "training_job", ratio);
+  w.Labelled("ember_job_eta_seconds",
+             "Seconds left in the run at its current speed, counted down since the last report.",
+             prometheus::MetricType::Gauge, "training_job", eta);
+  w.Labelled("ember_job_examples_per_second",
+             "Training examples per second over all workers of the running attempt.",
+             prometheus::MetricType::Gauge, "training_job", speed);
+  w.Labelled("ember_job_workers", "World size of the job's attempt (0 once it ended).",
+             prometheus::MetricType::Gauge, "training_job", workers);
+  w.Labelled("ember_job_step", "Steps done in the job's run (rank 0's last report).",
+             prometheus::MetricType::Gauge, "training_job", step);
+  return out;
+}
+
 }  // namespace ember

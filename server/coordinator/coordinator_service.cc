@@ -299,4 +299,11 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::GetJob(grpc::CallbackServerCon
   return FinishNow(context, result.status());
 }
 
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::ReportProgress(
+    grpc::CallbackServerContext* context, const v1::ReportProgressRequest* request,
+    v1::ReportProgressResponse* /*response*/) {
+  if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
+  return FinishNow(context, jobs_->ReportProgress(*request));
+}
+
 }  // namespace ember

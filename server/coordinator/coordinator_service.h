@@ -66,7 +66,7 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
   CoordinatorServiceImpl(CoordinatorState* state, const CoordinatorServiceOptions& options);
   ~CoordinatorServiceImpl() override;
 
-  // Serves the job RPCs (JoinJob, FinishJob, Checkpoint, GetJob) with `jobs` (not
+  // Serves the job RPCs (JoinJob, FinishJob, Checkpoint, GetJob, ReportProgress) with `jobs` (not
   // owned, outlives the service) and reports shard registrations and heartbeats to
   // it. Without one they fail with UNIMPLEMENTED. Call before the server starts.
   void SetJobManager(JobManager* jobs) { jobs_ = jobs; }
@@ -121,6 +121,9 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context,
                                    const v1::GetJobRequest* request,
                                    v1::GetJobResponse* response) override;
+  grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* context,
+                                           const v1::ReportProgressRequest* request,
+                                           v1::ReportProgressResponse* response) override;
 
  private:
   // OK (with *who, the caller's audit name) when the call may act for a shard:

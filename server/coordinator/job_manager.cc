@@ -308,6 +308,9 @@ v1::GetJobResponse JobManager::DescribeLocked(const std::string& name) const {
   r.set_recoveries(job.record.recoveries());
   r.set_failure(job.record.failure());
   r.set_restored_from(job.record.restored_from());
+  if (std::optional<v1::JobProgress> progress = ProgressLocked(job, absl::Now())) {
+    *r.mutable_progress() = *std::move(progress);
+  }
   return r;
 }
 

@@ -34,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -95,6 +96,10 @@ class JobManager {
   // for a FINISHED or FAILED job.
   absl::Status RequestCheckpoint(const std::string& job);
 
+  // Records rank 0's progress of the running attempt (job_manager_progress.cc;
+  // coordinator.proto ReportProgress for the errors). GetJob and ListJobs answer it.
+  absl::Status ReportProgress(const v1::ReportProgressRequest& request);
+
   // A shard registered or heartbeated with `incarnation` (0: unknown).
   void OnShardSeen(uint32_t shard_id, uint64_t incarnation);
   // A shard took slots of running jobs (a migration switched them to it): its restart
@@ -122,7 +127,17 @@ class JobManager {
     bool checkpointing = false;
     v1::WorkerState restored_state;  // of record.restored_from
     std::string waiting_for;         // what the recovery waits for (JoinJobResponse)
+    // Rank 0's last report (not persisted: the next report refills it), of run
+    // `progress_generation`.
+    std::optional<v1::JobProgress> progress;
+    uint64_t progress_generation = 0;
+    absl::Time progress_at;  // when it arrived
   };
+
+  // The job's progress as GetJob answers it (ratio, ETA counted down to `now`; a
+  // FINISHED run complete). REQUIRES: mu_ held.
+  std::optional<v1::JobProgress> ProgressLocked(const Job& job, absl::Time now) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Ends the running attempt of `job`. REQUIRES: mu_ held.
   void FailLocked(Job& job, const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

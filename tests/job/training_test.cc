@@ -14,6 +14,7 @@
 
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,7 +27,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "ember/v1/coordinator.grpc.pb.h"
 #include "gmock/gmock.h"
+#include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/ports.h"
@@ -182,6 +185,28 @@ TEST_F(TrainingTest, LearnsAndWritesTheRunDirectory) {
   EXPECT_THAT(ReadFile(run + "/training.svg"), ::testing::HasSubstr("<polyline"));
   const std::string tsv = ReadFile(run + "/metrics.tsv");
   EXPECT_GT(std::count(tsv.begin(), tsv.end(), '\n'), 10) << tsv;
+
+  // Rank 0 reported the run's progress to the coordinator, the last report with the
+  // final evaluation (emberctl jobs, the ember_job_* metrics).
+  auto stub = v1::CoordinatorService::NewStub(
+      grpc::CreateChannel(cluster_->coordinator_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetJobRequest request;
+  request.set_job("quickstart");
+  v1::GetJobResponse job;
+  const grpc::Status got = stub->GetJob(&context, request, &job);
+  ASSERT_TRUE(got.ok()) << got.error_message();
+  EXPECT_EQ(job.phase(), v1::GetJobResponse::FINISHED);
+  ASSERT_TRUE(job.has_progress());
+  EXPECT_EQ(absl::StrCat(job.progress().step()), JsonValue(result, "steps"));
+  EXPECT_EQ(job.progress().examples(), 80000u);
+  EXPECT_GT(job.progress().estimated_steps(), 0u);
+  EXPECT_DOUBLE_EQ(job.progress().progress_ratio(), 1.0);
+  EXPECT_DOUBLE_EQ(job.progress().eta_seconds(), 0.0);
+  EXPECT_GT(job.progress().examples_per_sec(), 0);
+  ASSERT_TRUE(job.progress().has_test_auc());
+  EXPECT_NEAR(job.progress().test_auc(), auc, 1e-6);  // result.json has 6 decimals
 }
 
 TEST_F(TrainingTest, SspAndAspJobsFinishAndLearn) {

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/deadline.h"
 #include "tests/tools/emberctl_fixture.h"
@@ -225,7 +226,8 @@ TEST_F(EmberctlAdminTest, TablesCreate) {
   EXPECT_EQ(RowOf(r.out, "query").at(2), "ftrl") << r.out;
 }
 
-TEST_F(EmberctlAdminTest, StatusShowsJobsAndShardStats) {
+// Joins job "ctr" (run 1) as its only worker; the attempt's answer.
+v1::JoinJobResponse JoinCtr(v1::CoordinatorService::Stub& coordinator) {
   grpc::ClientContext context;
   SetDeadline(&context, absl::Seconds(10));
   v1::JoinJobRequest join;
@@ -234,7 +236,13 @@ TEST_F(EmberctlAdminTest, StatusShowsJobsAndShardStats) {
   join.set_world_size(1);
   join.set_wait_ms(5000);
   v1::JoinJobResponse joined;
-  ASSERT_TRUE(coordinator_stub_->JoinJob(&context, join, &joined).ok());
+  const grpc::Status s = coordinator.JoinJob(&context, join, &joined);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return joined;
+}
+
+TEST_F(EmberctlAdminTest, StatusShowsJobsAndShardStats) {
+  ASSERT_NE(JoinCtr(*coordinator_stub_).attempt(), 0u);
   CtlResult r = Ctl({"status", "--sample_ms=0"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_TRUE(absl::StrContains(r.out, "JOB  PHASE")) << r.out;
@@ -244,6 +252,59 @@ TEST_F(EmberctlAdminTest, StatusShowsJobsAndShardStats) {
   EXPECT_TRUE(absl::StrContains(r.out, "\"jobs\":[{\"job\":\"ctr\",")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "\"jobs_error\":null")) << r.out;
   EXPECT_FALSE(absl::StrContains(r.out, "\"requests\":0,")) << "the pushes count: " << r.out;
+}
+
+TEST_F(EmberctlAdminTest, JobsListAndDescribeShowProgress) {
+  const v1::JoinJobResponse joined = JoinCtr(*coordinator_stub_);
+  ASSERT_NE(joined.attempt(), 0u);
+  // Before rank 0 reports: the job, with no progress.
+  CtlResult r = Ctl({"jobs", "describe", "ctr"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(absl::StrContains(r.out, "progress:          no report yet")) << r.out;
+
+  grpc::ClientContext context;
+  SetDeadline(&context, absl::Seconds(10));
+  v1::ReportProgressRequest report;
+  report.set_job("ctr");
+  report.set_generation(1);
+  report.set_attempt(joined.attempt());
+  report.mutable_progress()->set_step(30);
+  report.mutable_progress()->set_examples(30 * 100);
+  report.mutable_progress()->set_estimated_steps(120);
+  report.mutable_progress()->set_examples_per_sec(100);  // 90 steps of 100: 90 s left
+  report.mutable_progress()->set_train_loss(0.4321);
+  v1::ReportProgressResponse reported;
+  ASSERT_TRUE(coordinator_stub_->ReportProgress(&context, report, &reported).ok());
+
+  r = Ctl({"jobs", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  const std::vector<std::string> row = RowOf(r.out, "ctr");
+  ASSERT_GE(row.size(), 10u) << r.out;
+  EXPECT_EQ(row[1], "RUNNING") << r.out;
+  EXPECT_EQ(row[4], "30") << r.out;      // STEP
+  EXPECT_EQ(row[5], "25.0%") << r.out;   // PROGRESS
+  EXPECT_EQ(row[6], "100") << r.out;     // EX/S
+  EXPECT_EQ(row[7], "0.4321") << r.out;  // LOSS
+  EXPECT_EQ(row[8], "-") << r.out;       // AUC: no evaluation yet
+  EXPECT_THAT(row[9], ::testing::MatchesRegex("1m(2[0-9]|30)s")) << r.out;  // ETA
+  r = Ctl({"jobs", "describe", "ctr"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(absl::StrContains(r.out, "step:              30 of about 120")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "test AUC:          -")) << r.out;
+  r = Ctl({"--json", "jobs", "describe", "ctr"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(IsJsonObject(r.out)) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "\"progress_ratio\":0.25")) << r.out;
+  r = Ctl({"--json", "jobs", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(absl::StrContains(r.out, "{\"jobs\":[{\"job\":\"ctr\",")) << r.out;
+
+  // Usage and lookup errors.
+  r = Ctl({"jobs", "describe"});
+  EXPECT_EQ(r.exit_code, 2) << r;
+  r = Ctl({"jobs", "describe", "nope"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_TRUE(absl::StrContains(r.err, "NOT_FOUND")) << r;
 }
 
 TEST_F(EmberctlAdminTest, Checkpoints) {

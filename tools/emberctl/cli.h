@@ -116,6 +116,7 @@ std::vector<CommandSpec> CheckpointCommands();
 std::vector<CommandSpec> ExportCommands();
 std::vector<CommandSpec> ServingCommands();
 std::vector<CommandSpec> HotKeyCommands();
+std::vector<CommandSpec> JobCommands();
 
 // ---- Parsing helpers (all return INVALID_ARGUMENT, a usage error) ----
 
@@ -129,6 +130,9 @@ FlagSet::Decl DeclareBy(FlagSet& flags, v1::PlanRebalanceRequest::By* by, absl::
 
 // Writes j's object (json mode) and a newline to s.out.
 void PrintJson(Session& s, const JsonWriter& j);
+
+// The job table of `status` and `jobs list` (commands_jobs.cc).
+std::string JobsText(const v1::ListJobsResponse& jobs);
 
 // Ctrl-C while a command follows something that keeps running elsewhere (a
 // migration): inside a scope, SIGINT sets a flag instead of ending the process, so the

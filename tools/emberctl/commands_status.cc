@@ -158,23 +158,6 @@ void ShardJson(JsonWriter& j, const ShardStats& st) {
   j.EndObject();
 }
 
-std::string JobsText(const v1::ListJobsResponse& jobs) {
-  if (jobs.jobs_size() == 0) return "jobs: none\n";
-  TextTable t(
-      {"JOB", "PHASE", "ATTEMPT", "WORLD", "LATEST_CHECKPOINT", "RESTORED_FROM", "RECOVERIES"});
-  std::string notes;
-  for (const v1::GetJobResponse& job : jobs.jobs()) {
-    t.AddRow({job.job(), v1::GetJobResponse::Phase_Name(job.phase()), absl::StrCat(job.attempt()),
-              absl::StrCat(job.world_size()),
-              job.latest_checkpoint().empty() ? "-" : job.latest_checkpoint(),
-              job.restored_from().empty() ? "-" : job.restored_from(),
-              absl::StrCat(job.recoveries())});
-    if (!job.failure().empty())
-      absl::StrAppend(&notes, "job ", job.job(), ": ", job.failure(), "\n");
-  }
-  return t.Render() + notes;
-}
-
 absl::Status RunStatus(Session& s, absl::Duration sample) {
   EMBER_ASSIGN_OR_RETURN(v1::ListShardsResponse list, s.client->ListShards());
   const std::vector<ShardStats> stats = SampleShards(s, list, sample);

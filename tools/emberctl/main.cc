@@ -81,7 +81,7 @@ std::string GlobalUsage() {
 
 std::vector<CommandSpec> AllCommands() {
   std::vector<CommandSpec> all;
-  for (auto list : {StatusCommands, TableCommands, SlotCommands, MigrationCommands,
+  for (auto list : {StatusCommands, JobCommands, TableCommands, SlotCommands, MigrationCommands,
                     CheckpointCommands, ExportCommands, ServingCommands, HotKeyCommands}) {
     for (const CommandSpec& c : list()) all.push_back(c);
   }

@@ -184,4 +184,55 @@ absl::Status JobClient::AwaitFinished(const std::string& job, uint64_t generatio
   }
 }
 
+bool JobClient::ReportProgressAsync(const v1::ReportProgressRequest& request,
+                                    absl::Duration timeout, absl::Duration wait_for_previous) {
+  {
+    Progress& p = *progress_;
+    absl::MutexLock lock(&p.mu);
+    if (p.in_flight) {
+      p.mu.AwaitWithTimeout(absl::Condition(
+                                +[](bool* in_flight) { return !*in_flight; }, &p.in_flight),
+                            wait_for_previous);
+    }
+    if (p.in_flight) return false;
+    p.in_flight = true;
+  }
+  // The call's state lives until its callback, which runs on a gRPC thread.
+  struct Call {
+    grpc::ClientContext context;
+    v1::ReportProgressRequest request;
+    v1::ReportProgressResponse response;
+  };
+  auto* call = new Call;
+  call->request = request;
+  call->context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  stub_->async()->ReportProgress(&call->context, &call->request, &call->response,
+                                 [progress = progress_, call](grpc::Status status) {
+                                   absl::Status s = FromGrpcStatus(status, &call->context);
+                                   delete call;
+                                   absl::MutexLock lock(&progress->mu);
+                                   progress->status = std::move(s);
+                                   progress->in_flight = false;
+                                 });
+  return true;
+}
+
+absl::Status JobClient::AwaitProgressReport(absl::Duration timeout) const {
+  Progress& p = *progress_;
+  absl::MutexLock lock(&p.mu);
+  if (!p.mu.AwaitWithTimeout(absl::Condition(
+                                 +[](bool* in_flight) { return !*in_flight; }, &p.in_flight),
+                             timeout)) {
+    return absl::DeadlineExceededError("the progress report is still in flight");
+  }
+  return p.status;
+}
+
+JobClient::~JobClient() {
+  Progress& p = *progress_;
+  absl::MutexLock lock(&p.mu);
+  p.mu.Await(absl::Condition(
+      +[](bool* in_flight) { return !*in_flight; }, &p.in_flight));
+}
+
 }  // namespace ember::worker

@@ -1,9 +1,11 @@
 // Copyright 2026 The Ember Authors.
 //
 // JobClient: a worker's calls to the coordinator's job RPCs (coordinator.proto
-// JoinJob, Checkpoint, GetJob, FinishJob), with the waiting and retrying they need:
-// joining waits out a recovery and a coordinator restart; a checkpoint is retried
-// while the coordinator is unreachable (it is idempotent: same step, same attempt).
+// JoinJob, Checkpoint, GetJob, FinishJob, ReportProgress), with the waiting and
+// retrying they need: joining waits out a recovery and a coordinator restart; a
+// checkpoint is retried while the coordinator is unreachable (it is idempotent: same
+// step, same attempt); a progress report never waits and is never retried (the next
+// one supersedes it).
 //
 //   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<JobClient> jobs, JobClient::Create(address));
 //   v1::JoinJobRequest join;  join.set_job("ctr");  join.set_rank(0);  ...
@@ -18,7 +20,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "grpcpp/security/credentials.h"
@@ -73,6 +77,20 @@ class JobClient {
   absl::Status AwaitFinished(const std::string& job, uint64_t generation, uint64_t attempt,
                              absl::Duration timeout);
 
+  // Sends rank 0's progress (ReportProgress) without waiting for the answer, with
+  // deadline `timeout`. Returns false, sending nothing, while the previous report is
+  // still in flight after `wait_for_previous` (default: no wait): progress is advisory
+  // and a training step never waits for it; the run's last report waits a little.
+  bool ReportProgressAsync(const v1::ReportProgressRequest& request,
+                           absl::Duration timeout = absl::Seconds(5),
+                           absl::Duration wait_for_previous = absl::ZeroDuration());
+  // Waits up to `timeout` for a report in flight; returns the answer to the last
+  // report that finished (OK before any), DEADLINE_EXCEEDED while one is still in flight.
+  absl::Status AwaitProgressReport(absl::Duration timeout) const;
+
+  // Waits (bounded by the report's deadline) for a report in flight.
+  ~JobClient();
+
  private:
   JobClient(std::unique_ptr<v1::CoordinatorService::Stub> stub, std::string address, bool tls)
       : stub_(std::move(stub)), address_(std::move(address)), tls_(tls) {}
@@ -80,6 +98,15 @@ class JobClient {
   const std::unique_ptr<v1::CoordinatorService::Stub> stub_;
   const std::string address_;
   const bool tls_;
+
+  // Shared with a report's callback, which may finish after ~JobClient stopped waiting
+  // (it still holds the mutex when it signals).
+  struct Progress {
+    mutable absl::Mutex mu;
+    bool in_flight ABSL_GUARDED_BY(mu) = false;
+    absl::Status status ABSL_GUARDED_BY(mu);
+  };
+  const std::shared_ptr<Progress> progress_ = std::make_shared<Progress>();
 };
 
 }  // namespace ember::worker

@@ -492,6 +492,36 @@ void Trainer::MaybeLog(bool force) {
   log_ << absl::StrFormat("step %6d  examples %9d  %8.0f ex/s  loss %.5f  ETA %s", step_, examples_,
                           rate, point.loss, eta)
        << std::endl;
+  ReportProgress(rate, point.loss, /*last=*/false);
+}
+
+void Trainer::ReportProgress(double examples_per_sec, double loss, bool last) {
+  if (jobs_ == nullptr) return;
+  v1::ReportProgressRequest request;
+  request.set_job(config_.name());
+  request.set_generation(options_.generation);
+  request.set_attempt(join_.attempt());
+  request.set_rank(0);
+  v1::JobProgress& p = *request.mutable_progress();
+  p.set_step(step_);
+  p.set_examples(examples_);
+  p.set_estimated_steps(estimated_steps_);
+  p.set_examples_per_sec(std::isfinite(examples_per_sec) ? examples_per_sec : 0);
+  p.set_train_loss(std::isfinite(loss) && loss >= 0 ? loss : 0);
+  if (last_eval_.has_value() && std::isfinite(last_eval_->auc)) {
+    p.set_has_test_auc(true);
+    p.set_test_auc(last_eval_->auc);
+  }
+  // Skipped while the previous report is in flight; the answer is advisory. The run's
+  // last report waits a little for the one before it and for its own answer, so that it
+  // lands before FinishJob ends the attempt.
+  if (!last) {
+    jobs_->ReportProgressAsync(request);
+    return;
+  }
+  if (jobs_->ReportProgressAsync(request, absl::Seconds(2), absl::Seconds(2))) {
+    jobs_->AwaitProgressReport(absl::Seconds(2)).IgnoreError();
+  }
 }
 
 void Trainer::WarnIfWorseThanBest(double auc) {
@@ -676,6 +706,8 @@ absl::Status Trainer::Finish() {
   // Every rank takes part in the final evaluation: a failure in it fails every rank.
   EMBER_RETURN_IF_ERROR(FinalEvaluate());
   if (!rank0()) return absl::OkStatus();
+  // The run's last report, with the final evaluation's AUC, before FinishJob.
+  ReportProgress(result_.examples_per_sec, result_.final_loss, /*last=*/true);
   absl::StatusOr<std::map<std::string, PsClient::TableDigest>> sums = client_->Checksum();
   if (!sums.ok()) return InStage(sums.status(), "model checksum");
   for (const v1::TableConfig& table : config_.tables()) {

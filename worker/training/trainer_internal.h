@@ -122,6 +122,10 @@ class Trainer {
   // Rank 0: whether a checkpoint is due by time or was requested by an operator.
   bool CheckpointWanted();
   void MaybeLog(bool force);
+  // Rank 0: sends the run's progress to the coordinator (JobClient::ReportProgressAsync;
+  // `emberctl jobs`, the ember_job_* metrics) without waiting (`last`: the run's
+  // final report, which waits up to 2 s for the one before it and for its answer).
+  void ReportProgress(double examples_per_sec, double loss, bool last);
   // Rank 0's call: evaluations are wanted (no --skip_eval, a test path).
   bool EvaluationWanted() const;
   // After a step: the periodic evaluation, when the step's all-reduce agreed on one.

@@ -5,10 +5,12 @@
 // 0's FinishJob (AwaitFinished), is told ABORTED when the attempt was rolled back first,
 // FAILED_PRECONDITION when the job failed or a newer run superseded it, and
 // DEADLINE_EXCEEDED when nobody finishes; FinishJob refuses a rolled-back attempt and
-// accepts a retry of a finished one.
+// accepts a retry of a finished one. Rank 0's progress reports (ReportProgress) reach
+// GetJob and the coordinator's ember_job_* metrics, and bad or stale reports are refused.
 
 #include "worker/job/job_client.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,7 +18,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/support/http_get.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/ports.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ember::worker {
@@ -115,6 +119,112 @@ TEST_F(JobClientTest, AwaitFinishedReportsAFailedJob) {
   absl::Status s = jobs_->AwaitFinished(kJob, 1, a1, absl::Seconds(10));
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_NE(s.message().find("failed"), std::string::npos) << s;
+}
+
+v1::ReportProgressRequest ProgressRequest(uint64_t generation, uint64_t attempt) {
+  v1::ReportProgressRequest r;
+  r.set_job(kJob);
+  r.set_generation(generation);
+  r.set_attempt(attempt);
+  r.set_rank(0);
+  v1::JobProgress& p = *r.mutable_progress();
+  p.set_step(50);
+  p.set_examples(50 * 128);
+  p.set_estimated_steps(200);
+  p.set_examples_per_sec(1000);
+  p.set_train_loss(0.5);
+  p.set_has_test_auc(true);
+  p.set_test_auc(0.75);
+  p.set_progress_ratio(0.9);  // the coordinator's to fill: ignored
+  p.set_eta_seconds(12345);
+  return r;
+}
+
+TEST_F(JobClientTest, ProgressReportsReachGetJobAndTheMetrics) {
+  const int metrics_port = FreePort();
+  const uint64_t a1 = StartAndJoin({absl::StrCat("--checkpoint_dir=", dir_.path(), "/ckpt"),
+                                    absl::StrCat("--metrics_port=", metrics_port)});
+  ASSERT_NE(a1, 0u);
+  const absl::Time sent = absl::Now();
+  ASSERT_TRUE(jobs_->ReportProgressAsync(ProgressRequest(1, a1)));
+  ASSERT_TRUE(jobs_->AwaitProgressReport(absl::Seconds(10)).ok());
+
+  absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(kJob, absl::Seconds(10));
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(job->has_progress());
+  const v1::JobProgress& p = job->progress();
+  EXPECT_EQ(p.step(), 50u);
+  EXPECT_EQ(p.examples(), 50u * 128);
+  EXPECT_EQ(p.attempt(), a1);
+  EXPECT_EQ(p.workers(), 1u);
+  EXPECT_DOUBLE_EQ(p.progress_ratio(), 0.25);
+  // 150 steps of 128 examples at 1000 examples/s: 19.2 s, counted down since the report.
+  EXPECT_LE(p.eta_seconds(), 19.2);
+  EXPECT_GT(p.eta_seconds(), 19.2 - absl::ToDoubleSeconds(absl::Now() - sent) - 0.01);
+  EXPECT_TRUE(p.has_test_auc());
+  EXPECT_DOUBLE_EQ(p.test_auc(), 0.75);
+  EXPECT_GE(p.reported_unix_ms(), absl::ToUnixMillis(sent));
+
+  absl::StatusOr<std::string> metrics = HttpGet(metrics_port, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  const std::string label = absl::StrCat("{training_job=\"", kJob, "\"}");
+  for (const std::string& line : {absl::StrCat("ember_job_progress_ratio", label, " 0.25"),
+                                  absl::StrCat("ember_job_examples_per_second", label, " 1000"),
+                                  absl::StrCat("ember_job_workers", label, " 1"),
+                                  absl::StrCat("ember_job_step", label, " 50"),
+                                  absl::StrCat("ember_job_eta_seconds", label, " ")}) {
+    EXPECT_NE(metrics->find(line), std::string::npos) << line << "\n" << *metrics;
+  }
+
+  // Refused: another rank, a number that is not finite, an unknown job.
+  v1::ReportProgressRequest bad = ProgressRequest(1, a1);
+  bad.set_rank(1);
+  ASSERT_TRUE(jobs_->ReportProgressAsync(bad));
+  EXPECT_EQ(jobs_->AwaitProgressReport(absl::Seconds(10)).code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = ProgressRequest(1, a1);
+  bad.mutable_progress()->set_examples_per_sec(std::nan(""));
+  ASSERT_TRUE(jobs_->ReportProgressAsync(bad));
+  absl::Status s = jobs_->AwaitProgressReport(absl::Seconds(10));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("examples_per_sec"), std::string::npos) << s;
+  bad = ProgressRequest(1, a1);
+  bad.set_job("no-such-job");
+  ASSERT_TRUE(jobs_->ReportProgressAsync(bad));
+  EXPECT_EQ(jobs_->AwaitProgressReport(absl::Seconds(10)).code(), absl::StatusCode::kNotFound);
+
+  // A rolled-back attempt's report is refused; the new attempt's replaces the progress.
+  absl::StatusOr<v1::JoinJobResponse> second = jobs_->Join(JoinRequest(1, a1), wait_);
+  ASSERT_TRUE(second.ok()) << second.status();
+  const uint64_t a2 = second->attempt();
+  ASSERT_TRUE(jobs_->ReportProgressAsync(ProgressRequest(1, a1)));
+  EXPECT_EQ(jobs_->AwaitProgressReport(absl::Seconds(10)).code(), absl::StatusCode::kAborted);
+  v1::ReportProgressRequest later = ProgressRequest(1, a2);
+  later.mutable_progress()->set_step(200);
+  later.mutable_progress()->set_examples(200 * 128);
+  ASSERT_TRUE(jobs_->ReportProgressAsync(later));
+  ASSERT_TRUE(jobs_->AwaitProgressReport(absl::Seconds(10)).ok());
+  job = jobs_->GetJob(kJob, absl::Seconds(10));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->progress().attempt(), a2);
+  EXPECT_DOUBLE_EQ(job->progress().progress_ratio(), 1.0);
+  EXPECT_DOUBLE_EQ(job->progress().eta_seconds(), 0.0);
+
+  // A finished run reads complete, and no longer counts workers.
+  ASSERT_TRUE(jobs_->Finish(FinishRequest(1, a2), absl::Seconds(10)).ok());
+  metrics = HttpGet(metrics_port, "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_NE(metrics->find(absl::StrCat("ember_job_workers", label, " 0")), std::string::npos)
+      << *metrics;
+  EXPECT_NE(metrics->find(absl::StrCat("ember_job_examples_per_second", label, " 0")),
+            std::string::npos)
+      << *metrics;
+
+  // A new run has no progress until its rank 0 reports.
+  ASSERT_TRUE(jobs_->Join(JoinRequest(2, 0), wait_).ok());
+  job = jobs_->GetJob(kJob, absl::Seconds(10));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_FALSE(job->has_progress());
 }
 
 }  // namespace

@@ -1,0 +1,143 @@
+// Copyright 2026 The Ember Authors.
+//
+// emberctl `jobs list|describe`: every training job the coordinator knows, with the
+// progress its rank 0 reports (coordinator.proto JobProgress): step, share of the run
+// done, examples/s, training loss, last test AUC and the time left.
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/status_macros.h"
+#include "tools/emberctl/admin_client.h"
+#include "tools/emberctl/cli.h"
+#include "tools/emberctl/output.h"
+
+namespace ember::ctl {
+namespace {
+
+// "1h02m", "3m05s", "42s"; "-" unknown.
+std::string Eta(const v1::JobProgress& p) {
+  if (p.eta_seconds() < 0) return "-";
+  const int64_t s = static_cast<int64_t>(p.eta_seconds() + 0.5);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrCat(s, "s");
+}
+
+std::string Ratio(const v1::JobProgress& p) {
+  return p.progress_ratio() > 0 || p.estimated_steps() > 0
+             ? absl::StrFormat("%.1f%%", 100 * p.progress_ratio())
+             : "-";
+}
+
+std::string Auc(const v1::JobProgress& p) {
+  return p.has_test_auc() ? absl::StrFormat("%.4f", p.test_auc()) : "-";
+}
+
+absl::Status RunList(Session& s) {
+  EMBER_ASSIGN_OR_RETURN(v1::ListJobsResponse jobs, s.client->ListJobs());
+  if (s.options.json) {
+    JsonWriter j;
+    j.BeginObject().Key("jobs").BeginArray();
+    for (const v1::GetJobResponse& job : jobs.jobs()) j.Proto(job);
+    j.EndArray().EndObject();
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  *s.out << JobsText(jobs);
+  return absl::OkStatus();
+}
+
+absl::Status RunDescribe(Session& s, const std::string& name) {
+  EMBER_ASSIGN_OR_RETURN(v1::GetJobResponse job, s.client->GetJob(name));
+  if (s.options.json) {
+    JsonWriter j;
+    j.Proto(job);
+    PrintJson(s, j);
+    return absl::OkStatus();
+  }
+  std::string out;
+  auto line = [&out](absl::string_view key, absl::string_view value) {
+    absl::StrAppend(&out, absl::StrFormat("%-18s %s\n", absl::StrCat(key, ":"), value));
+  };
+  line("job", job.job());
+  line("phase", v1::GetJobResponse::Phase_Name(job.phase()));
+  line("generation", absl::StrCat(job.generation()));
+  line("attempt", absl::StrCat(job.attempt()));
+  line("workers", absl::StrCat(job.world_size()));
+  line("recoveries", absl::StrCat(job.recoveries()));
+  line("latest checkpoint", job.latest_checkpoint().empty() ? "-" : job.latest_checkpoint());
+  line("restored from", job.restored_from().empty() ? "-" : job.restored_from());
+  if (job.checkpoint_requested()) line("checkpoint", "requested, at the next step barrier");
+  if (!job.failure().empty()) line("failure", job.failure());
+  if (!job.has_progress()) {
+    line("progress", "no report yet in this run");
+  } else {
+    const v1::JobProgress& p = job.progress();
+    line("step", p.estimated_steps() > 0 ? absl::StrCat(p.step(), " of about ", p.estimated_steps())
+                                         : absl::StrCat(p.step()));
+    line("progress", Ratio(p));
+    line("examples", absl::StrCat(p.examples()));
+    line("examples/s", absl::StrFormat("%.0f", p.examples_per_sec()));
+    line("train loss", absl::StrFormat("%.5f", p.train_loss()));
+    line("test AUC", Auc(p));
+    line("ETA", Eta(p));
+    line("reported", absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%SZ",
+                                                   absl::FromUnixMillis(p.reported_unix_ms()),
+                                                   absl::UTCTimeZone()),
+                                  " (attempt ", p.attempt(), ")"));
+  }
+  *s.out << out;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Runner> FinishList(const Args& args, const NoFlags&) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
+  return Runner(RunList);
+}
+
+absl::StatusOr<Runner> FinishDescribe(const Args& args, const NoFlags&) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "JOB"));
+  return Runner(
+      [name = std::string(args.positionals[0])](Session& s) { return RunDescribe(s, name); });
+}
+
+}  // namespace
+
+std::string JobsText(const v1::ListJobsResponse& jobs) {
+  if (jobs.jobs_size() == 0) return "jobs: none\n";
+  TextTable t({"JOB", "PHASE", "ATTEMPT", "WORKERS", "STEP", "PROGRESS", "EX/S", "LOSS", "AUC",
+               "ETA", "LATEST_CHECKPOINT", "RECOVERIES"});
+  std::string notes;
+  for (const v1::GetJobResponse& job : jobs.jobs()) {
+    const v1::JobProgress& p = job.progress();  // zeros without a report
+    const bool reported = job.has_progress();
+    t.AddRow(
+        {job.job(), v1::GetJobResponse::Phase_Name(job.phase()), absl::StrCat(job.attempt()),
+         absl::StrCat(job.world_size()), reported ? absl::StrCat(p.step()) : "-",
+         reported ? Ratio(p) : "-", reported ? absl::StrFormat("%.0f", p.examples_per_sec()) : "-",
+         reported ? absl::StrFormat("%.4f", p.train_loss()) : "-", Auc(p), reported ? Eta(p) : "-",
+         job.latest_checkpoint().empty() ? "-" : job.latest_checkpoint(),
+         absl::StrCat(job.recoveries())});
+    if (!job.failure().empty())
+      absl::StrAppend(&notes, "job ", job.job(), ": ", job.failure(), "\n");
+  }
+  return t.Render() + notes;
+}
+
+std::vector<CommandSpec> JobCommands() {
+  return {
+      Command("jobs", "list", "",
+              "Every training job: phase, attempt, workers, and the progress its rank 0\n"
+              "reports: step, share of the run done, examples/s, training loss, last test\n"
+              "AUC and the time left at the current speed.\n",
+              DeclareNoFlags, FinishList),
+      Command("jobs", "describe", "JOB",
+              "One job: its run, attempt, checkpoints, failure and progress.\n", DeclareNoFlags,
+              FinishDescribe),
+  };
+}
+
+}  // namespace ember::ctl
