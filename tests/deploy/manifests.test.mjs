@@ -10,8 +10,9 @@ import {
 } from "./lib.mjs";
 
 const OVERLAYS = {
-  "deploy/k8s/overlays/small": { shards: 2, workers: 1 },
-  "deploy/k8s/overlays/large": { shards: 16, workers: 8 },
+  "deploy/k8s/overlays/small": { shards: 2, workers: 1, gpu: true },
+  "deploy/k8s/overlays/large": { shards: 16, workers: 8, gpu: true },
+  "deploy/k8s/overlays/cpu": { shards: 2, workers: 2, gpu: false },
 };
 const ONE_OFF = ["deploy/k8s/jobs/quickstart-data"];
 
@@ -123,7 +124,7 @@ for (const [dir, size] of Object.entries(OVERLAYS)) {
       assert.equal(Number(f.expected_shards), ps().spec.replicas);
     });
 
-    test("workers: Indexed Job, parallelism == completions == EMBER_WORLD_SIZE, GPUs", () => {
+    test(`workers: Indexed Job, parallelism == completions == EMBER_WORLD_SIZE, ${size.gpu ? "GPUs" : "CPU only"}`, () => {
       const j = job();
       assert.equal(j.spec.completionMode, "Indexed");
       assert.equal(j.spec.completions, j.spec.parallelism);
@@ -133,9 +134,20 @@ for (const [dir, size] of Object.entries(OVERLAYS)) {
       assert.equal(flags(c).world_size, undefined, "--world_size would override EMBER_WORLD_SIZE");
       assert.equal(flags(c).rank, undefined, "the rank comes from JOB_COMPLETION_INDEX");
       assert.match(env.EMBER_COORDINATOR, /^ember-coordinator\.\$\(POD_NAMESPACE\)\.svc:7000$/);
-      assert.ok(Number(c.resources.requests["nvidia.com/gpu"]) >= 1, "workers request a GPU");
-      assert.equal(c.resources.limits["nvidia.com/gpu"], c.resources.requests["nvidia.com/gpu"]);
-      assert.match(c.image, /ember-worker-cuda/);
+      if (size.gpu) {
+        assert.ok(Number(c.resources.requests["nvidia.com/gpu"]) >= 1, "workers request a GPU");
+        assert.equal(c.resources.limits["nvidia.com/gpu"], c.resources.requests["nvidia.com/gpu"]);
+        assert.match(c.image, /ember-worker-cuda/);
+        assert.equal(flags(c).device, "cuda");
+      } else {
+        // No GPU anywhere in the worker's pod: no request, no toleration, the CPU image.
+        assert.equal(c.resources.requests["nvidia.com/gpu"], undefined, "a CPU worker requests no GPU");
+        assert.equal(c.resources.limits?.["nvidia.com/gpu"], undefined);
+        assert.ok(!(j.spec.template.spec.tolerations ?? []).some((t) => t.key === "nvidia.com/gpu"));
+        assert.doesNotMatch(c.image, /cuda/);
+        assert.equal(flags(c).device, "cpu");
+        assert.ok(Number(c.resources.requests.cpu) >= 1);
+      }
     });
 
     test("PS identity: shard id from the pod index, advertised through the headless Service", () => {
