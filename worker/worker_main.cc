@@ -67,7 +67,13 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
       .Min(1)
       .Env({"EMBER_WORLD_SIZE"});
   flags.Number("generation", &o.generation, "N",
-               "rendezvous generation (bump it to restart a job)");
+               "the run's generation: a new run of a job needs a larger one (or use --run_id)");
+  flags
+      .String("run_id", &o.run_id, "ID",
+              "instead of --generation: the run's id, shared by its workers and new for a new "
+              "run (a Kubernetes Job's UID); the coordinator gives it a generation")
+      .NonEmpty()
+      .Env({"EMBER_RUN_ID"});
   flags
       .String("collective_host", &o.collective_host, "ADDR",
               "the address other workers reach this one at for the all-reduce (Gloo TCP; a "
@@ -160,6 +166,14 @@ absl::Status FinishFlags(WorkerFlags& w) {
   if (o.dense_device.device == model::DenseDevice::kCpu &&
       o.dense_device.precision != DensePrecision::kFp32) {
     return CheckDenseDevice(o.dense_device);  // explains that the CPU computes in fp32
+  }
+  if (!o.run_id.empty() && o.generation != 0) {
+    return absl::InvalidArgumentError(
+        "--run_id and --generation both name the run: give one of them");
+  }
+  if (o.run_id.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--run_id has ", o.run_id.size(), " bytes; at most 128"));
   }
   if (o.rank >= o.world_size) {
     return absl::InvalidArgumentError(

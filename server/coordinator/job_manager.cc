@@ -163,6 +163,17 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
     }
   }
   Job job;
+  auto previous = jobs_.find(request.job());
+  if (previous != jobs_.end()) *job.record.mutable_runs() = previous->second.record.runs();
+  if (!request.run_id().empty()) {
+    v1::RunIdRecord* run = job.record.add_runs();
+    run->set_run_id(request.run_id());
+    run->set_generation(request.generation());
+    constexpr int kKeptRuns = 32;
+    if (job.record.runs_size() > kKeptRuns) {
+      job.record.mutable_runs()->DeleteSubrange(0, job.record.runs_size() - kKeptRuns);
+    }
+  }
   job.record.set_job(request.job());
   job.record.set_generation(request.generation());
   job.record.set_phase(v1::GetJobResponse::RECOVERING);
@@ -179,8 +190,33 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest& request,
+absl::StatusOr<uint64_t> JobManager::GenerationOfRunLocked(const v1::JoinJobRequest& request) {
+  auto it = jobs_.find(request.job());
+  if (it == jobs_.end()) return uint64_t{1};
+  const v1::JobRecord& record = it->second.record;
+  for (int i = record.runs_size() - 1; i >= 0; --i) {
+    if (record.runs(i).run_id() != request.run_id()) continue;
+    if (record.runs(i).generation() < record.generation()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job '", request.job(), "' run '", request.run_id(), "' (generation ",
+          record.runs(i).generation(), ") was superseded by generation ", record.generation()));
+    }
+    return record.runs(i).generation();
+  }
+  return record.generation() + 1;  // a run id not seen: a new run
+}
+
+absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest& asked,
                                                         const std::string& who) {
+  v1::JoinJobRequest request = asked;  // with run_id resolved into its generation below
+  if (!request.run_id().empty() && request.generation() != 0) {
+    return absl::InvalidArgumentError(
+        "a worker gives its run's run_id or its generation, not both");
+  }
+  if (request.run_id().size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run_id has ", request.run_id().size(), " bytes; at most 128"));
+  }
   if (!ValidJobName(request.job())) {
     return absl::InvalidArgumentError(
         absl::StrCat("job name '", request.job(), "' is not [A-Za-z0-9._-]{1,128}"));
@@ -191,6 +227,10 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   }
   const uint32_t rank = request.rank();
   absl::MutexLock lock(&mu_);
+  if (!request.run_id().empty()) {
+    EMBER_ASSIGN_OR_RETURN(const uint64_t generation, GenerationOfRunLocked(request));
+    request.set_generation(generation);
+  }
   auto it = jobs_.find(request.job());
   if (it == jobs_.end() || request.generation() > it->second.record.generation()) {
     EMBER_RETURN_IF_ERROR(StartRunLocked(request));
@@ -235,6 +275,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   mu_.AwaitWithTimeout(absl::Condition(&settled), wait);
   if (stopping_) return absl::UnavailableError("coordinator is shutting down");
   v1::JoinJobResponse response;
+  response.set_generation(job.record.generation());
   switch (job.record.phase()) {
     case v1::GetJobResponse::RECOVERING:
       response.set_ready(false);
@@ -243,7 +284,8 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
     case v1::GetJobResponse::FINISHED:
       return absl::FailedPreconditionError(
           absl::StrCat("job '", request.job(), "' generation ", job.record.generation(),
-                       " has finished; start a new run with a larger --generation"));
+                       " has finished; start a new run with a larger --generation (or a new "
+                       "--run_id)"));
     case v1::GetJobResponse::FAILED:
       return absl::FailedPreconditionError(
           absl::StrCat("job '", request.job(), "' failed: ", job.record.failure()));

@@ -144,6 +144,10 @@ class JobManager {
   // Persists the record. REQUIRES: mu_ held.
   absl::Status PersistLocked(const Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<uint64_t> NextAttemptLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The generation of request.run_id: its run's, or the job's next for an id not seen.
+  // FAILED_PRECONDITION for a run superseded since. REQUIRES: mu_ held.
+  absl::StatusOr<uint64_t> GenerationOfRunLocked(const v1::JoinJobRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts a new run of request.job (resolving resume_from). REQUIRES: mu_ held.
   absl::Status StartRunLocked(const v1::JoinJobRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

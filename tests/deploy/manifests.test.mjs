@@ -133,6 +133,11 @@ for (const [dir, size] of Object.entries(OVERLAYS)) {
       assert.equal(Number(env.EMBER_WORLD_SIZE), j.spec.parallelism);
       assert.equal(flags(c).world_size, undefined, "--world_size would override EMBER_WORLD_SIZE");
       assert.equal(flags(c).rank, undefined, "the rank comes from JOB_COMPLETION_INDEX");
+      // The Job's UID names the run: a restarted pod rejoins it, a new Job starts a new one.
+      assert.equal(flags(c).run_id, "$(EMBER_RUN_ID)");
+      assert.equal(flags(c).generation, undefined, "--generation and --run_id exclude each other");
+      const runId = c.env.find((e) => e.name === "EMBER_RUN_ID");
+      assert.equal(runId?.valueFrom?.fieldRef?.fieldPath, "metadata.labels['batch.kubernetes.io/controller-uid']");
       assert.match(env.EMBER_COORDINATOR, /^ember-coordinator\.\$\(POD_NAMESPACE\)\.svc:7000$/);
       if (size.gpu) {
         assert.ok(Number(c.resources.requests["nvidia.com/gpu"]) >= 1, "workers request a GPU");

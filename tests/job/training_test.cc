@@ -382,6 +382,10 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
           {base + " --tls_ca=/nonexistent/ca.pem", ""},
           {base + " --tls_ca=/no/ca.pem --tls_cert=/no/c.pem --tls_key=/no/c.key", ""},
           {base + " --collective_host=", ""},
+          // The run is named once: by its generation or by its id.
+          {base + " --run_id=abc --generation=3", "--run_id"},
+          {base + " --run_id=", ""},
+          {base + " --run_id=" + std::string(129, 'r'), "--run_id"},
           // The scores file's directory must exist before a run spends its time.
           {base + " --eval_scores_file=/nonexistent/dir/scores.txt", "--eval_scores_file"},
           {"--config=" + bad + " --coordinator=127.0.0.1:1", ""},

@@ -820,6 +820,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   v1::JoinJobRequest join;
   join.set_job(options.config.name());
   join.set_generation(options.generation);
+  join.set_run_id(options.run_id);
   join.set_rank(static_cast<uint32_t>(options.rank));
   join.set_world_size(static_cast<uint32_t>(options.world_size));
   join.set_resume_from(options.resume_from);
@@ -833,13 +834,25 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
     log << "worker " << options.rank << ": " << line << std::endl;
   };
   log << "worker " << options.rank << "/" << options.world_size << ": joining job '"
-      << options.config.name() << "' (generation " << options.generation << ") at "
-      << options.coordinator_address << std::endl;
+      << options.config.name() << "' ("
+      << (options.run_id.empty() ? absl::StrCat("generation ", options.generation)
+                                 : absl::StrCat("run '", options.run_id, "'"))
+      << ") at " << options.coordinator_address << std::endl;
+  // The run's generation: given, or allocated for run_id at the first join.
+  uint64_t generation = options.generation;
   bool finishing = false;  // some attempt of this worker got past the final barrier
   std::optional<v1::ModelConfig> computed;  // the statistics pass's config (AttemptConfig)
   for (int recoveries = 0;; ++recoveries) {
     absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, wait);
     if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
+    if (!join.run_id().empty()) {
+      // Rejoins name the run by the generation it was given.
+      generation = attempt->generation();
+      join.clear_run_id();
+      join.set_generation(generation);
+      log << "worker " << options.rank << ": run '" << options.run_id << "' is generation "
+          << generation << std::endl;
+    }
     if (recoveries > 0) {
       // What this worker saw is often only the echo (a collective whose peer left); the
       // coordinator recorded the failure that ended the attempt first.
@@ -858,6 +871,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
     {
       TrainerOptions attempt_options = options;
       attempt_options.config = *std::move(config);
+      attempt_options.generation = generation;
       Trainer trainer(attempt_options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
       result = trainer.Run();
       met_nobody = trainer.rendezvous_failed();
@@ -871,11 +885,11 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
       if (options.rank == 0) {
         v1::FinishJobRequest finish;
         finish.set_job(options.config.name());
-        finish.set_generation(options.generation);
+        finish.set_generation(generation);
         finish.set_attempt(attempt->attempt());
         end = InStage(jobs->Finish(finish, options.collective_timeout), "recording the job's end");
       } else {
-        end = jobs->AwaitFinished(options.config.name(), options.generation, attempt->attempt(),
+        end = jobs->AwaitFinished(options.config.name(), generation, attempt->attempt(),
                                   options.recovery_timeout);
         // Only a rollback is worth a rejoin: rank 0 will rejoin it too.
         if (!end.ok() && end.code() != absl::StatusCode::kAborted) {

@@ -50,6 +50,10 @@ struct TrainerOptions {
   int world_size = 1;
   // Rendezvous generation (a restarted job uses a new one). Default: 0.
   uint64_t generation = 0;
+  // Instead of `generation` (then 0): the run's id, shared by its workers (a Kubernetes
+  // Job's UID); the coordinator allocates the generation (JoinJobRequest.run_id).
+  // Default: none.
+  std::string run_id;
   // Where rank 0 writes result.json, metrics.tsv and training.svg. Empty: nowhere.
   std::string run_dir;
   // Budget of one pull/push (retries included). Default: 30 s.

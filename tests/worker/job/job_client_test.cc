@@ -121,6 +121,49 @@ TEST_F(JobClientTest, AwaitFinishedReportsAFailedJob) {
   EXPECT_NE(s.message().find("failed"), std::string::npos) << s;
 }
 
+TEST_F(JobClientTest, TheCoordinatorGivesEachRunIdItsGeneration) {
+  const uint64_t a1 = StartAndJoin({absl::StrCat("--checkpoint_dir=", dir_.path(), "/ckpt")});
+  ASSERT_NE(a1, 0u);  // run 1 of the job, by its generation
+  ASSERT_TRUE(jobs_->Finish(FinishRequest(1, a1), absl::Seconds(10)).ok());
+
+  // A run id the job has not seen: the next generation, a new run.
+  v1::JoinJobRequest by_id = JoinRequest(0, 0);
+  by_id.set_run_id("k8s-uid-a");
+  absl::StatusOr<v1::JoinJobResponse> a = jobs_->Join(by_id, wait_);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->generation(), 2u);
+  // The same id again (a restarted worker of that run): the same run. It rejoins as
+  // the worker that failed in the attempt, and the run recovers into a new attempt.
+  by_id.set_after_attempt(a->attempt());
+  absl::StatusOr<v1::JoinJobResponse> again = jobs_->Join(by_id, wait_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->generation(), 2u);
+  EXPECT_GT(again->attempt(), a->attempt());
+
+  // Another id: generation 3; the first id is now superseded.
+  by_id.set_run_id("k8s-uid-b");
+  by_id.set_after_attempt(0);
+  absl::StatusOr<v1::JoinJobResponse> b = jobs_->Join(by_id, wait_);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->generation(), 3u);
+  by_id.set_run_id("k8s-uid-a");
+  absl::StatusOr<v1::JoinJobResponse> old = jobs_->Join(by_id, wait_);
+  EXPECT_EQ(old.status().code(), absl::StatusCode::kFailedPrecondition) << old.status();
+  EXPECT_NE(old.status().message().find("superseded by generation 3"), std::string::npos)
+      << old.status();
+
+  // Refused: a run id with a generation, a run id over 128 bytes.
+  v1::JoinJobRequest both = JoinRequest(4, 0);
+  both.set_run_id("k8s-uid-c");
+  EXPECT_EQ(jobs_->Join(both, wait_).status().code(), absl::StatusCode::kInvalidArgument);
+  v1::JoinJobRequest long_id = JoinRequest(0, 0);
+  long_id.set_run_id(std::string(129, 'x'));
+  EXPECT_EQ(jobs_->Join(long_id, wait_).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(kJob, absl::Seconds(10));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->generation(), 3u);  // nothing refused changed the run
+}
+
 v1::ReportProgressRequest ProgressRequest(uint64_t generation, uint64_t attempt) {
   v1::ReportProgressRequest r;
   r.set_job(kJob);
