@@ -6,6 +6,7 @@
 //
 // Pinned here, for data partitioned by file and by a column (user_id), with
 // training.epoch_end LAST_OUT:
+//  - an SSP job of 3 workers with uneven shares trains every example of each epoch;
 //  - a 2-worker run stopped mid-epoch (its final checkpoint at --max_steps) and resumed
 //    by 3 workers, and (from a copy of the same checkpoint) by 1 worker, trains every
 //    example of each epoch exactly once by count: result.json examples_per_epoch equals
@@ -74,7 +75,7 @@ class ElasticResumeTest : public JobClusterTest,
     return result.find(absl::StrCat("\"examples_per_epoch\": ", list, ",")) != std::string::npos;
   }
 
-  // Starts `world` workers resuming `from` with `flags` and returns rank 0's result.
+  // Starts `world` workers with `flags` (after the job's own) and returns rank 0's result.
   static std::string Resume(Cluster* c, int world, const std::vector<std::string>& flags) {
     for (int r = 0; r < world; ++r) {
       std::vector<std::string> f = flags;
@@ -131,6 +132,19 @@ TEST_P(ElasticResumeTest, TwoWorkersResumedByThreeAndByOneTrainEveryExampleOnce)
   EXPECT_EQ(JsonValue(one, "workers"), "1") << one;
   EXPECT_EQ(JsonValue(one, "resumed_from"), absl::StrCat("\"", checkpoint, "\"")) << one;
   EXPECT_TRUE(HasEpochExamples(one, expected)) << one;
+}
+
+// SSP (the next batch's pulls prefetched during a step) with 3 workers over 4 files: rank 0
+// reads two files, ranks 1 and 2 one each and then take empty steps until rank 0 is out.
+TEST_P(ElasticResumeTest, AnSspJobWithUnevenSharesTrainsEveryExampleOfEachEpoch) {
+  std::unique_ptr<Cluster> c = NewCluster(absl::StrCat("ssp-", GetParam()));
+  const std::string config = WriteConfig(c->dir_);
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  const std::string result = Resume(
+      c.get(), 3, {absl::StrCat("--config=", config), "--epochs=2", "--consistency=ssp"});
+  const uint64_t lines = TrainLines();
+  EXPECT_TRUE(HasEpochExamples(result, absl::StrCat("[", lines, ", ", lines, "]"))) << result;
 }
 
 INSTANTIATE_TEST_SUITE_P(ByFileAndByColumn, ElasticResumeTest,
