@@ -6,6 +6,7 @@
 //
 // Pinned here, for data partitioned by file and by a column (user_id), with
 // training.epoch_end LAST_OUT:
+//  - the same with 2, then 3, then 1 worker(s) in one epoch (two changes);
 //  - an SSP job of 3 workers with uneven shares trains every example of each epoch;
 //  - a 2-worker run stopped mid-epoch (its final checkpoint at --max_steps) and resumed
 //    by 3 workers, and (from a copy of the same checkpoint) by 1 worker, trains every
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -132,6 +134,45 @@ TEST_P(ElasticResumeTest, TwoWorkersResumedByThreeAndByOneTrainEveryExampleOnce)
   EXPECT_EQ(JsonValue(one, "workers"), "1") << one;
   EXPECT_EQ(JsonValue(one, "resumed_from"), absl::StrCat("\"", checkpoint, "\"")) << one;
   EXPECT_TRUE(HasEpochExamples(one, expected)) << one;
+}
+
+// Two changes in one epoch: 2 workers to step 55, 3 to step 65 (still in epoch 0: their
+// checkpoint holds the first change's progress under their own cursors), then 1 to the
+// end. With a column, the second change stacks a second layer.
+TEST_P(ElasticResumeTest, TwoThenThreeThenOneWorkersInOneEpochTrainEveryExampleOnce) {
+  std::unique_ptr<Cluster> c = NewCluster(absl::StrCat("twice-", GetParam()));
+  const std::string config = WriteConfig(c->dir_);
+  const std::vector<std::string> job = {absl::StrCat("--config=", config), "--epochs=2",
+                                        "--checkpoint_every_steps=20"};
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  const std::vector<std::pair<int, int>> runs = {{2, kFirstSteps}, {3, kFirstSteps + 10}, {1, 0}};
+  // The last run on a fresh cluster over the same checkpoints (Cluster::Finish waits for
+  // every rank a cluster ever started).
+  std::unique_ptr<Cluster> last = NewCluster(absl::StrCat("twice-last-", GetParam()));
+  last->ckpt_ = c->ckpt_;
+  std::string result;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    std::vector<std::string> flags = job;
+    flags.push_back(absl::StrCat("--generation=", i + 1));
+    if (runs[i].second > 0) flags.push_back(absl::StrCat("--max_steps=", runs[i].second));
+    if (i > 0) flags.push_back("--resume_from=latest");
+    if (i + 1 == runs.size()) {
+      c.reset();  // its processes are stopped
+      ASSERT_NO_FATAL_FAILURE(last->StartCoordinator(2));
+      for (int s = 0; s < 2; ++s) ASSERT_NO_FATAL_FAILURE(last->StartShard(s));
+    }
+    Cluster* on = i + 1 == runs.size() ? last.get() : c.get();
+    result = Resume(on, runs[i].first, flags);
+    ASSERT_FALSE(result.empty());
+    if (runs[i].second > 0) {
+      ASSERT_EQ(on->NewestCheckpointStep(), static_cast<uint64_t>(runs[i].second)) << result;
+      // Still in the first epoch.
+      EXPECT_EQ(result.find("\"examples_per_epoch\": [24000"), std::string::npos) << result;
+    }
+  }
+  const uint64_t lines = TrainLines();
+  EXPECT_TRUE(HasEpochExamples(result, absl::StrCat("[", lines, ", ", lines, "]"))) << result;
 }
 
 // SSP (the next batch's pulls prefetched during a step) with 3 workers over 4 files: rank 0
