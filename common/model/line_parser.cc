@@ -331,7 +331,8 @@ LineParser::Result LineParser::Parse(absl::string_view line, std::string* error)
       BadValue(partition_.name, "bad ID", value, error);
       return Result::kMalformed;
     }
-    if (Mix64(id) % static_cast<uint64_t>(world_size_) != static_cast<uint64_t>(rank_)) {
+    partition_hash_ = Mix64(id);
+    if (partition_hash_ % static_cast<uint64_t>(world_size_) != static_cast<uint64_t>(rank_)) {
       return Result::kOtherPartition;
     }
   }

@@ -95,6 +95,10 @@ class LineParser {
   // with this parser's num_dense(), num_features(), num_eval().
   void AppendTo(ExampleBatch* batch) const;
 
+  // Mix64 of the partition ID of the last line Parse returned kOk or kOtherPartition for
+  // (data.partition_by a column; 0 otherwise): the reader's resume layers test it.
+  uint64_t partition_hash() const { return partition_hash_; }
+
   int num_dense() const { return static_cast<int>(dense_.size()); }
   int num_features() const { return static_cast<int>(feature_column_.size()); }
   int num_eval() const { return static_cast<int>(eval_.size()); }
@@ -166,6 +170,7 @@ class LineParser {
   IdColumn partition_;                    // field -1: partition by file
   int rank_ = 0;
   int world_size_ = 1;
+  uint64_t partition_hash_ = 0;
 
   // Scratch of the last parsed line.
   std::vector<absl::string_view> fields_;

@@ -2,6 +2,7 @@
 
 #include "worker/data/reader.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -21,10 +22,12 @@ constexpr uint64_t kMinLinesForMalformedCheck = 1000;
 class DatasetReaderImpl final : public DatasetReader {
  public:
   DatasetReaderImpl(v1::ModelConfig config, const ReaderOptions& options,
-                    std::vector<std::string> files)
+                    std::vector<std::string> files, int num_all_files)
       : config_(std::move(config)),
         options_(options),
         files_(std::move(files)),
+        num_all_files_(num_all_files),
+        by_file_(config_.data().partition_by() == "file"),
         criteo_(config_.data().format() == v1::DataConfig::CRITEO_TSV),
         num_dense_(static_cast<int>(model::DenseColumns(config_).size())),
         num_features_(config_.features_size()),
@@ -54,7 +57,12 @@ class DatasetReaderImpl final : public DatasetReader {
           if (absl::Status s = CheckMalformed(/*at_end=*/true); !s.ok()) return Fail(s);
           return batch->size > 0;
         }
-        if (absl::Status s = OpenFile(file_index_); !s.ok()) return Fail(s);
+        const uint64_t start = StartLine(file_index_);
+        if (start == kFileDone) {  // finished before a Resume
+          ++file_index_;
+          continue;
+        }
+        if (absl::Status s = OpenAt(file_index_, start); !s.ok()) return Fail(s);
         continue;
       }
       absl::string_view line;
@@ -69,6 +77,12 @@ class DatasetReaderImpl final : public DatasetReader {
       ++stats_.lines;
       switch (parser_->Parse(line, &error_)) {
         case model::LineParser::Result::kOk:
+          if (!layers_.empty() &&
+              ConsumedByLayers(layers_, DataLine{file_index_, source_->next_line() - 1},
+                               parser_->partition_hash())) {
+            ++stats_.skipped_other_partition;  // consumed under an earlier world size
+            break;
+          }
           parser_->AppendTo(batch);
           ++stats_.examples;
           break;
@@ -90,7 +104,50 @@ class DatasetReaderImpl final : public DatasetReader {
     return true;
   }
 
-  absl::Status Rewind() override { return Seek(ReaderPosition{}); }
+  absl::Status Rewind() override {
+    start_lines_.clear();
+    layers_.clear();
+    start_ = DataLine{};
+    return Seek(ReaderPosition{});
+  }
+
+  absl::Status Resume(const EpochProgress& progress, const ReaderPosition& position) override {
+    const auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(absl::StrCat("data position of epoch ", progress.epoch,
+                                                     " does not fit the data: ", why));
+    };
+    std::vector<uint64_t> start_lines;
+    if (!progress.file_next_line.empty()) {
+      if (!by_file_) return bad("per-file positions, but data.partition_by is a column");
+      if (static_cast<int>(progress.file_next_line.size()) != num_all_files_) {
+        return bad(absl::StrCat(progress.file_next_line.size(), " file positions for ",
+                                num_all_files_, " files"));
+      }
+      for (size_t k = 0; k < files_.size(); ++k) {
+        const size_t i = static_cast<size_t>(options_.rank) + k * options_.world_size;
+        start_lines.push_back(std::max<uint64_t>(progress.file_next_line[i], 1));
+      }
+    }
+    if (!progress.layers.empty()) {
+      if (by_file_) return bad("hash layers, but data.partition_by is \"file\"");
+      for (const HashLayer& layer : progress.layers) {
+        if (layer.world_size < 1 || static_cast<int>(layer.frontier.size()) != layer.world_size) {
+          return bad(absl::StrCat("a layer of world size ", layer.world_size, " has ",
+                                  layer.frontier.size(), " frontiers"));
+        }
+        for (const DataLine& p : layer.frontier) {
+          if (p.file < 0 || DataLine{num_all_files_, 1} < p) {
+            return bad(absl::StrCat("a frontier (file ", p.file, ", line ", p.line,
+                                    ") is past the ", num_all_files_, " files"));
+          }
+        }
+      }
+    }
+    start_lines_ = std::move(start_lines);
+    layers_ = progress.layers;
+    start_ = LayersStart(layers_);
+    return Seek(position);
+  }
 
   ReaderPosition position() const override {
     ReaderPosition p;
@@ -109,20 +166,13 @@ class DatasetReaderImpl final : public DatasetReader {
     }
     source_.reset();
     failed_ = absl::OkStatus();
-    file_index_ = position.file_index;
+    DataLine at{position.file_index, position.line};
+    if (at < start_) at = start_;  // before the newest layer's lines: all consumed
+    file_index_ = at.file;
     if (file_index_ == num_files) return absl::OkStatus();
-    EMBER_RETURN_IF_ERROR(OpenFile(file_index_));
-    absl::string_view line;
-    while (source_->next_line() < position.line) {
-      EMBER_ASSIGN_OR_RETURN(bool more, source_->Next(&line));
-      if (!more) {
-        return absl::InvalidArgumentError(absl::StrCat("position (file ", position.file_index,
-                                                       ", line ", position.line,
-                                                       ") is past the end of ", files_[file_index_],
-                                                       " (", source_->next_line() - 1, " lines)"));
-      }
-    }
-    return absl::OkStatus();
+    const uint64_t start = StartLine(file_index_);
+    if (start == kFileDone) return absl::OkStatus();  // Next skips it
+    return OpenAt(file_index_, std::max(at.line, start));
   }
 
   const ReaderStats& stats() const override { return stats_; }
@@ -135,6 +185,27 @@ class DatasetReaderImpl final : public DatasetReader {
     o.world_size = options_.world_size;
     o.with_eval_columns = options_.with_eval_columns;
     return o;
+  }
+
+  // The line a Resume's progress starts files_[index] at (kFileDone: skip it); 1 without.
+  uint64_t StartLine(int index) const {
+    return start_lines_.empty() ? 1 : start_lines_[static_cast<size_t>(index)];
+  }
+
+  // OpenFile, then reads on until line `line` is the next. INVALID_ARGUMENT when the
+  // file ends before it.
+  absl::Status OpenAt(int index, uint64_t line) {
+    EMBER_RETURN_IF_ERROR(OpenFile(index));
+    absl::string_view skipped;
+    while (source_->next_line() < line) {
+      EMBER_ASSIGN_OR_RETURN(bool more, source_->Next(&skipped));
+      if (!more) {
+        return absl::InvalidArgumentError(absl::StrCat("position (file ", index, ", line ", line,
+                                                       ") is past the end of ", files_[index],
+                                                       " (", source_->next_line() - 1, " lines)"));
+      }
+    }
+    return absl::OkStatus();
   }
 
   // Opens files_[index] and, for schema TSV, reads its header and builds its parser.
@@ -182,6 +253,8 @@ class DatasetReaderImpl final : public DatasetReader {
   const v1::ModelConfig config_;
   const ReaderOptions options_;
   const std::vector<std::string> files_;
+  const int num_all_files_;  // of the dataset (files_ is this rank's share)
+  const bool by_file_;       // data.partition_by "file"
   const bool criteo_;
   const int num_dense_;
   const int num_features_;
@@ -193,6 +266,11 @@ class DatasetReaderImpl final : public DatasetReader {
   ReaderStats stats_;
   absl::Status failed_;  // sticky error of Next until Seek / Rewind
   std::string error_;    // scratch for Parse
+  // The epoch's progress under earlier world sizes (Resume; cleared by Rewind): per file
+  // of files_ its first line (empty: 1), the hash layers and their start.
+  std::vector<uint64_t> start_lines_;
+  std::vector<HashLayer> layers_;
+  DataLine start_;
 };
 
 }  // namespace
@@ -208,6 +286,7 @@ absl::StatusOr<std::unique_ptr<DatasetReader>> DatasetReader::Open(const v1::Mod
                          model::NormalizeModelConfig(config, "model config"));
   EMBER_ASSIGN_OR_RETURN(std::vector<std::string> all_files, ListDataFiles(path));
   std::vector<std::string> files;
+  const int num_all_files = static_cast<int>(all_files.size());
   if (normalized.data().partition_by() == "file") {
     if (static_cast<int>(all_files.size()) < options.world_size) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -222,7 +301,8 @@ absl::StatusOr<std::unique_ptr<DatasetReader>> DatasetReader::Open(const v1::Mod
     files = std::move(all_files);
   }
   auto reader =
-      std::make_unique<DatasetReaderImpl>(std::move(normalized), options, std::move(files));
+      std::make_unique<DatasetReaderImpl>(std::move(normalized), options, std::move(files),
+                                          num_all_files);
   EMBER_RETURN_IF_ERROR(reader->Init());
   return reader;
 }

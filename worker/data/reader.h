@@ -32,7 +32,8 @@
 // and keeps the lines with Mix64(id) % world_size == rank (empty value: id 0).
 //
 // The reader's position (file index, line number within it) can be saved and
-// restored (checkpoints resume the data where they stopped).
+// restored (checkpoints resume the data where they stopped), also under another world
+// size (Resume with the epoch's progress: worker/data/reader_position.h).
 //
 // Thread-safety: none; one reader per thread.
 
@@ -48,6 +49,7 @@
 #include "absl/status/statusor.h"
 #include "common/model/example_batch.h"
 #include "ember/v1/model.pb.h"
+#include "worker/data/reader_position.h"
 
 namespace ember::worker {
 
@@ -58,14 +60,6 @@ struct ReaderOptions {
   bool with_eval_columns = false;
   // How many malformed lines are kept in stats().first_errors. Default: 5.
   int max_reported_errors = 5;
-};
-
-// Where the reader is: the next line to read is line `line` (1-based, header counts)
-// of file `file_index` of files() (this partition's list). {files().size(), 1} is the
-// end of the partition.
-struct ReaderPosition {
-  int file_index = 0;
-  uint64_t line = 0;
 };
 
 struct ReaderStats {
@@ -101,7 +95,8 @@ class DatasetReader {
   // otherwise. An error is sticky: Next returns it again until Seek or Rewind.
   virtual absl::StatusOr<bool> Next(int max_examples, model::ExampleBatch* batch) = 0;
 
-  // Starts the partition over from its first example (next epoch). Stats keep counting.
+  // Starts the partition over from its first example (next epoch), without a progress
+  // set by Resume. Stats keep counting.
   virtual absl::Status Rewind() = 0;
 
   virtual ReaderPosition position() const = 0;
@@ -109,6 +104,15 @@ class DatasetReader {
   // the file up to the line: gzip cannot seek). INVALID_ARGUMENT for a position past
   // the data; after an error the position is unspecified (Seek again or Rewind).
   virtual absl::Status Seek(const ReaderPosition& position) = 0;
+  // Continues the epoch whose earlier world sizes consumed `progress`
+  // (reader_position.h) at `position` of this rank's share: with partition by file,
+  // each file of the share starts at its progress line (finished ones are skipped);
+  // with partition by a column, the lines a layer consumed are skipped (counted in
+  // stats().skipped_other_partition) and reading starts no earlier than the newest
+  // layer's smallest frontier. `position` may be {} (the share's start). The progress
+  // holds until Rewind. INVALID_ARGUMENT for a progress that does not fit the data (file
+  // count, partitioning, a layer's frontier count) or Seek's errors.
+  virtual absl::Status Resume(const EpochProgress& progress, const ReaderPosition& position) = 0;
 
   virtual const ReaderStats& stats() const = 0;
   // The files of this partition, in reading order.

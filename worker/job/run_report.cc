@@ -62,6 +62,7 @@ std::string ResultJson(const v1::ModelConfig& config, const TrainerOptions& opti
       {"train_seconds", Number(r.train_seconds)},
       {"steps", absl::StrCat(r.steps)},
       {"examples", absl::StrCat(r.examples)},
+      {"examples_per_epoch", absl::StrCat("[", absl::StrJoin(r.examples_per_epoch, ", "), "]")},
       {"final_train_loss", Number(r.final_loss)},
       {"cold_examples", absl::StrCat(r.cold_examples)},
       {"resampled_examples", absl::StrCat(r.resampled_examples)},

@@ -9,7 +9,7 @@ namespace ember::worker {
 
 BatchPipeline::BatchPipeline(std::unique_ptr<DatasetReader> reader, SparseLayout layout,
                              int batch_size, int epochs, int depth,
-                             std::optional<std::pair<int, ReaderPosition>> resume)
+                             std::optional<ResumePoint> resume)
     : layout_(std::move(layout)),
       batch_size_(batch_size),
       epochs_(epochs),
@@ -28,10 +28,11 @@ BatchPipeline::~BatchPipeline() {
 }
 
 void BatchPipeline::Load() {
-  const int first = resume_.has_value() ? resume_->first : 0;
+  const int first = resume_.has_value() ? resume_->epoch : 0;
   for (int epoch = first; epoch < epochs_; ++epoch) {
     if (epoch > first || resume_.has_value()) {
-      absl::Status s = epoch == first ? reader_->Seek(resume_->second) : reader_->Rewind();
+      absl::Status s = epoch == first ? reader_->Resume(resume_->progress, resume_->position)
+                                      : reader_->Rewind();
       if (!s.ok()) {
         absl::MutexLock lock(&mu_);
         error_ = s;

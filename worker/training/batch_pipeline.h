@@ -36,6 +36,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/model/example_batch.h"
 #include "worker/data/reader.h"
+#include "worker/data/reader_position.h"
 #include "worker/skew/hot_row_cache.h"
 #include "worker/training/sparse_features.h"
 
@@ -60,11 +61,11 @@ struct PreparedBatch {
 class BatchPipeline {
  public:
   // Starts the loader thread. REQUIRES: batch_size >= 1, epochs >= 1, depth >= 1.
-  // With `resume`, the loader starts in epoch resume->first at reader position
-  // resume->second (a checkpoint's cursor) instead of at the start of epoch 0.
+  // With `resume`, the loader starts in epoch resume->epoch at resume->position with
+  // resume->progress (a checkpoint's data position: DatasetReader::Resume) instead of
+  // at the start of epoch 0.
   BatchPipeline(std::unique_ptr<DatasetReader> reader, SparseLayout layout, int batch_size,
-                int epochs, int depth,
-                std::optional<std::pair<int, ReaderPosition>> resume = std::nullopt);
+                int epochs, int depth, std::optional<ResumePoint> resume = std::nullopt);
   // Stops and joins the loader thread (it finishes the batch it is reading).
   ~BatchPipeline();
 
@@ -91,7 +92,7 @@ class BatchPipeline {
   const int batch_size_;
   const int epochs_;
   const int depth_;
-  const std::optional<std::pair<int, ReaderPosition>> resume_;
+  const std::optional<ResumePoint> resume_;
   std::unique_ptr<DatasetReader> reader_;  // used by the loader thread only
 
   mutable absl::Mutex mu_;

@@ -245,12 +245,11 @@ absl::Status Trainer::OpenTrainingData() {
     estimated_steps_ = training_.max_steps();
   }
   skew_ = std::make_unique<SkewHandler>(config_, layout_, world);
-  std::optional<std::pair<int, ReaderPosition>> resume;
+  EMBER_RETURN_IF_ERROR(ListTrainingFiles());
+  std::optional<ResumePoint> resume;
   if (!join_.checkpoint().empty()) {
     EMBER_RETURN_IF_ERROR(Restore(join_.state()));
-    const v1::WorkerCursor& cursor = join_.state().cursors(options_.rank);
-    resume.emplace(static_cast<int>(cursor.epoch()),
-                   ReaderPosition{cursor.file_index(), cursor.line()});
+    EMBER_ASSIGN_OR_RETURN(resume, DataResumePoint(join_.state()));
   }
   pipeline_ = std::make_unique<BatchPipeline>(std::move(*reader), layout_, training_.batch_size(),
                                               training_.epochs(), /*depth=*/3, resume);
@@ -325,8 +324,10 @@ absl::Status Trainer::Step(std::unique_ptr<PreparedBatch> batch, double global_e
   EMBER_RETURN_IF_ERROR(PushSparse(std::move(batch)));
   const absl::Time t3 = absl::Now();
 
+  const uint64_t resampled_before = skew_->totals().resampled_examples;
   EMBER_ASSIGN_OR_RETURN(const float global_loss_sum, ReduceDense(loss_sum));
   const absl::Time t4 = absl::Now();
+  CountEpochExamples(global_examples, resampled_before);
 
   interval_loss_ += global_loss_sum;
   interval_examples_ += global_examples;
@@ -364,7 +365,8 @@ absl::Status Trainer::PullStep(PreparedBatch* batch) {
   // SSP/ASP: the next batch's pull overlaps this step's compute and push.
   if (training_.consistency() != TrainingConfig::BSP) {
     absl::StatusOr<PreparedBatch*> next = pipeline_->Peek();
-    if (next.ok() && *next != nullptr) {
+    // (An empty step's next batch may be prefetched already.)
+    if (next.ok() && *next != nullptr && prefetched_ == nullptr) {
       prefetched_ = *next;
       skew_->StartPulls(*client_, step_ + 1, hot.get(), prefetched_, &prefetch_);
     }
@@ -631,8 +633,8 @@ absl::Status Trainer::Loop() {
   while (true) {
     if (training_.max_steps() > 0 && step_ >= training_.max_steps()) break;
     // Every worker must agree to run this step: an epoch ends for all when the first
-    // worker runs out of data in it. The previous step's all-reduce carried the
-    // agreement; the first step of an epoch asks for it.
+    // worker runs out of data in it (epoch_end LAST_OUT: the last). The previous step's
+    // all-reduce carried the agreement; the first step of an epoch asks for it.
     absl::StatusOr<PreparedBatch*> head = pipeline_->Peek();
     if (!head.ok()) return InStage(head.status(), "training data");
     const bool has = *head != nullptr && (*head)->epoch == epoch_;
@@ -645,7 +647,7 @@ absl::Status Trainer::Loop() {
       EMBER_RETURN_IF_ERROR(
           InStage(collective_->AllReduceSum(absl::MakeSpan(agree)), "step agreement"));
     }
-    if (agree[0] < static_cast<float>(world) - 0.5f) {
+    if (EpochOver(agree[0], world)) {
       if (!prefetch_.empty()) {
         absl::Status s = WaitAll(&prefetch_);  // the prefetched batch is being dropped
         prefetched_ = nullptr;
@@ -655,7 +657,8 @@ absl::Status Trainer::Loop() {
       if (++epoch_ >= static_cast<int>(training_.epochs())) break;
       continue;
     }
-    EMBER_RETURN_IF_ERROR(Step(pipeline_->Pop(), agree[1]));
+    // With epoch_end LAST_OUT a worker whose share ran out takes an empty step.
+    EMBER_RETURN_IF_ERROR(Step(has ? pipeline_->Pop() : EmptyBatch(), agree[1]));
     MaybeLog(/*force=*/false);
     if (join_.checkpoints() &&
         (checkpoint_next_ || (checkpoint_every > 0 && step_ % checkpoint_every == 0))) {
@@ -684,6 +687,7 @@ absl::Status Trainer::Loop() {
 absl::Status Trainer::Finish() {
   result_.steps = step_;
   result_.examples = examples_;
+  result_.examples_per_epoch = epoch_examples_;
   result_.examples_per_sec =
       static_cast<double>(examples_ - start_examples_) / std::max(result_.train_seconds, 1e-9);
   result_.malformed_lines = pipeline_->stats().malformed;

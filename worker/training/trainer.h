@@ -91,6 +91,9 @@ struct TrainerOptions {
 struct TrainResult {
   uint64_t steps = 0;
   uint64_t examples = 0;        // training examples over all workers
+  // Per epoch (index), the examples read from the data (replays excluded) summed over
+  // workers, across every run and world size the checkpoints carried it through.
+  std::vector<uint64_t> examples_per_epoch;
   double train_seconds = 0;     // wall time of the training loop (no final eval)
   double examples_per_sec = 0;  // examples / train_seconds
   double final_loss = 0;        // mean training loss over the last log interval

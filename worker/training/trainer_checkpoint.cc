@@ -23,10 +23,32 @@ absl::Status Trainer::Restore(const v1::WorkerState& state) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint ", join_.checkpoint(), " does not fit this job: ", why));
   };
-  if (state.world_size() != static_cast<uint32_t>(options_.world_size) ||
-      state.cursors_size() != options_.world_size) {
-    return fail(
-        absl::StrCat("it has ", state.world_size(), " workers, the job ", options_.world_size));
+  if (state.world_size() == 0 || state.cursors_size() != static_cast<int>(state.world_size())) {
+    return fail(absl::StrCat("it has ", state.cursors_size(), " worker cursors for ",
+                             state.world_size(), " workers"));
+  }
+  const bool same_world = state.world_size() == static_cast<uint32_t>(options_.world_size);
+  if (!same_world) {
+    // Another world size continues the data from the checkpoint's per-file (or per
+    // hash partition) progress (trainer_data.cc); older checkpoints lack it.
+    const std::string at_own =
+        absl::StrCat(": resume it with --world_size=", state.world_size());
+    if (!state.has_data()) {
+      return fail(absl::StrCat("it has ", state.world_size(), " workers, the job ",
+                               options_.world_size,
+                               ", and it predates the data positions another worker count "
+                               "resumes from",
+                               at_own));
+    }
+    for (const v1::WorkerCursor& c : state.cursors()) {
+      if (c.has_skew()) {
+        return fail(absl::StrCat("it has ", state.world_size(), " workers, the job ",
+                                 options_.world_size,
+                                 ", and per-worker skew state (skew.cold_* options), which "
+                                 "does not carry over to another worker count",
+                                 at_own));
+      }
+    }
   }
   if (state.config_digest() != model::ConfigDigest(config_)) {
     v1::ModelConfig saved;
@@ -48,7 +70,9 @@ absl::Status Trainer::Restore(const v1::WorkerState& state) {
   std::vector<float> opt(state.dense_optimizer_state().size() / sizeof(float));
   std::memcpy(opt.data(), state.dense_optimizer_state().data(), opt.size() * sizeof(float));
   EMBER_RETURN_IF_ERROR(InStage(optimizer_->LoadState(opt), "dense optimizer state"));
-  if (absl::Status s = skew_->Load(state.cursors(options_.rank).skew()); !s.ok()) {
+  if (absl::Status s = skew_->Load(same_world ? state.cursors(options_.rank).skew()
+                                               : v1::WorkerSkewState());
+      !s.ok()) {
     return fail(s.message());
   }
   SkewHandler::Totals& totals = skew_->totals();
@@ -59,6 +83,7 @@ absl::Status Trainer::Restore(const v1::WorkerState& state) {
   step_ = state.step();
   examples_ = state.examples();
   epoch_ = static_cast<int>(state.epoch());
+  epoch_examples_.assign(state.epoch_examples().begin(), state.epoch_examples().end());
   checkpoint_step_ = step_;
   if (rank0()) {
     log_ << "resuming from checkpoint " << join_.checkpoint() << " at step " << step_
@@ -117,6 +142,7 @@ absl::Status Trainer::TakeCheckpoint() {
     state->set_examples(examples_);
     state->set_world_size(static_cast<uint32_t>(options_.world_size));
     state->set_epoch(static_cast<uint32_t>(epoch_));
+    SaveDataPosition(state);
     state->set_config_digest(model::ConfigDigest(config_));
     *state->mutable_config() = model::DigestedConfig(config_).SerializeAsString();
     const SkewHandler::Totals& totals = skew_->totals();

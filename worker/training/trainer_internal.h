@@ -1,8 +1,10 @@
 // Copyright 2026 The Ember Authors.
 //
 // The Trainer behind Train (worker/training/trainer.h): one attempt of one worker. Split by
-// concern over trainer.cc (setup, the step loop, evaluation, the result) and
-// trainer_checkpoint.cc (checkpoints and restoring from one). Internal to worker/.
+// concern over trainer.cc (setup, the step loop, evaluation, the result),
+// trainer_checkpoint.cc (checkpoints and restoring from one) and trainer_data.cc (the
+// data position a checkpoint keeps and a resume continues, at any world size; the epoch's
+// examples). Internal to worker/.
 //
 // Thread-safety: a Trainer runs on one thread (its batch pipeline has its own loader).
 
@@ -117,6 +119,22 @@ class Trainer {
   absl::Status Finish();
   // Loads the dense model, step and counters of the checkpoint the attempt restored.
   absl::Status Restore(const v1::WorkerState& state);
+  // trainer_data.cc. ListTrainingFiles: the names of the training files (data_files_).
+  absl::Status ListTrainingFiles();
+  // Where this rank's reading continues after the restored checkpoint `state` (at its
+  // own or another world size); sets data_progress_. FAILED_PRECONDITION when the
+  // training files changed since the checkpoint (naming what changed).
+  absl::StatusOr<ResumePoint> DataResumePoint(const v1::WorkerState& state);
+  // Rank 0, at a checkpoint: the data files, the epoch's progress and the examples per
+  // epoch into `state`.
+  void SaveDataPosition(v1::WorkerState* state) const;
+  // The batch of a worker whose share of the epoch ran out while others' did not
+  // (training.epoch_end LAST_OUT): no example.
+  std::unique_ptr<PreparedBatch> EmptyBatch() const;
+  // Whether the step agreement `workers_with_data` (of `world`) ends the epoch.
+  bool EpochOver(float workers_with_data, int world) const;
+  // Adds a step's data examples (its examples less its replays) to its epoch.
+  void CountEpochExamples(double global_examples, uint64_t resampled_before);
   // A checkpoint at the current step barrier (every worker calls it at the same step).
   absl::Status TakeCheckpoint();
   // Rank 0: whether a checkpoint is due by time or was requested by an operator.
@@ -181,6 +199,12 @@ class Trainer {
   bool rendezvous_failed_ = false;
   std::optional<uint64_t> warned_auc_step_;  // WarnIfWorseThanBest warned at this step
   uint64_t examples_ = 0;
+  // Data examples per epoch, over workers (result.json examples_per_epoch).
+  std::vector<uint64_t> epoch_examples_;
+  // The training files' names (in the data path) and what world sizes before this
+  // attempt's consumed of the epoch data_progress_.epoch (trainer_data.cc).
+  std::vector<std::string> data_files_;
+  EpochProgress data_progress_;
   // The agreement on the next step (workers with a batch, their examples), carried by
   // the previous step's all-reduce; empty at the start of an epoch.
   std::optional<std::array<float, 2>> next_agreement_;
