@@ -6,6 +6,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/clip.h"
 
 namespace ember {
 namespace {
@@ -45,7 +46,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* c
       context->AddTrailingMetadata(kWrongShardMetadataKey, std::string(*payload));
     }
   }
-  return grpc::Status(grpc_code, std::string(status.message()));
+  // Clipped: a message that quotes a huge client string must not become a trailer the
+  // client cannot receive (common/clip.h).
+  return grpc::Status(grpc_code, ClipForMessage(status.message(), kMaxStatusMessageBytes));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status, const grpc::ClientContext* context) {

@@ -38,7 +38,8 @@ absl::Status WrongShardError(uint32_t slot, uint32_t owner, uint64_t epoch, absl
 // The WrongShard payload of `status`, or nullopt when it has none (or it is corrupt).
 std::optional<v1::WrongShard> GetWrongShard(const absl::Status& status);
 
-// Server side: the grpc::Status for `status` (same code and message). When `context`
+// Server side: the grpc::Status for `status` (same code and message, the message
+// clipped to kMaxStatusMessageBytes by ClipForMessage, common/clip.h). When `context`
 // is not null, a WrongShard payload is added to its trailing metadata.
 grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* context);
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
+#include "common/clip.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -241,7 +242,8 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::KvGet(grpc::CallbackServerCont
     return FinishNow(context, absl::OkStatus());
   }
   if (request->wait_ms() == 0) {
-    return FinishNow(context, absl::NotFoundError(absl::StrCat("no key '", request->key(), "'")));
+    return FinishNow(context, absl::NotFoundError(
+                                  absl::StrCat("no key '", ClipForMessage(request->key()), "'")));
   }
   const absl::Time deadline = std::min(
       {absl::Now() + std::min(absl::Milliseconds(request->wait_ms()), options_.max_kv_wait),

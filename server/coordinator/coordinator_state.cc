@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/clip.h"
 #include "common/log.h"
 #include "common/proto_diff.h"
 #include "common/status_macros.h"
@@ -295,7 +296,8 @@ absl::StatusOr<v1::TableConfig> CoordinatorState::CreateTable(const v1::TableCon
 absl::StatusOr<v1::TableConfig> CoordinatorState::DescribeTable(const std::string& name) const {
   absl::MutexLock lock(&mu_);
   auto it = tables_.find(name);
-  if (it == tables_.end()) return absl::NotFoundError(absl::StrCat("no table '", name, "'"));
+  if (it == tables_.end())
+    return absl::NotFoundError(absl::StrCat("no table '", ClipForMessage(name), "'"));
   return it->second;
 }
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/clip.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/proto_diff.h"
@@ -153,8 +154,8 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
     if (request.resume_from() == "latest") {
       EMBER_ASSIGN_OR_RETURN(CheckpointListing listing, catalog_.List(request.job()));
       if (listing.valid.empty()) {
-        return absl::NotFoundError(
-            absl::StrCat("job '", request.job(), "' has no valid checkpoint to resume from"));
+        return absl::NotFoundError(absl::StrCat("job '", ClipForMessage(request.job()),
+                                                "' has no valid checkpoint to resume from"));
       }
       resume = listing.valid.back().name();
     } else {
@@ -218,8 +219,8 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
         absl::StrCat("run_id has ", request.run_id().size(), " bytes; at most 128"));
   }
   if (!ValidJobName(request.job())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job name '", request.job(), "' is not [A-Za-z0-9._-]{1,128}"));
+    return absl::InvalidArgumentError(absl::StrCat("job name '", ClipForMessage(request.job()),
+                                                   "' is not [A-Za-z0-9._-]{1,128}"));
   }
   if (request.world_size() == 0 || request.rank() >= request.world_size()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -311,7 +312,7 @@ absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(request.job());
   if (it == jobs_.end())
-    return absl::NotFoundError(absl::StrCat("unknown job '", request.job(), "'"));
+    return absl::NotFoundError(absl::StrCat("unknown job '", ClipForMessage(request.job()), "'"));
   Job& job = it->second;
   if (job.record.generation() == request.generation() &&
       job.record.attempt() == request.attempt() &&
@@ -332,7 +333,8 @@ absl::Status JobManager::FinishJob(const v1::FinishJobRequest& request) {
 
 absl::StatusOr<v1::GetJobResponse> JobManager::GetJob(const std::string& name) const {
   absl::MutexLock lock(&mu_);
-  if (!jobs_.contains(name)) return absl::NotFoundError(absl::StrCat("unknown job '", name, "'"));
+  if (!jobs_.contains(name))
+    return absl::NotFoundError(absl::StrCat("unknown job '", ClipForMessage(name), "'"));
   return DescribeLocked(name);
 }
 
@@ -359,7 +361,8 @@ v1::GetJobResponse JobManager::DescribeLocked(const std::string& name) const {
 absl::Status JobManager::RequestCheckpoint(const std::string& name) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(name);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("unknown job '", name, "'"));
+  if (it == jobs_.end())
+    return absl::NotFoundError(absl::StrCat("unknown job '", ClipForMessage(name), "'"));
   if (options_.checkpoint_dir.empty()) {
     return absl::FailedPreconditionError("the coordinator runs without --checkpoint_dir");
   }
@@ -562,7 +565,7 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(name_of_job);
     if (it == jobs_.end())
-      return absl::NotFoundError(absl::StrCat("unknown job '", name_of_job, "'"));
+      return absl::NotFoundError(absl::StrCat("unknown job '", ClipForMessage(name_of_job), "'"));
     Job& job = it->second;
     if (job.record.generation() != request.generation() ||
         job.record.attempt() != request.attempt() ||

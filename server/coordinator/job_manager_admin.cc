@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/clip.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/coordinator/job_manager.h"
@@ -55,7 +56,8 @@ absl::StatusOr<std::vector<v1::CheckpointSummary>> JobManager::ListCheckpoints(
     summary.set_error(std::string(status.message()));
     out.push_back(std::move(summary));
   }
-  if (out.empty()) return absl::NotFoundError(absl::StrCat("job '", job, "' has no checkpoints"));
+  if (out.empty())
+    return absl::NotFoundError(absl::StrCat("job '", ClipForMessage(job), "' has no checkpoints"));
   return out;
 }
 
@@ -68,7 +70,8 @@ absl::StatusOr<v1::RestoreCheckpointResponse> JobManager::RestoreCheckpoint(
   if (checkpoint.empty()) {
     EMBER_ASSIGN_OR_RETURN(const CheckpointListing listing, catalog_.List(job));
     if (listing.valid.empty()) {
-      return absl::NotFoundError(absl::StrCat("job '", job, "' has no valid checkpoint"));
+      return absl::NotFoundError(
+          absl::StrCat("job '", ClipForMessage(job), "' has no valid checkpoint"));
     }
     checkpoint = listing.valid.back().name();
   }

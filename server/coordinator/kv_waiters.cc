@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "common/clip.h"
 
 namespace ember {
 
@@ -93,7 +94,8 @@ void KvWaiters::TimerLoop() {
     }
     mu_.Unlock();
     for (auto& [key, done] : expired) {
-      done(absl::NotFoundError(absl::StrCat("key '", key, "' did not appear in time")));
+      done(absl::NotFoundError(
+          absl::StrCat("key '", ClipForMessage(key), "' did not appear in time")));
     }
     mu_.Lock();
   }

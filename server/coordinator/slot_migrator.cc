@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/clip.h"
 #include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
@@ -229,8 +230,9 @@ absl::StatusOr<v1::Migration> SlotMigrator::Get(const std::string& op_id) const 
   const std::string id = op_id.empty() && !order_.empty() ? order_.back() : op_id;
   auto it = ops_.find(id);
   if (it == ops_.end()) {
-    return absl::NotFoundError(op_id.empty() ? std::string("no migration yet")
-                                             : absl::StrCat("unknown migration '", op_id, "'"));
+    return absl::NotFoundError(
+        op_id.empty() ? std::string("no migration yet")
+                      : absl::StrCat("unknown migration '", ClipForMessage(op_id), "'"));
   }
   return it->second;
 }
@@ -251,7 +253,7 @@ absl::StatusOr<v1::Migration> SlotMigrator::Cancel(const std::string& op_id,
     absl::MutexLock lock(&mu_);
     auto it = ops_.find(op_id);
     if (it == ops_.end())
-      return absl::NotFoundError(absl::StrCat("unknown migration '", op_id, "'"));
+      return absl::NotFoundError(absl::StrCat("unknown migration '", ClipForMessage(op_id), "'"));
     if (Terminal(it->second.phase()) && it->second.phase() != v1::Migration::FAILED) {
       return it->second;
     }

@@ -33,7 +33,7 @@ PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap s
       shard_id_(shard_id),
       max_batch_keys_(max_batch_keys),
       metrics_(metrics),
-      dedup_(dedup_window),
+      dedup_(PushDedupOptions{.window = dedup_window}),
       slot_map_(std::make_shared<const SlotMap>(std::move(slot_map))),
       slot_load_(new std::atomic<uint64_t>[kNumSlots]) {
   for (uint32_t slot = 0; slot < kNumSlots; ++slot) slot_load_[slot].store(0);
@@ -233,8 +233,9 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
     DecodeFloat32Bytes(request.grads(), absl::MakeSpan(grads));
   }
 
-  EMBER_ASSIGN_OR_RETURN(const PushDedup::Ticket ticket,
-                         dedup_.Begin(request.worker_id(), request.sequence()));
+  EMBER_ASSIGN_OR_RETURN(
+      const PushDedup::Ticket ticket,
+      dedup_.Begin(request.worker_id(), request.sequence(), PushDigest(request)));
   if (ticket.duplicate) {
     if (metrics_ != nullptr) metrics_->CountPushDuplicate();
     response->set_version(ticket.version);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/hash/hash.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -47,6 +48,14 @@ inline absl::StatusOr<std::vector<uint64_t>> DecodeIds(const std::string& bytes,
   std::vector<uint64_t> ids(bytes.size() / sizeof(uint64_t));
   std::memcpy(ids.data(), bytes.data(), bytes.size());  // little-endian host (float16.cc)
   return ids;
+}
+
+// What identifies a push's payload for deduplication (PushDedup): its table, ids,
+// gradient bytes, encoding and step; not the routing (epoch), which a retry may change,
+// nor (worker_id, sequence, attempt), which name it. Stable within one process only.
+inline uint64_t PushDigest(const v1::PushRequest& request) {
+  return absl::HashOf(request.table(), request.ids(), request.grads(),
+                      static_cast<int>(request.encoding()), request.step());
 }
 
 }  // namespace ember

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/clip.h"
 #include "common/model/sparse_batch.h"
 #include "common/status_macros.h"
 #include "server/serving/follower.h"
@@ -64,9 +65,9 @@ absl::Status Follower::Predict(const v1::PredictRequest& request, v1::PredictRes
         const absl::Status pulled = storage_->store()->Pull(
             name, absl::MakeConstSpan(table.ids).subspan(first, n), out, &unknown);
         if (absl::IsNotFound(pulled)) {
-          return absl::UnavailableError(absl::StrCat("table '", name, "' of model version ",
-                                                     response->version().checkpoint(),
-                                                     " is not in the follower's store yet"));
+          return absl::UnavailableError(absl::StrCat(
+              "table '", ClipForMessage(name), "' of model version ",
+              response->version().checkpoint(), " is not in the follower's store yet"));
         }
         EMBER_RETURN_IF_ERROR(pulled);
         for (size_t i = 0; i < unknown.size(); ++i) {

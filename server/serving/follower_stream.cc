@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/clip.h"
 #include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
@@ -59,7 +60,7 @@ absl::Status Follower::EnsureTable(const std::string& table) {
     auto it = map_tables_.find(table);
     if (it == map_tables_.end()) {
       return absl::UnavailableError(
-          absl::StrCat("table '", table, "' is not in the cluster map yet"));
+          absl::StrCat("table '", ClipForMessage(table), "' is not in the cluster map yet"));
     }
     config = it->second;
   }

@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/clip.h"
 #include "common/hash.h"
 #include "common/model/line_parser.h"
 #include "common/model/model_config.h"
@@ -108,16 +109,16 @@ absl::Status ServedModel::AppendEncoded(const v1::EncodedRow& row,
     size_t f = 0;
     while (f < layout_.features.size() && layout_.features[f].name != ids.feature()) ++f;
     if (f == layout_.features.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown feature '", ids.feature(), "' (not in the model config)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown feature '", ClipForMessage(ids.feature()), "' (not in the model config)"));
     }
     if (of_feature[f] != nullptr) {
       return absl::InvalidArgumentError(
-          absl::StrCat("feature '", ids.feature(), "' is given twice"));
+          absl::StrCat("feature '", ClipForMessage(ids.feature()), "' is given twice"));
     }
     if (single_id_[f] && ids.ids_size() > 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat("feature '", ids.feature(),
+          absl::StrCat("feature '", ClipForMessage(ids.feature()),
                        "' reads a CATEGORICAL column: at most 1 ID, got ", ids.ids_size()));
     }
     of_feature[f] = &ids;

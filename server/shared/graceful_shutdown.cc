@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpc/grpc.h"
 #include "grpcpp/support/server_interceptor.h"
@@ -12,17 +13,47 @@ namespace ember {
 namespace {
 
 // Counts one call from its arrival at the service until gRPC destroys the call's
-// context, which happens after the reactor's OnDone.
+// context, which happens after the reactor's OnDone. It also gives an unparsable
+// request its status (issue 28 item 1.6): gRPC answers a request message that does not
+// parse with UNIMPLEMENTED and no message (callback services) or INTERNAL and no
+// message (sync services), before any handler runs; this says INVALID_ARGUMENT,
+// naming the method.
 class CountingInterceptor final : public grpc::experimental::Interceptor {
  public:
-  explicit CountingInterceptor(ServerCallTracker* calls) : calls_(calls) { calls_->Enter(); }
+  CountingInterceptor(ServerCallTracker* calls, grpc::experimental::ServerRpcInfo* info)
+      : calls_(calls),
+        info_(info),
+        // The request of a unary or server-streaming call is parsed before its handler
+        // runs; a client-streaming read that ends the stream also reads as "no message".
+        parsed_up_front_(info->type() == grpc::experimental::ServerRpcInfo::Type::UNARY ||
+                         info->type() ==
+                             grpc::experimental::ServerRpcInfo::Type::SERVER_STREAMING) {
+    calls_->Enter();
+  }
   ~CountingInterceptor() override { calls_->Leave(); }
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    using grpc::experimental::InterceptionHookPoints;
+    if (parsed_up_front_ &&
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      if (!seen_request_) unparsable_ = methods->GetRecvMessage() == nullptr;
+      seen_request_ = true;
+    }
+    if (unparsable_ &&
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      methods->ModifySendStatus(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("the request bytes of ", info_->method() == nullptr ? "" : info_->method(),
+                       " do not parse as its request message (malformed protobuf)")));
+    }
     methods->Proceed();
   }
 
  private:
   ServerCallTracker* const calls_;
+  grpc::experimental::ServerRpcInfo* const info_;  // the call's; outlives this
+  const bool parsed_up_front_;
+  bool seen_request_ = false;
+  bool unparsable_ = false;
 };
 
 class CountingInterceptorFactory final
@@ -31,7 +62,7 @@ class CountingInterceptorFactory final
   explicit CountingInterceptorFactory(ServerCallTracker* calls) : calls_(calls) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override {
-    return new CountingInterceptor(calls_);
+    return new CountingInterceptor(calls_, info);
   }
 
  private:

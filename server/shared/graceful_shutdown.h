@@ -28,6 +28,9 @@ namespace ember {
 // ServerCallTracker counts the calls in progress (a server interceptor, so it covers
 // every service on the server) and ShutdownServer stops accepting calls, waits until
 // none is in progress (at most until the deadline), then closes every connection.
+// Its interceptor also answers a unary or server-streaming call whose request bytes do
+// not parse with INVALID_ARGUMENT naming the method (gRPC's own answer is UNIMPLEMENTED
+// or INTERNAL with an empty message).
 //
 //   ServerCallTracker calls;
 //   grpc::ServerBuilder builder;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/clip.h"
 #include "common/status_macros.h"
 #include "server/store/internal/embedding_table.h"
 #include "server/store/internal/memory_tier.h"
@@ -162,7 +163,8 @@ absl::StatusOr<EmbeddingTable*> EmbeddingStore::FindTable(absl::string_view name
   absl::ReaderMutexLock lock(&tables_mu_);
   if (closed_) return absl::FailedPreconditionError("store is closed");
   auto it = tables_.find(name);
-  if (it == tables_.end()) return absl::NotFoundError(absl::StrCat("unknown table '", name, "'"));
+  if (it == tables_.end())
+    return absl::NotFoundError(absl::StrCat("unknown table '", ClipForMessage(name), "'"));
   return it->second.get();
 }
 
@@ -180,7 +182,7 @@ absl::Status EmbeddingStore::Pull(absl::string_view table, absl::Span<const uint
                                   absl::Span<float> out, std::vector<uint8_t>* unknown) {
   EMBER_ASSIGN_OR_RETURN(EmbeddingTable * t, FindTable(table));
   EMBER_RETURN_IF_ERROR(CheckBatch(ids.size(), out.size(), t->dim(), options_.max_batch_keys,
-                                   absl::StrCat("pull from '", table, "'")));
+                                   absl::StrCat("pull from '", ClipForMessage(table), "'")));
   if (unknown != nullptr) unknown->assign(ids.size(), 0);
   return t->Pull(ids, out, unknown);
 }
@@ -189,7 +191,7 @@ absl::Status EmbeddingStore::Push(absl::string_view table, absl::Span<const uint
                                   absl::Span<const float> grads, int64_t step) {
   EMBER_ASSIGN_OR_RETURN(EmbeddingTable * t, FindTable(table));
   EMBER_RETURN_IF_ERROR(CheckBatch(ids.size(), grads.size(), t->dim(), options_.max_batch_keys,
-                                   absl::StrCat("push to '", table, "'")));
+                                   absl::StrCat("push to '", ClipForMessage(table), "'")));
   return t->Push(ids, grads, step);
 }
 
@@ -288,6 +290,7 @@ StoreStats EmbeddingStore::Stats() const {
   s.evicted_to_backend = counters_->evicted_to_backend.load(std::memory_order_relaxed);
   s.evicted_by_policy = counters_->evicted_by_policy.load(std::memory_order_relaxed);
   s.writeback_errors = counters_->writeback_errors.load(std::memory_order_relaxed);
+  s.not_finite_updates = counters_->not_finite_updates.load(std::memory_order_relaxed);
   for (EmbeddingTable* t : AllTables()) {
     TableStats ts;
     ts.name = t->config().name();

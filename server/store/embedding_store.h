@@ -17,7 +17,9 @@
 //  * Duplicate IDs in one push are summed: the optimizer sees the sum of their
 //    gradients once, and the row's count grows by the number of occurrences.
 //  * Bad input (unknown table, empty or oversized batch, wrong length, NaN/Inf
-//    gradient) returns an error and changes nothing.
+//    gradient, a gradient above 2^40 whose update would make a row or its optimizer
+//    state non-finite) returns an error and changes nothing. Stored rows and optimizer
+//    states stay finite: an update that would overflow is never written.
 //  * Backend errors are returned as statuses; the process never aborts on them. A
 //    failed write-back keeps the rows dirty in memory, so nothing acknowledged is lost.
 //
@@ -112,6 +114,9 @@ struct StoreStats {
   uint64_t evicted_to_backend = 0;   // rows dropped from memory (written back if dirty)
   uint64_t evicted_by_policy = 0;    // rows removed by TTL/frequency (tombstones)
   uint64_t writeback_errors = 0;
+  // Row updates left out (the row kept its floats) because a concurrent push changed
+  // the row after this push checked it and the update would then have overflowed.
+  uint64_t not_finite_updates = 0;
   std::vector<TableStats> tables;
 };
 
@@ -181,8 +186,13 @@ class EmbeddingStore {
 
   // Applies grads[i * dim, (i + 1) * dim) to ids[i] with the table's optimizer at
   // training step `step`. Errors as for Pull, plus INVALID_ARGUMENT for a NaN/Inf
-  // gradient and RESOURCE_EXHAUSTED when the memory tier is full and cannot shrink.
-  // On error nothing was applied.
+  // gradient, or for a gradient above 2^40 in magnitude when an update of the push
+  // would make a row or its optimizer state NaN/Inf (every update is then checked
+  // before anything is written), and RESOURCE_EXHAUSTED when the memory tier is full
+  // and cannot shrink. On error nothing was applied. An update that would still
+  // overflow (smaller gradients on a row already near 3.4e38, or a row a concurrent
+  // push changed after the check) leaves that row's floats as they were while the rest
+  // of the push applies (Stats().not_finite_updates).
   absl::Status Push(absl::string_view table, absl::Span<const uint64_t> ids,
                     absl::Span<const float> grads, int64_t step);
 

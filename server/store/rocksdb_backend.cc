@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/clip.h"
 #include "common/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
@@ -212,7 +213,8 @@ std::vector<rocksdb::ColumnFamilyHandle*> RocksDbBackend::AllHandles() const {
 absl::StatusOr<BackendTable> RocksDbBackend::OpenTable(const std::string& table) {
   if (table.empty()) return absl::InvalidArgumentError("empty table name");
   if (table == rocksdb::kDefaultColumnFamilyName || table == kMetaColumnFamily) {
-    return absl::InvalidArgumentError(absl::StrCat("table name '", table, "' is reserved"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("table name '", ClipForMessage(table), "' is reserved"));
   }
   {
     absl::MutexLock lock(&mu_);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/clip.h"
 #include "common/hash.h"
 #include "common/status_macros.h"
 
@@ -165,7 +166,7 @@ absl::StatusOr<v1::TableConfig> NormalizeTableConfig(const v1::TableConfig& in) 
   v1::TableConfig c = in;
   if (!ValidName(c.name())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("table name '", c.name(),
+        absl::StrCat("table name '", ClipForMessage(c.name()),
                      "' must be 1-64 characters of [a-zA-Z0-9_.-], not starting "
                      "with '__'"));
   }

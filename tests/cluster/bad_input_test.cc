@@ -75,6 +75,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/support/deadline.h"
+#include "tests/support/ps_wire.h"
 #include "tests/support/usage_errors.h"
 #include "tools/harness/process.h"
 
@@ -104,16 +105,6 @@ constexpr absl::Duration kExitBound = absl::Seconds(10);
 // instead of passing after the 5 s poll.
 const bool kSlowBackupPoll =
     setenv("GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "600000", /*overwrite=*/1) == 0;
-
-std::string PackIds(const std::vector<uint64_t>& ids) {
-  return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * 8);
-}
-
-std::string PackFloat32(const std::vector<float>& values) {
-  std::string out;
-  AppendFloat32Bytes(values, &out);
-  return out;
-}
 
 std::string TempDir(absl::string_view name) {
   const std::string tmpl = absl::StrCat(::testing::TempDir(), "/", name, ".XXXXXX");

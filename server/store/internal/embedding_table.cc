@@ -5,9 +5,12 @@
 // with no stripe lock held.
 //
 // A push runs in two passes so that it is all-or-nothing: pass 1 classifies keys as
-// resident or missing (and registers a load on each stripe it touches), the misses
-// are read from the backend, and only then does pass 2 apply every update. If the
-// read fails nothing has changed. Rows that leave a stripe between the passes are
+// resident or missing (and registers a load on each stripe it touches), the misses are
+// read from the backend, and only then does pass 2 apply every update. If the read
+// fails nothing has changed. A push with a large gradient (kLargeGradient) also has
+// every update checked for finiteness in pass 1 and after the read, and is refused
+// whole if one is not; pass 2 writes a row only with a finite update in any case.
+// Rows that leave a stripe between the passes are
 // recovered from the stripe's `recent` removals (memory_tier.h).
 
 #include "server/store/internal/embedding_table.h"
@@ -26,6 +29,12 @@ namespace ember {
 namespace {
 
 constexpr size_t kMaxVictimsPerRound = 256;
+// A push with a gradient of larger magnitude has every update checked before anything
+// is written (embedding_table.h, Push). Below it an update can overflow only a row
+// whose values are already near the float limit (3.4e38): for a finite row the change
+// is at most learning_rate * 2^40 (SGD), lr per unit of accumulated gradient
+// (Adagrad, Adam) or bounded by 2^80 in the state.
+constexpr float kLargeGradient = 0x1p40f;
 
 std::string EncodeVersion(uint64_t v) { return std::string(reinterpret_cast<char*>(&v), 8); }
 
@@ -92,8 +101,10 @@ struct EmbeddingTable::Loaded {
 // What pass 2 of a push produced, over all stripes.
 struct EmbeddingTable::PushApplied {
   std::vector<Change> changes;
-  std::vector<char*> rows;  // scratch: the rows of one stripe's keys
+  std::vector<char*> rows;     // scratch: the rows of one stripe's keys
+  std::vector<float> scratch;  // scratch: one row's updated floats
   uint64_t admitted = 0, rejected = 0;
+  uint64_t not_finite = 0;  // updates left out because a race made them overflow
 };
 
 // ---------------------------------------------------------------------------------
@@ -221,25 +232,44 @@ absl::Status EmbeddingTable::Pull(absl::Span<const uint64_t> ids, absl::Span<flo
 // ---------------------------------------------------------------------------------
 // Push
 
-void EmbeddingTable::ApplyToRow(char* row, const float* grad, uint32_t occurrences, int64_t step,
-                                uint64_t version) {
+bool EmbeddingTable::ApplyToRow(char* row, const float* grad, uint32_t occurrences, int64_t step,
+                                uint64_t version, float* scratch) {
   RowMeta* meta = MemoryTier::Meta(row);
   meta->count += static_cast<float>(occurrences);
-  float* w = MemoryTier::Floats(row);
-  optimizer_->Apply(w, w + dim_, grad, optimizer_->LearningRateScale(meta->count));
+  float* floats = MemoryTier::Floats(row);
+  // Into the scratch first: a row is written only with a finite result.
+  const bool finite =
+      optimizer_->Apply(floats, scratch, grad, optimizer_->LearningRateScale(meta->count));
+  if (finite) std::memcpy(floats, scratch, row_floats_ * sizeof(float));
   meta->last_seen_step = std::max(meta->last_seen_step, step);
   meta->version = version;
   meta->flags |= kRowDirty | kRowReferenced;
+  return finite;
+}
+
+bool EmbeddingTable::UpdateIsFinite(const RowMeta& meta, const float* floats, const PushKey& key,
+                                    float* scratch) const {
+  const float count = meta.count + static_cast<float>(key.occurrences);
+  return optimizer_->Apply(floats, scratch, key.grad, optimizer_->LearningRateScale(count));
+}
+
+absl::Status EmbeddingTable::NotFiniteError(uint64_t id) const {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "table '", config_.name(), "': the gradient of id ", id,
+      " would make its row or optimizer state non-finite (overflow); nothing was applied"));
 }
 
 absl::Status EmbeddingTable::CheckFinite(absl::Span<const uint64_t> ids,
-                                         absl::Span<const float> grads) const {
+                                         absl::Span<const float> grads, bool* large) const {
+  *large = false;
   for (size_t i = 0; i < grads.size(); ++i) {
+    if (std::fabs(grads[i]) <= kLargeGradient) continue;  // NaN fails this test too
     if (!std::isfinite(grads[i])) {
       return absl::InvalidArgumentError(absl::StrCat("table '", config_.name(),
                                                      "': gradient of id ", ids[i / dim_], " (key ",
                                                      i / dim_, ") is not finite"));
     }
+    *large = true;
   }
   return absl::OkStatus();
 }
@@ -288,23 +318,54 @@ void EmbeddingTable::SumDuplicates(absl::Span<const uint64_t> ids, absl::Span<co
   kstarts->back() = static_cast<uint32_t>(keys->size());
 }
 
-void EmbeddingTable::ClassifyResident(absl::Span<PushKey> keys, absl::Span<const uint32_t> kstarts,
-                                      std::vector<uint64_t>* snapshots,
-                                      std::vector<uint32_t>* misses) {
+absl::Status EmbeddingTable::ClassifyResident(absl::Span<PushKey> keys,
+                                              absl::Span<const uint32_t> kstarts, bool check,
+                                              std::vector<uint64_t>* snapshots,
+                                              std::vector<uint32_t>* misses) {
+  std::vector<float> scratch(check ? row_floats_ : 0);
+  absl::Status status;
   for (uint32_t s = 0; s + 1 < kstarts.size(); ++s) {
     if (kstarts[s] == kstarts[s + 1]) continue;
     MemoryTier::Stripe& st = tier_.stripe(s);
     absl::MutexLock lock(&st.mu);
     for (uint32_t u = kstarts[s]; u < kstarts[s + 1]; ++u) tier_.Prefetch(st, keys[u].id);
     for (uint32_t u = kstarts[s]; u < kstarts[s + 1]; ++u) {
-      if (tier_.Find(st, keys[u].id) == nullptr) {
+      const char* row = tier_.Find(st, keys[u].id);
+      if (row == nullptr) {
         keys[u].missed = true;
         keys[u].miss_index = static_cast<uint32_t>(misses->size());
         misses->push_back(u);
+      } else if (check && status.ok() &&
+                 !UpdateIsFinite(*MemoryTier::Meta(row), MemoryTier::Floats(row), keys[u],
+                                 scratch.data())) {
+        status = NotFiniteError(keys[u].id);
       }
     }
     (*snapshots)[s] = tier_.BeginLoad(st);
   }
+  return status;
+}
+
+absl::Status EmbeddingTable::CheckMissesFinite(absl::Span<const PushKey> keys,
+                                               absl::Span<const uint32_t> misses,
+                                               const Loaded& loaded) const {
+  std::vector<char> row(tier_.row_bytes());
+  std::vector<float> scratch(row_floats_);
+  for (uint32_t u : misses) {
+    const PushKey& q = keys[u];
+    if (loaded.found[q.miss_index]) {
+      std::memcpy(row.data(), loaded.values[q.miss_index].data(), row.size());
+    } else {
+      // A new ID (admitted or not: a gradient that would overflow its init row is
+      // refused either way).
+      InitRow(q.id, row.data());
+    }
+    if (!UpdateIsFinite(*MemoryTier::Meta(row.data()), MemoryTier::Floats(row.data()), q,
+                        scratch.data())) {
+      return NotFiniteError(q.id);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status EmbeddingTable::ReadMisses(absl::Span<const PushKey> keys,
@@ -372,10 +433,17 @@ void EmbeddingTable::ApplyStripe(MemoryTier::Stripe& st, absl::Span<const PushKe
     for (size_t off = 0; off < tier_.row_bytes(); off += 64) __builtin_prefetch(row + off, 1);
   }
   uint64_t version = ctx_.log->Reserve(updates);
+  applied->scratch.resize(row_floats_);
   for (size_t u = 0; u < keys.size(); ++u) {
     char* row = rows[u];
     if (row == nullptr) continue;
-    ApplyToRow(row, keys[u].grad, keys[u].occurrences, step, version);
+    // Not checked before (no large gradient), or checked on the row pass 1 saw before a
+    // concurrent push changed it: an update that is not finite leaves the row's floats
+    // as they were (its meta and version move on, so the version stays committed).
+    if (!ApplyToRow(row, keys[u].grad, keys[u].occurrences, step, version,
+                    applied->scratch.data())) {
+      ++applied->not_finite;
+    }
     applied->changes.push_back({version, keys[u].id, ctx_.index, false});
     ++version;
   }
@@ -383,7 +451,8 @@ void EmbeddingTable::ApplyStripe(MemoryTier::Stripe& st, absl::Span<const PushKe
 
 absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<const float> grads,
                                   int64_t step) {
-  if (absl::Status finite = CheckFinite(ids, grads); !finite.ok()) return finite;
+  bool large = false;
+  if (absl::Status finite = CheckFinite(ids, grads, &large); !finite.ok()) return finite;
   if (absl::Status room = MakeRoomForPush(); !room.ok()) return room;
   const size_t n = ids.size();
   ctx_.counters->pushed_keys.fetch_add(n, std::memory_order_relaxed);
@@ -398,20 +467,25 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
   std::vector<std::vector<float>> sums;
   SumDuplicates(ids, grads, absl::MakeSpan(order), starts, &keys, &kstarts, &sums);
 
-  // Pass 1: classify, register loads.
+  // Pass 1: classify, register loads; with a large gradient, check the resident rows'
+  // updates.
   std::vector<uint64_t> snapshots(starts.size() - 1, 0);
   std::vector<uint32_t> misses;
-  ClassifyResident(absl::MakeSpan(keys), kstarts, &snapshots, &misses);
+  absl::Status checked =
+      ClassifyResident(absl::MakeSpan(keys), kstarts, large, &snapshots, &misses);
   ctx_.counters->memory_hits.fetch_add(keys.size() - misses.size(), std::memory_order_relaxed);
   ctx_.counters->memory_misses.fetch_add(misses.size(), std::memory_order_relaxed);
 
-  // Read the misses; on failure undo the registrations and change nothing.
+  // Read the misses and check their updates; on failure undo the registrations and
+  // change nothing.
   Loaded loaded;
-  if (!misses.empty()) {
-    if (absl::Status read = ReadMisses(keys, misses, &loaded); !read.ok()) {
-      EndLoads(kstarts, snapshots);
-      return read;
-    }
+  if (checked.ok() && !misses.empty()) {
+    checked = ReadMisses(keys, misses, &loaded);
+    if (checked.ok() && large) checked = CheckMissesFinite(keys, misses, loaded);
+  }
+  if (!checked.ok()) {
+    EndLoads(kstarts, snapshots);
+    return checked;
   }
 
   // Pass 2: apply. Nothing below can fail.
@@ -431,6 +505,9 @@ absl::Status EmbeddingTable::Push(absl::Span<const uint64_t> ids, absl::Span<con
   }
   if (applied.rejected > 0) {
     ctx_.counters->rejected_unadmitted.fetch_add(applied.rejected, std::memory_order_relaxed);
+  }
+  if (applied.not_finite > 0) {
+    ctx_.counters->not_finite_updates.fetch_add(applied.not_finite, std::memory_order_relaxed);
   }
   if (ctx_.budget->Excess() > 0) {
     ShrinkToBudget(2 * tier_.num_stripes()).IgnoreError();  // counted in writeback_errors

@@ -49,6 +49,9 @@ struct StoreCounters {
   std::atomic<uint64_t> evicted_to_backend{0};
   std::atomic<uint64_t> evicted_by_policy{0};
   std::atomic<uint64_t> writeback_errors{0};
+  // Row updates a push left out because, applied after a concurrent push changed the
+  // row, they would have made it non-finite (the push's own check saw them finite).
+  std::atomic<uint64_t> not_finite_updates{0};
 };
 
 struct TableContext {
@@ -129,8 +132,6 @@ class EmbeddingTable {
   absl::Status EvictFromStripe(uint32_t s, size_t max_victims);
   absl::Status WriteBackRows(MemoryTier::Stripe& stripe, const std::vector<uint64_t>& ids,
                              const std::vector<std::string>& bytes, bool remove_after);
-  void ApplyToRow(char* row, const float* grad, uint32_t occurrences, int64_t step,
-                  uint64_t version);
 
   // The phases of Pull (embedding_table.cc), in order.
   // Pass 1: copies the resident rows among `ids` into `out` and appends the positions
@@ -151,10 +152,18 @@ class EmbeddingTable {
                   absl::Status* status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(st.mu);
 
   // The phases of Push (embedding_table.cc), in order.
-  struct PushKey;      // one distinct id of the batch
+  struct PushKey;  // one distinct id of the batch
+  // Applies one key's update to `row` through `scratch` (row_floats_ floats): the
+  // floats change only when the result is finite (returns whether it was); the meta
+  // (count, step, version, flags) always.
+  bool ApplyToRow(char* row, const float* grad, uint32_t occurrences, int64_t step,
+                  uint64_t version, float* scratch);
   struct PushApplied;  // what pass 2 produced
-  // INVALID_ARGUMENT naming the first id whose gradient is not finite.
-  absl::Status CheckFinite(absl::Span<const uint64_t> ids, absl::Span<const float> grads) const;
+  // INVALID_ARGUMENT naming the first id whose gradient is not finite. Sets *large when
+  // a gradient's magnitude exceeds kLargeGradient (2^40): then the push checks every
+  // update before it writes anything (ClassifyResident, CheckMissesFinite).
+  absl::Status CheckFinite(absl::Span<const uint64_t> ids, absl::Span<const float> grads,
+                           bool* large) const;
   // Over hard_limit_factor x the budget: shrinks, and RESOURCE_EXHAUSTED if still over.
   absl::Status MakeRoomForPush();
   // Sorts each stripe's positions in `order` (GroupByStripe's) by id and appends one
@@ -164,11 +173,23 @@ class EmbeddingTable {
                      absl::Span<uint32_t> order, absl::Span<const uint32_t> starts,
                      std::vector<PushKey>* keys, std::vector<uint32_t>* kstarts,
                      std::vector<std::vector<float>>* sums) const;
+  // Whether `key`'s update of a row with `meta` and `floats` would be finite (computed
+  // into `scratch`, row_floats_ floats; the row is not written).
+  bool UpdateIsFinite(const RowMeta& meta, const float* floats, const PushKey& key,
+                      float* scratch) const;
+  // INVALID_ARGUMENT: the update of `id` would not be finite.
+  absl::Status NotFiniteError(uint64_t id) const;
   // Pass 1: marks the keys not resident as missed (their indices into keys go to
   // *misses) and registers a load on each stripe with keys (its snapshot in
-  // (*snapshots)[s]).
-  void ClassifyResident(absl::Span<PushKey> keys, absl::Span<const uint32_t> kstarts,
-                        std::vector<uint64_t>* snapshots, std::vector<uint32_t>* misses);
+  // (*snapshots)[s]), whatever it returns. With `check`, INVALID_ARGUMENT
+  // (NotFiniteError) when the update of a resident row would not be finite.
+  absl::Status ClassifyResident(absl::Span<PushKey> keys, absl::Span<const uint32_t> kstarts,
+                                bool check, std::vector<uint64_t>* snapshots,
+                                std::vector<uint32_t>* misses);
+  // After ReadMisses: INVALID_ARGUMENT (NotFiniteError) when the update of a missed
+  // key's stored row, or of its init row, would not be finite.
+  absl::Status CheckMissesFinite(absl::Span<const PushKey> keys, absl::Span<const uint32_t> misses,
+                                 const Loaded& loaded) const;
   // Reads the missed keys' rows (no stripe lock held). Errors: the backend's, or
   // DATA_LOSS for a stored row of the wrong size.
   absl::Status ReadMisses(absl::Span<const PushKey> keys, absl::Span<const uint32_t> misses,

@@ -146,6 +146,10 @@ class MemoryTier {
 
   static RowMeta* Meta(char* row) { return reinterpret_cast<RowMeta*>(row); }
   static float* Floats(char* row) { return reinterpret_cast<float*>(row + sizeof(RowMeta)); }
+  static const RowMeta* Meta(const char* row) { return reinterpret_cast<const RowMeta*>(row); }
+  static const float* Floats(const char* row) {
+    return reinterpret_cast<const float*>(row + sizeof(RowMeta));
+  }
 
  private:
   char* RowAt(Stripe& s, uint32_t pos) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {

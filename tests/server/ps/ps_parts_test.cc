@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/clock.h"
 #include "common/float16.h"
 #include "common/grpc_status.h"
 #include "gtest/gtest.h"
@@ -53,47 +54,111 @@ TEST(Float16Test, TiesRoundToEven) {
 }
 
 TEST(PushDedupTest, RetryReturnsFirstVersion) {
-  PushDedup dedup(/*window=*/4);
-  absl::StatusOr<PushDedup::Ticket> t = dedup.Begin(1, 1);
+  PushDedup dedup(PushDedupOptions{.window = 4});
+  absl::StatusOr<PushDedup::Ticket> t = dedup.Begin(1, 1, 0);
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(t->duplicate);
   dedup.Finish(1, 1, /*applied=*/true, /*version=*/10);
-  t = dedup.Begin(1, 1);
+  t = dedup.Begin(1, 1, 0);
   ASSERT_TRUE(t.ok());
   EXPECT_TRUE(t->duplicate);
   EXPECT_EQ(t->version, 10u);
   // Another worker's sequence 1 is independent.
-  t = dedup.Begin(2, 1);
+  t = dedup.Begin(2, 1, 0);
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(t->duplicate);
 }
 
 TEST(PushDedupTest, InFlightAndFailedPushes) {
-  PushDedup dedup(4);
-  ASSERT_TRUE(dedup.Begin(1, 5).ok());
-  EXPECT_EQ(dedup.Begin(1, 5).status().code(), absl::StatusCode::kUnavailable);
+  PushDedup dedup(PushDedupOptions{.window = 4});
+  ASSERT_TRUE(dedup.Begin(1, 5, 0).ok());
+  EXPECT_EQ(dedup.Begin(1, 5, 0).status().code(), absl::StatusCode::kUnavailable);
   dedup.Finish(1, 5, /*applied=*/false, 0);
-  absl::StatusOr<PushDedup::Ticket> t = dedup.Begin(1, 5);  // a failed push may be retried
+  absl::StatusOr<PushDedup::Ticket> t = dedup.Begin(1, 5, 0);  // a failed push may be retried
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(t->duplicate);
-  EXPECT_EQ(dedup.Begin(1, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(dedup.Begin(1, 0, 0).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PushDedupTest, OutOfOrderWithinWindowAndTooOld) {
-  PushDedup dedup(4);
+  PushDedup dedup(PushDedupOptions{.window = 4});
   for (uint64_t seq : {1, 2, 3, 4, 5, 6, 7, 8, 10}) {
-    ASSERT_TRUE(dedup.Begin(1, seq).ok()) << seq;
+    ASSERT_TRUE(dedup.Begin(1, seq, 0).ok()) << seq;
     dedup.Finish(1, seq, true, seq * 100);
   }
   // 9 arrives late but inside (10 - 4, 10]: applied once.
-  absl::StatusOr<PushDedup::Ticket> t = dedup.Begin(1, 9);
+  absl::StatusOr<PushDedup::Ticket> t = dedup.Begin(1, 9, 0);
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(t->duplicate);
   dedup.Finish(1, 9, true, 1100);
-  EXPECT_TRUE(dedup.Begin(1, 9)->duplicate);
-  EXPECT_TRUE(dedup.Begin(1, 7)->duplicate);
+  EXPECT_TRUE(dedup.Begin(1, 9, 0)->duplicate);
+  EXPECT_TRUE(dedup.Begin(1, 7, 0)->duplicate);
   // 6 fell out of the window: unknown whether applied.
-  EXPECT_EQ(dedup.Begin(1, 6).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(dedup.Begin(1, 6, 0).status().code(), absl::StatusCode::kAborted);
+}
+
+// Issue 28 item 1.7: a (worker, sequence) reused for another payload is refused, not
+// answered OK with the payload dropped; applied or in flight.
+TEST(PushDedupTest, SameSequenceWithAnotherPayloadIsRefused) {
+  PushDedup dedup(PushDedupOptions{.window = 4});
+  ASSERT_TRUE(dedup.Begin(7, 3, /*digest=*/111).ok());
+  absl::Status in_flight = dedup.Begin(7, 3, 222).status();
+  EXPECT_EQ(in_flight.code(), absl::StatusCode::kFailedPrecondition) << in_flight;
+  EXPECT_EQ(dedup.Begin(7, 3, 111).status().code(), absl::StatusCode::kUnavailable);
+  dedup.Finish(7, 3, /*applied=*/true, /*version=*/40);
+  absl::Status applied = dedup.Begin(7, 3, 222).status();
+  EXPECT_EQ(applied.code(), absl::StatusCode::kFailedPrecondition) << applied;
+  EXPECT_NE(applied.message().find("sequence 3 of worker 7"), absl::string_view::npos) << applied;
+  absl::StatusOr<PushDedup::Ticket> retry = dedup.Begin(7, 3, 111);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_TRUE(retry->duplicate);
+  EXPECT_EQ(retry->version, 40u);
+}
+
+// A sequence at the top of the range would leave the worker no sequence above it.
+TEST(PushDedupTest, SequencesFromTwoToTheSixtyThreeAreRefusedAndPoisonNothing) {
+  PushDedup dedup(PushDedupOptions{.window = 4});
+  for (uint64_t bad : {~uint64_t{0}, uint64_t{1} << 63}) {
+    absl::Status s = dedup.Begin(7, bad, 0).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  }
+  ASSERT_TRUE(dedup.Begin(7, PushDedup::kMaxSequence, 0).ok());
+  dedup.Finish(7, PushDedup::kMaxSequence, /*applied=*/false, 0);
+  // The refused and the failed ones left the worker's next pushes alone.
+  absl::StatusOr<PushDedup::Ticket> next = dedup.Begin(7, 1, 0);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(next->duplicate);
+}
+
+// Idle workers are forgotten after idle_ttl; active ones and ones with a push in flight
+// are kept. With a fake clock: no sleeping.
+TEST(PushDedupTest, IdleWorkersExpireAndActiveOnesStay) {
+  FakeClock clock;
+  PushDedup dedup(PushDedupOptions{.window = 4, .idle_ttl = absl::Minutes(60), .clock = &clock});
+  for (uint64_t worker = 1; worker <= 100; ++worker) {
+    ASSERT_TRUE(dedup.Begin(worker, 1, 0).ok());
+    dedup.Finish(worker, 1, /*applied=*/true, worker);
+  }
+  ASSERT_TRUE(dedup.Begin(200, 1, 0).ok());  // stays in flight
+  EXPECT_EQ(dedup.workers(), 101u);
+  clock.Advance(absl::ToInt64Microseconds(absl::Minutes(40)));
+  // Worker 1 is active: its retry is still a duplicate (and refreshes it).
+  absl::StatusOr<PushDedup::Ticket> retry = dedup.Begin(1, 1, 0);
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->duplicate);
+  EXPECT_EQ(dedup.workers(), 101u);
+  clock.Advance(absl::ToInt64Microseconds(absl::Minutes(30)));  // 70 min: 2..100 idle 70 min
+  ASSERT_TRUE(dedup.Begin(300, 1, 0).ok());                     // any Begin sweeps
+  dedup.Finish(300, 1, true, 1);
+  EXPECT_EQ(dedup.workers(), 3u);  // 1 (30 min idle), 200 (in flight), 300
+  retry = dedup.Begin(1, 1, 0);
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->duplicate);
+  // An expired worker starts over: its sequence 1 is new again (no retry can still
+  // come after an hour; push_dedup.h "Expiry").
+  absl::StatusOr<PushDedup::Ticket> fresh = dedup.Begin(2, 1, 0);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_FALSE(fresh->duplicate);
 }
 
 TEST(GrpcStatusTest, CodesAndWrongShardSurviveTranslation) {

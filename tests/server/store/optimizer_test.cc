@@ -5,7 +5,9 @@
 
 #include "server/store/internal/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -28,7 +30,13 @@ struct Row {
 };
 
 Row Step(const Optimizer& opt, Row row, std::vector<float> g, float scale = 1.0f) {
-  opt.Apply(row.w.data(), row.state.data(), g.data(), scale);
+  std::vector<float> floats = row.w;
+  floats.insert(floats.end(), row.state.begin(), row.state.end());
+  std::vector<float> out(floats.size());
+  EXPECT_TRUE(opt.Apply(floats.data(), out.data(), g.data(), scale));
+  floats = out;
+  std::copy(floats.begin(), floats.begin() + row.w.size(), row.w.begin());
+  std::copy(floats.begin() + row.w.size(), floats.end(), row.state.begin());
   return row;
 }
 
@@ -152,6 +160,32 @@ TEST(OptimizerTest, FrequencyAwareScale) {
   v1::OptimizerConfig off;
   auto plain = Optimizer::Create(Normalized(off), 2);
   EXPECT_FLOAT_EQ(plain->LearningRateScale(1), 1.0f);
+}
+
+// Finite gradients that overflow: Apply says so, and an update in place is what the
+// table never stores (embedding_store_finite_test covers the push).
+TEST(OptimizerTest, ApplyReportsAnUpdateThatIsNotFinite) {
+  for (auto kind : {v1::OptimizerConfig::SGD, v1::OptimizerConfig::ADAGRAD,
+                    v1::OptimizerConfig::ADAM, v1::OptimizerConfig::FTRL}) {
+    SCOPED_TRACE(v1::OptimizerConfig::Kind_Name(kind));
+    v1::OptimizerConfig c;
+    c.set_kind(kind);
+    c.set_learning_rate(1.0f);
+    auto opt = Optimizer::Create(Normalized(c), 2);
+    std::vector<float> row(2 + opt->state_floats());
+    row[0] = -3e38f;
+    opt->InitState(row.data() + 2);
+    std::vector<float> out(row.size());
+    const std::vector<float> small = {0.5f, -0.5f};
+    EXPECT_TRUE(opt->Apply(row.data(), out.data(), small.data(), 1.0f));
+    const std::vector<float> huge = {3e38f, 0.5f};
+    EXPECT_FALSE(opt->Apply(row.data(), out.data(), huge.data(), 1.0f));
+  }
+  const float nan = std::nanf("");
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {0.0f, 3e38f, -3e38f, nan, inf, -inf};
+  EXPECT_TRUE(Optimizer::AllFinite(values.data(), 3));
+  for (size_t i = 3; i < values.size(); ++i) EXPECT_FALSE(Optimizer::AllFinite(&values[i], 1));
 }
 
 TEST(TableConfigTest, RejectsBadConfigs) {
