@@ -38,8 +38,7 @@ namespace fs = std::filesystem;
 constexpr int kFirstSteps = 55;
 constexpr int kBatch = 128;  // the Cluster's --batch_size
 
-class ElasticResumeTest : public JobClusterTest,
-                          public ::testing::WithParamInterface<std::string> {
+class ElasticResumeTest : public JobClusterTest, public ::testing::WithParamInterface<std::string> {
  protected:
   static void SetUpTestSuite() { GenerateData("ember-elastic"); }
   static void TearDownTestSuite() { TearDownData(); }
@@ -48,9 +47,9 @@ class ElasticResumeTest : public JobClusterTest,
   std::string WriteConfig(const std::string& dir) {
     std::ifstream in(std::string(EMBER_SOURCE_DIR) + "/configs/quickstart.pbtxt");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    text = absl::StrReplaceAll(text, {{"partition_by: \"file\"",
-                                       absl::StrCat("partition_by: \"", GetParam(), "\"")},
-                                      {"training {", "training {\n  epoch_end: LAST_OUT"}});
+    text = absl::StrReplaceAll(
+        text, {{"partition_by: \"file\"", absl::StrCat("partition_by: \"", GetParam(), "\"")},
+               {"training {", "training {\n  epoch_end: LAST_OUT"}});
     fs::create_directories(dir);
     const std::string path = dir + "/elastic.pbtxt";
     std::ofstream(path) << text;
@@ -182,8 +181,8 @@ TEST_P(ElasticResumeTest, AnSspJobWithUnevenSharesTrainsEveryExampleOfEachEpoch)
   const std::string config = WriteConfig(c->dir_);
   ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
   for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
-  const std::string result = Resume(
-      c.get(), 3, {absl::StrCat("--config=", config), "--epochs=2", "--consistency=ssp"});
+  const std::string result =
+      Resume(c.get(), 3, {absl::StrCat("--config=", config), "--epochs=2", "--consistency=ssp"});
   const uint64_t lines = TrainLines();
   EXPECT_TRUE(HasEpochExamples(result, absl::StrCat("[", lines, ", ", lines, "]"))) << result;
 }
@@ -215,8 +214,8 @@ TEST_F(ElasticFilesTest, AResumeWhoseTrainingFilesChangedIsRefusedNamingTheChang
   fs::copy_file(changed + "/part-00000.tsv", changed + "/part-00009.tsv");
   const RunResult run = RunBinary(
       EMBER_WORKER_BINARY,
-      absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt --coordinator=",
-                   c->address_, " --train=", changed,
+      absl::StrCat("--config=", EMBER_SOURCE_DIR,
+                   "/configs/quickstart.pbtxt --coordinator=", c->address_, " --train=", changed,
                    " --world_size=1 --rank=0 --batch_size=128 --epochs=4 --skip_eval",
                    " --generation=2 --resume_from=latest --ps_deadline_ms=4000",
                    " --collective_timeout_ms=8000 2>&1"));

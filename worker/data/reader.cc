@@ -113,8 +113,8 @@ class DatasetReaderImpl final : public DatasetReader {
 
   absl::Status Resume(const EpochProgress& progress, const ReaderPosition& position) override {
     const auto bad = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(absl::StrCat("data position of epoch ", progress.epoch,
-                                                     " does not fit the data: ", why));
+      return absl::InvalidArgumentError(
+          absl::StrCat("data position of epoch ", progress.epoch, " does not fit the data: ", why));
     };
     std::vector<uint64_t> start_lines;
     if (!progress.file_next_line.empty()) {
@@ -201,8 +201,8 @@ class DatasetReaderImpl final : public DatasetReader {
       EMBER_ASSIGN_OR_RETURN(bool more, source_->Next(&skipped));
       if (!more) {
         return absl::InvalidArgumentError(absl::StrCat("position (file ", index, ", line ", line,
-                                                       ") is past the end of ", files_[index],
-                                                       " (", source_->next_line() - 1, " lines)"));
+                                                       ") is past the end of ", files_[index], " (",
+                                                       source_->next_line() - 1, " lines)"));
       }
     }
     return absl::OkStatus();
@@ -300,9 +300,8 @@ absl::StatusOr<std::unique_ptr<DatasetReader>> DatasetReader::Open(const v1::Mod
   } else {
     files = std::move(all_files);
   }
-  auto reader =
-      std::make_unique<DatasetReaderImpl>(std::move(normalized), options, std::move(files),
-                                          num_all_files);
+  auto reader = std::make_unique<DatasetReaderImpl>(std::move(normalized), options,
+                                                    std::move(files), num_all_files);
   EMBER_RETURN_IF_ERROR(reader->Init());
   return reader;
 }

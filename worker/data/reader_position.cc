@@ -19,7 +19,8 @@ std::string SomeNames(const std::vector<std::string>& names) {
   std::vector<std::string> shown(names.begin(),
                                  names.begin() + std::min(names.size(), kMaxNamesShown));
   std::string out = absl::StrJoin(shown, ", ");
-  if (names.size() > kMaxNamesShown) absl::StrAppend(&out, " and ", names.size() - kMaxNamesShown, " more");
+  if (names.size() > kMaxNamesShown)
+    absl::StrAppend(&out, " and ", names.size() - kMaxNamesShown, " more");
   return out;
 }
 
@@ -64,13 +65,14 @@ absl::StatusOr<EpochProgress> Reshard(const EpochProgress& base, const DataShape
                                       int world_size, const std::vector<RankCursor>& cursors,
                                       int epoch) {
   if (world_size < 1 || static_cast<int>(cursors.size()) != world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("data position: ", cursors.size(),
-                                                   " cursors for world size ", world_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data position: ", cursors.size(), " cursors for world size ", world_size));
   }
   for (size_t r = 0; r < cursors.size(); ++r) {
     if (cursors[r].epoch < epoch) {
-      return absl::InvalidArgumentError(absl::StrCat("data position: rank ", r, "'s cursor is in epoch ",
-                                                     cursors[r].epoch, ", before the job's ", epoch));
+      return absl::InvalidArgumentError(absl::StrCat("data position: rank ", r,
+                                                     "'s cursor is in epoch ", cursors[r].epoch,
+                                                     ", before the job's ", epoch));
     }
   }
   EpochProgress out;
@@ -82,9 +84,9 @@ absl::StatusOr<EpochProgress> Reshard(const EpochProgress& base, const DataShape
     }
     if (base_applies && !base.file_next_line.empty() &&
         static_cast<int>(base.file_next_line.size()) != shape.num_files) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("data position: ", base.file_next_line.size(), " file positions for ",
-                       shape.num_files, " files"));
+      return absl::InvalidArgumentError(absl::StrCat("data position: ", base.file_next_line.size(),
+                                                     " file positions for ", shape.num_files,
+                                                     " files"));
     }
     out.file_next_line.resize(static_cast<size_t>(shape.num_files));
     for (int i = 0; i < shape.num_files; ++i) {
@@ -95,8 +97,8 @@ absl::StatusOr<EpochProgress> Reshard(const EpochProgress& base, const DataShape
       const int shared = (shape.num_files - i % world_size + world_size - 1) / world_size;
       if (c.epoch == epoch && (c.position.file_index < 0 || c.position.file_index > shared)) {
         return absl::InvalidArgumentError(absl::StrCat("data position: rank ", i % world_size,
-                                                       "'s cursor is at file ", c.position.file_index,
-                                                       " of its ", shared));
+                                                       "'s cursor is at file ",
+                                                       c.position.file_index, " of its ", shared));
       }
       uint64_t next = start;
       if (c.epoch > epoch || k < c.position.file_index) {
@@ -109,7 +111,8 @@ absl::StatusOr<EpochProgress> Reshard(const EpochProgress& base, const DataShape
     return out;
   }
   if (base_applies && !base.file_next_line.empty()) {
-    return absl::InvalidArgumentError("data position: file positions for data partitioned by a column");
+    return absl::InvalidArgumentError(
+        "data position: file positions for data partitioned by a column");
   }
   if (base_applies) out.layers = base.layers;
   const DataLine start = LayersStart(out.layers);

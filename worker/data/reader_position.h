@@ -98,8 +98,8 @@ struct RankCursor {
 
 // How a job's data is cut.
 struct DataShape {
-  bool by_file = true;  // data.partition_by "file"; else a column
-  int num_files = 0;    // files of the dataset
+  bool by_file = true;    // data.partition_by "file"; else a column
+  int num_files = 0;      // files of the dataset
   bool first_out = true;  // training.epoch_end FIRST_OUT (an epoch ends when one rank is out)
   int epochs = 1;
 };

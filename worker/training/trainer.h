@@ -90,7 +90,7 @@ struct TrainerOptions {
 
 struct TrainResult {
   uint64_t steps = 0;
-  uint64_t examples = 0;        // training examples over all workers
+  uint64_t examples = 0;  // training examples over all workers
   // Per epoch (index), the examples read from the data (replays excluded) summed over
   // workers, across every run and world size the checkpoints carried it through.
   std::vector<uint64_t> examples_per_epoch;

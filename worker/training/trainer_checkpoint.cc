@@ -31,8 +31,7 @@ absl::Status Trainer::Restore(const v1::WorkerState& state) {
   if (!same_world) {
     // Another world size continues the data from the checkpoint's per-file (or per
     // hash partition) progress (trainer_data.cc); older checkpoints lack it.
-    const std::string at_own =
-        absl::StrCat(": resume it with --world_size=", state.world_size());
+    const std::string at_own = absl::StrCat(": resume it with --world_size=", state.world_size());
     if (!state.has_data()) {
       return fail(absl::StrCat("it has ", state.world_size(), " workers, the job ",
                                options_.world_size,
@@ -70,8 +69,8 @@ absl::Status Trainer::Restore(const v1::WorkerState& state) {
   std::vector<float> opt(state.dense_optimizer_state().size() / sizeof(float));
   std::memcpy(opt.data(), state.dense_optimizer_state().data(), opt.size() * sizeof(float));
   EMBER_RETURN_IF_ERROR(InStage(optimizer_->LoadState(opt), "dense optimizer state"));
-  if (absl::Status s = skew_->Load(same_world ? state.cursors(options_.rank).skew()
-                                               : v1::WorkerSkewState());
+  if (absl::Status s =
+          skew_->Load(same_world ? state.cursors(options_.rank).skew() : v1::WorkerSkewState());
       !s.ok()) {
     return fail(s.message());
   }

@@ -33,12 +33,11 @@ absl::Status Trainer::ListTrainingFiles() {
 absl::StatusOr<ResumePoint> Trainer::DataResumePoint(const v1::WorkerState& state) {
   const std::string checkpoint = absl::StrCat("checkpoint ", join_.checkpoint());
   if (state.data().files_size() > 0) {
-    const std::vector<std::string> saved(state.data().files().begin(),
-                                         state.data().files().end());
+    const std::vector<std::string> saved(state.data().files().begin(), state.data().files().end());
     if (absl::Status same = CheckSameFiles(saved, data_files_); !same.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          checkpoint, " does not fit this job: ", same.message(), " (data.train_path ",
-          config_.data().train_path(), ")"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(checkpoint, " does not fit this job: ", same.message(), " (data.train_path ",
+                       config_.data().train_path(), ")"));
     }
   }
   SavedReading saved;

@@ -109,7 +109,8 @@ class ReaderPositionTest : public ::testing::TestWithParam<std::string> {
       absl::StatusOr<bool> more = reader->Next(kBatch, &batch);
       EXPECT_TRUE(more.ok()) << more.status();
       if (!more.ok() || !*more) return RankCursor{1, before};
-      for (int i = 0; i < batch.size; ++i) ids_.push_back(batch.sparse[0].ids[batch.sparse[0].offsets[i]]);
+      for (int i = 0; i < batch.size; ++i)
+        ids_.push_back(batch.sparse[0].ids[batch.sparse[0].offsets[i]]);
     }
     return RankCursor{0, reader->position()};
   }
@@ -274,8 +275,7 @@ TEST_P(ReaderPositionTest, ProgressThatDoesNotFitIsRefused) {
   ExpectExactlyOnce("after refused resumes");
 }
 
-INSTANTIATE_TEST_SUITE_P(ByFileAndByColumn, ReaderPositionTest,
-                         ::testing::Values("file", "user"));
+INSTANTIATE_TEST_SUITE_P(ByFileAndByColumn, ReaderPositionTest, ::testing::Values("file", "user"));
 
 TEST(CheckSameFilesTest, NamesWhatChanged) {
   EXPECT_TRUE(CheckSameFiles({"a", "b"}, {"a", "b"}).ok());
@@ -296,14 +296,15 @@ TEST(LayersTest, ALaterLayerThatCoversAnEarlierOneReplacesIt) {
   DataShape shape;
   shape.by_file = false;
   shape.num_files = 2;
-  absl::StatusOr<EpochProgress> p =
-      Reshard(base, shape, 3, {RankCursor{0, {0, 25}}, RankCursor{0, {1, 1}}, RankCursor{1, {}}}, 0);
+  absl::StatusOr<EpochProgress> p = Reshard(
+      base, shape, 3, {RankCursor{0, {0, 25}}, RankCursor{0, {1, 1}}, RankCursor{1, {}}}, 0);
   ASSERT_TRUE(p.ok()) << p.status();
   ASSERT_EQ(p->layers.size(), 1u);
   EXPECT_EQ(p->layers[0].world_size, 3);
   EXPECT_EQ(p->layers[0].frontier[2], (DataLine{2, 1}));  // finished: the end of the data
   // A layer not covered stays.
-  p = Reshard(base, shape, 3, {RankCursor{0, {0, 15}}, RankCursor{0, {0, 30}}, RankCursor{0, {0, 12}}}, 0);
+  p = Reshard(base, shape, 3,
+              {RankCursor{0, {0, 15}}, RankCursor{0, {0, 30}}, RankCursor{0, {0, 12}}}, 0);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->layers.size(), 2u);
   EXPECT_TRUE(ConsumedByLayers(p->layers, {0, 19}, /*hash=*/1));   // layer 1, residue 1
