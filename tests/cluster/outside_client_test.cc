@@ -79,7 +79,9 @@ class OutsideClientTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (cluster_ != nullptr) EXPECT_TRUE(cluster_->StopAll().ok());
+    if (cluster_ != nullptr) {
+      EXPECT_TRUE(cluster_->StopAll().ok());
+    }
   }
 
   absl::Status CreateTable(const std::string& name, v1::OptimizerConfig::Kind kind, float lr) {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "worker/training/trainer_internal.h"
@@ -103,7 +103,6 @@ void Trainer::WarnIfWorseThanBest(double auc) {
               auc, *best->test_auc, best->step)
        << std::endl;
 }
-
 
 bool Trainer::EvaluationWanted() const {
   return !options_.skip_eval && !config_.data().test_path().empty();
