@@ -141,6 +141,11 @@ void JobManager::FailLocked(Job& job, const std::string& reason) {
     job.record.set_recoveries(job.record.recoveries() + 1);
   }
   job.record.clear_joined();
+  if (job.record.members_size() > 0) {
+    // The next formation waits (up to the settle time) for the attempt's members.
+    *job.record.mutable_expected() = job.record.members();
+    job.record.clear_members();
+  }
   PersistLocked(job).IgnoreError();  // the in-memory phase rules; the next write retries
 }
 
@@ -179,12 +184,18 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   job.record.set_generation(request.generation());
   job.record.set_phase(v1::GetJobResponse::RECOVERING);
   job.record.set_world_size(request.world_size());
+  job.record.set_min_workers(request.min_workers());
+  job.record.set_max_workers(request.max_workers());
   job.record.set_resume_from(resume);
   job.record.set_config_digest(request.config_digest());
   job.record.set_config(request.config());
   EMBER_RETURN_IF_ERROR(PersistLocked(job));
   EMBER_LOG(INFO) << "job " << request.job() << " generation " << request.generation()
-                  << ": new run of " << request.world_size() << " worker(s)"
+                  << ": new run of "
+                  << (request.max_workers() > 0
+                          ? absl::StrCat(request.min_workers(), " to ", request.max_workers())
+                          : absl::StrCat(request.world_size()))
+                  << " worker(s)"
                   << (resume.empty() ? std::string(" from the shards' rows")
                                      : absl::StrCat(" from checkpoint ", resume));
   jobs_[request.job()] = std::move(job);
@@ -222,11 +233,14 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
     return absl::InvalidArgumentError(absl::StrCat("job name '", ClipForMessage(request.job()),
                                                    "' is not [A-Za-z0-9._-]{1,128}"));
   }
-  if (request.world_size() == 0 || request.rank() >= request.world_size()) {
+  const bool elastic = request.max_workers() > 0;
+  EMBER_RETURN_IF_ERROR(CheckElasticRequest(request));
+  if (!elastic && (request.world_size() == 0 || request.rank() >= request.world_size())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "rank ", request.rank(), " is not in [0, world_size ", request.world_size(), ")"));
   }
-  const uint32_t rank = request.rank();
+  const std::string who_is = elastic ? absl::StrCat("worker '", request.member(), "'")
+                                     : absl::StrCat("worker ", request.rank());
   absl::MutexLock lock(&mu_);
   if (!request.run_id().empty()) {
     EMBER_ASSIGN_OR_RETURN(const uint64_t generation, GenerationOfRunLocked(request));
@@ -243,11 +257,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
         absl::StrCat("job '", request.job(), "' generation ", request.generation(),
                      " was superseded by generation ", job.record.generation()));
   }
-  if (request.world_size() != job.record.world_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("job '", request.job(), "' runs ", job.record.world_size(),
-                     " workers; this one says ", request.world_size()));
-  }
+  EMBER_RETURN_IF_ERROR(CheckSameMode(job, request));
   if (request.config_digest() != 0 && job.record.config_digest() != 0 &&
       request.config_digest() != job.record.config_digest()) {
     v1::ModelConfig mine, run;
@@ -257,31 +267,51 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
       fields = DescribeDifference(mine, run, 3, "this worker", "the run");
     }
     return absl::InvalidArgumentError(
-        absl::StrCat("worker ", rank, " has another model config than the run of job '",
+        absl::StrCat(who_is, " has another model config than the run of job '",
                      request.job(), "'", fields.empty() ? "" : absl::StrCat(": ", fields),
                      "; every worker of a run needs the same config (a new run, with a larger "
                      "--generation, may change it)"));
   }
+  // A member of an elastic run's attempt has the rank the formation gave it; a worker
+  // that is none waits for a place.
+  const int member_rank = elastic ? RankOf(job, request.member()) : -1;
   if (job.record.phase() == v1::GetJobResponse::RUNNING) {
-    if (request.after_attempt() >= job.record.attempt()) {
-      FailLocked(job, absl::StrCat("worker ", rank, " failed: ", request.reason()));
-    } else if (Contains(job.record.joined(), rank)) {
-      FailLocked(job, absl::StrCat("worker ", rank, " restarted (", who, ")"));
+    const bool in_attempt = !elastic || member_rank >= 0;
+    if (in_attempt && request.after_attempt() >= job.record.attempt()) {
+      FailLocked(job, absl::StrCat(who_is, " failed: ", request.reason()));
+    } else if (!elastic && Contains(job.record.joined(), request.rank())) {
+      FailLocked(job, absl::StrCat(who_is, " restarted (", who, ")"));
     }
   }
+  if (elastic && RankOf(job, request.member()) < 0) WaitForPlaceLocked(job, request);
   const absl::Duration wait = absl::Milliseconds(std::min<uint32_t>(request.wait_ms(), 60000));
-  auto settled = [this, &job]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return stopping_ || job.record.phase() != v1::GetJobResponse::RECOVERING;
+  auto settled = [this, &job, &request, elastic]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (stopping_) return true;
+    if (!elastic || job.record.phase() != v1::GetJobResponse::RUNNING) {
+      return job.record.phase() != v1::GetJobResponse::RECOVERING;
+    }
+    return RankOf(job, request.member()) >= 0;
   };
   mu_.AwaitWithTimeout(absl::Condition(&settled), wait);
   if (stopping_) return absl::UnavailableError("coordinator is shutting down");
   v1::JoinJobResponse response;
   response.set_generation(job.record.generation());
+  const int rank = elastic ? RankOf(job, request.member()) : static_cast<int>(request.rank());
   switch (job.record.phase()) {
     case v1::GetJobResponse::RECOVERING:
       response.set_ready(false);
       response.set_waiting_for(job.waiting_for);
       return response;
+    case v1::GetJobResponse::RUNNING:
+      if (rank < 0) {
+        if (job.waiting.contains(request.member())) {
+          job.waiting[request.member()].last_seen = absl::Now();
+        }
+        response.set_ready(false);
+        response.set_waiting_for(WaitingForLocked(job, request.member()));
+        return response;
+      }
+      break;
     case v1::GetJobResponse::FINISHED:
       return absl::FailedPreconditionError(
           absl::StrCat("job '", request.job(), "' generation ", job.record.generation(),
@@ -293,14 +323,18 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
     default:
       break;
   }
-  if (Contains(job.record.joined(), rank)) {
+  if (!Contains(job.record.joined(), static_cast<uint32_t>(rank))) {
+    job.record.add_joined(static_cast<uint32_t>(rank));
+    EMBER_RETURN_IF_ERROR(PersistLocked(job));
+  } else if (!elastic) {
     return absl::AlreadyExistsError(absl::StrCat("another worker ", rank, " joined attempt ",
                                                  job.record.attempt(), " of job '", request.job(),
                                                  "'"));
   }
-  job.record.add_joined(rank);
-  EMBER_RETURN_IF_ERROR(PersistLocked(job));
+  // (An elastic member asking again, its answer lost, gets the same answer.)
   response.set_ready(true);
+  response.set_rank(static_cast<uint32_t>(rank));
+  response.set_world_size(job.record.world_size());
   response.set_attempt(job.record.attempt());
   response.set_checkpoint(job.record.restored_from());
   response.set_checkpoints(!options_.checkpoint_dir.empty());
@@ -355,6 +389,15 @@ v1::GetJobResponse JobManager::DescribeLocked(const std::string& name) const {
   if (std::optional<v1::JobProgress> progress = ProgressLocked(job, absl::Now())) {
     *r.mutable_progress() = *std::move(progress);
   }
+  r.set_min_workers(job.record.min_workers());
+  r.set_max_workers(job.record.max_workers());
+  *r.mutable_members() = job.record.members();
+  for (const auto& [member, w] : job.waiting) {
+    v1::PendingWorker* p = r.add_pending();
+    p->set_member(member);
+    p->set_join_at_step(w.join_at_step);
+  }
+  r.set_resizes(job.record.resizes());
   return r;
 }
 
@@ -398,6 +441,7 @@ void JobManager::Loop() {
       if (mu_.AwaitWithTimeout(absl::Condition(&stop), options_.tick)) return;
     }
     DetectFailures();
+    FormWorlds();
     std::vector<std::string> recovering;
     {
       absl::MutexLock lock(&mu_);
@@ -576,6 +620,17 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
     if (options_.checkpoint_dir.empty()) {
       return absl::FailedPreconditionError("the coordinator runs without --checkpoint_dir");
     }
+    if (request.resize() && job.record.max_workers() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job '", name_of_job, "' has a fixed world size: only an elastic run resizes"));
+    }
+    for (uint32_t rank : request.leaving_ranks()) {
+      if (!request.resize() || rank >= static_cast<uint32_t>(job.record.members_size())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "leaving rank ", rank, " is not a member of attempt ", request.attempt(),
+            request.resize() ? "" : " (leaving ranks need resize)"));
+      }
+    }
     if (job.checkpointing) return absl::UnavailableError("a checkpoint of the job is running");
     job.checkpointing = true;
     if (request.allow_incremental() && options_.full_every > 1 &&
@@ -610,6 +665,11 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
       }
       job.checkpoint_requested = false;
       PersistLocked(job).IgnoreError();
+      if (request.resize() && job.record.max_workers() > 0 &&
+          job.record.attempt() == request.attempt() &&
+          job.record.phase() == v1::GetJobResponse::RUNNING) {
+        ResizeLocked(job, request);
+      }
     }
   }
   absl::StatusOr<std::vector<std::string>> deleted =

@@ -69,6 +69,13 @@ struct JobManagerOptions {
   // Held while checkpoints are cut and shards restored, so that no slot migration
   // switches owners meanwhile (slot_migrator.h). Not owned; null: none.
   absl::Mutex* topology_mu = nullptr;
+  // Elastic runs: once at least min_workers wait, an attempt's world is formed when
+  // max_workers wait, when every member the formation expects is back, or when no
+  // worker arrived for this long. Default: 2 s
+  absl::Duration elastic_settle = absl::Seconds(2);
+  // A worker waiting for a place that has not called JoinJob for this long has gone.
+  // Default: 20 s (a waiting JoinJob returns every 5 s)
+  absl::Duration waiting_expiry = absl::Seconds(20);
 };
 
 class JobManager {
@@ -132,7 +139,39 @@ class JobManager {
     std::optional<v1::JobProgress> progress;
     uint64_t progress_generation = 0;
     absl::Time progress_at;  // when it arrived
+    // Elastic runs: workers waiting for a place in the attempt's world (not persisted:
+    // they call JoinJob again), by member id.
+    struct Waiting {
+      uint64_t join_at_step = 0;
+      absl::Time last_seen;
+    };
+    std::map<std::string, Waiting> waiting;
+    absl::Time last_arrival;  // of a waiting worker
   };
+
+  // Elastic runs (job_manager_elastic.cc).
+  // INVALID_ARGUMENT for a bad worker range or member, or a worker whose range or
+  // mode differs from the run's; FAILED_PRECONDITION without checkpoints.
+  absl::Status CheckElasticRequest(const v1::JoinJobRequest& request) const;
+  absl::Status CheckSameMode(const Job& job, const v1::JoinJobRequest& request) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Records `member` as waiting (or seen again) and tries to form the world.
+  void WaitForPlaceLocked(Job& job, const v1::JoinJobRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forms the running attempt's world from the waiting workers when the rule allows
+  // (JobManagerOptions::elastic_settle): members and world size set, persisted.
+  void FormLocked(Job& job, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The rank of `member` in the attempt's world; -1 when it has none.
+  static int RankOf(const Job& job, const std::string& member);
+  // What a waiting worker waits for (JoinJobResponse.waiting_for).
+  std::string WaitingForLocked(const Job& job, const std::string& member) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Ends the attempt after a resize checkpoint: the next formation expects the
+  // members less `leaving_ranks`. REQUIRES: mu_ held, the attempt running.
+  void ResizeLocked(Job& job, const v1::CheckpointRequest& request)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forms the world of every running elastic job that waits for one (Loop).
+  void FormWorlds();
 
   // The job's progress as GetJob answers it (ratio, ETA counted down to `now`; a
   // FINISHED run complete). REQUIRES: mu_ held.
