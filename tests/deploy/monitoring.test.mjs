@@ -152,6 +152,15 @@ test("the prometheus-adapter rules' queries parse (promtool)", { skip: HAVE_PROM
   checkRecordingRules("adapter", rules);
 });
 
+test("docs/KUBERNETES.md: the deadline recording rule parses and names exported families", { skip: HAVE_PROMTOOL ? false : NO_PROMTOOL }, () => {
+  const doc = fs.readFileSync(repoPath("docs/KUBERNETES.md"), "utf8");
+  const block = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("ember:job_eta_over_deadline"));
+  assert.ok(block, "no yaml block with the rule ember:job_eta_over_deadline");
+  const rules = YAML.parse(block);
+  checkNames(rules.map((r) => r.expr), "docs/KUBERNETES.md");
+  checkRecordingRules("deadline", rules);
+});
+
 test("pending metrics: each is used, none is exported yet", (t) => {
   const used = new Set([
     ...checkNames(alertRules.map((r) => r.expr), "alerts.yml"),
