@@ -400,9 +400,9 @@ case "$cmd" in
     [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
     coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
     if [[ "$workers" == *:* ]]; then
-      # Elastic: a fresh run id per run; `scale` starts more workers of it from
-      # elastic.env, and the workers that leave exit 0.
-      # `scale` runs from elastic.env in this directory, with these binaries.
+      # Elastic: a fresh run id per run. `scale` starts more workers of it from
+      # elastic.env (from this directory, with these binaries); workers that leave
+      # exit 0.
       min_workers="${workers%:*}" max_workers="${workers#*:}" run_id="local-$(date +%s%N)"
       workdir="$PWD" bin="$(cd "$bin" && pwd)"
       declare -p run_id min_workers max_workers config worker_args coordinator workdir bin \
