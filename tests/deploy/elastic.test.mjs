@@ -87,6 +87,20 @@ describe(`elastic workers and autoscalers of ${DIR}`, { skip: HAVE_KUBECTL ? fal
     assert.ok(min >= 1 && max > min, `--workers=${min}:${max}`);
   });
 
+  test("MAX workers have a data file each (the model partitions its data by file)", () => {
+    // A resize to more workers than files fails the run (INVALID_ARGUMENT at the new
+    // attempt). The quickstart data comes from jobs/quickstart-data: its --train_files,
+    // else ember-datagen's default.
+    const model = fs.readFileSync(repoPath("deploy/k8s/base/model.pbtxt"), "utf8");
+    if (!/partition_by:\s*"file"/.test(model)) return;
+    const datagen = kustomize("deploy/k8s/jobs/quickstart-data").find((o) => o.kind === "Job");
+    const given = flags(datagen.spec.template.spec.containers[0]).train_files;
+    const fallback = /uint32_t train_files = ([0-9]+);/.exec(fs.readFileSync(repoPath("tools/datagen/generator.h"), "utf8"));
+    const files = Number(given ?? fallback?.[1]);
+    assert.ok(files > 0, "the quickstart data's file count");
+    assert.ok(hpa("ember-worker").spec.maxReplicas <= files, `maxReplicas ${hpa("ember-worker").spec.maxReplicas} > ${files} training files`);
+  });
+
   test("the workers' HPA does not flap: each resize costs a checkpoint and a restore", () => {
     const b = hpa("ember-worker").spec.behavior;
     assert.ok(b.scaleDown.stabilizationWindowSeconds >= 600, "scale-down stabilization");
