@@ -34,7 +34,8 @@
 namespace ember {
 
 struct CheckpointListing {
-  // Checkpoints with a valid MANIFEST, ascending by (step, attempt).
+  // Checkpoints with a valid MANIFEST, oldest first: ascending by (attempt, step)
+  // (attempts only grow, across a job's runs too).
   std::vector<v1::CheckpointManifest> valid;
   // Directories whose MANIFEST is missing or does not parse, with the reason.
   std::vector<std::pair<std::string, absl::Status>> invalid;

@@ -267,8 +267,8 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
       fields = DescribeDifference(mine, run, 3, "this worker", "the run");
     }
     return absl::InvalidArgumentError(
-        absl::StrCat(who_is, " has another model config than the run of job '",
-                     request.job(), "'", fields.empty() ? "" : absl::StrCat(": ", fields),
+        absl::StrCat(who_is, " has another model config than the run of job '", request.job(), "'",
+                     fields.empty() ? "" : absl::StrCat(": ", fields),
                      "; every worker of a run needs the same config (a new run, with a larger "
                      "--generation, may change it)"));
   }
@@ -630,9 +630,9 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
     }
     for (uint32_t rank : request.leaving_ranks()) {
       if (!request.resize() || rank >= static_cast<uint32_t>(job.record.members_size())) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "leaving rank ", rank, " is not a member of attempt ", request.attempt(),
-            request.resize() ? "" : " (leaving ranks need resize)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("leaving rank ", rank, " is not a member of attempt ", request.attempt(),
+                         request.resize() ? "" : " (leaving ranks need resize)"));
       }
     }
     if (job.checkpointing) return absl::UnavailableError("a checkpoint of the job is running");

@@ -21,17 +21,17 @@ namespace ember {
 absl::Status JobManager::CheckElasticRequest(const v1::JoinJobRequest& request) const {
   if (request.max_workers() == 0) {
     if (request.min_workers() != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "min_workers ", request.min_workers(), " without max_workers: give both (elastic)"));
+      return absl::InvalidArgumentError(absl::StrCat("min_workers ", request.min_workers(),
+                                                     " without max_workers: give both (elastic)"));
     }
     return absl::OkStatus();
   }
   constexpr uint32_t kMaxWorkers = 4096;
   if (request.min_workers() < 1 || request.min_workers() > request.max_workers() ||
       request.max_workers() > kMaxWorkers) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("worker range [", request.min_workers(), ", ", request.max_workers(),
-                     "] is not 1 <= min <= max <= ", kMaxWorkers));
+    return absl::InvalidArgumentError(absl::StrCat("worker range [", request.min_workers(), ", ",
+                                                   request.max_workers(),
+                                                   "] is not 1 <= min <= max <= ", kMaxWorkers));
   }
   if (request.rank() != 0 || request.world_size() != 0) {
     return absl::InvalidArgumentError(
@@ -39,8 +39,7 @@ absl::Status JobManager::CheckElasticRequest(const v1::JoinJobRequest& request) 
   }
   if (request.member().empty() || request.member().size() > 128) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "an elastic worker needs a member id of 1..128 bytes (has ", request.member().size(),
-        ")"));
+        "an elastic worker needs a member id of 1..128 bytes (has ", request.member().size(), ")"));
   }
   if (options_.checkpoint_dir.empty()) {
     return absl::FailedPreconditionError(
@@ -58,8 +57,8 @@ absl::Status JobManager::CheckSameMode(const Job& job, const v1::JoinJobRequest&
   const v1::JobRecord& r = job.record;
   if (r.max_workers() != request.max_workers() || r.min_workers() != request.min_workers()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "job '", request.job(), "' runs ", describe(r.min_workers(), r.max_workers(), r.world_size()),
-        "; this worker says ",
+        "job '", request.job(), "' runs ",
+        describe(r.min_workers(), r.max_workers(), r.world_size()), "; this worker says ",
         describe(request.min_workers(), request.max_workers(), request.world_size()),
         " (every worker of a run declares the same --workers range)"));
   }
@@ -113,9 +112,9 @@ void JobManager::FormLocked(Job& job, absl::Time now) {
     all_expected &= std::find(eligible.begin(), eligible.end(), m) != eligible.end();
   }
   const size_t n = eligible.size();
-  const bool form = n >= r.max_workers() ||
-                    (n >= r.min_workers() && (all_expected || now - job.last_arrival >=
-                                                                  options_.elastic_settle));
+  const bool form =
+      n >= r.max_workers() ||
+      (n >= r.min_workers() && (all_expected || now - job.last_arrival >= options_.elastic_settle));
   if (!form) return;
   // The expected members keep their order (their ranks, less the ones that left); the
   // others follow by member id.
@@ -137,9 +136,9 @@ void JobManager::FormLocked(Job& job, absl::Time now) {
   PersistLocked(job).IgnoreError();
   EMBER_LOG(INFO) << "job " << r.job() << " attempt " << r.attempt() << ": " << members.size()
                   << " worker(s): " << absl::StrJoin(members, ", ")
-                  << (job.waiting.empty() ? std::string()
-                                          : absl::StrCat(" (", job.waiting.size(),
-                                                         " waiting for a later place)"));
+                  << (job.waiting.empty()
+                          ? std::string()
+                          : absl::StrCat(" (", job.waiting.size(), " waiting for a later place)"));
 }
 
 std::string JobManager::WaitingForLocked(const Job& job, const std::string& member) const {
@@ -183,8 +182,8 @@ void JobManager::ResizeLocked(Job& job, const v1::CheckpointRequest& request) {
   PersistLocked(job).IgnoreError();
   EMBER_LOG(INFO) << "job " << r.job() << " attempt " << r.attempt() << " resizes at step "
                   << request.state().step() << ": " << stay.size() << " stay"
-                  << (left.empty() ? std::string() : absl::StrCat(", ", absl::StrJoin(left, ", "),
-                                                                  " leave"))
+                  << (left.empty() ? std::string()
+                                   : absl::StrCat(", ", absl::StrJoin(left, ", "), " leave"))
                   << ", " << job.waiting.size() << " waiting";
 }
 

@@ -76,8 +76,7 @@ class ElasticScaleTest : public JobClusterTest {
 
   // Runs the 2 -> 3 -> 1 schedule: w3 waits to join at kJoinStep, w1 and w2 leave at
   // kLeaveStep. `faults` runs while the job does (Cluster::Finish).
-  std::string RunSchedule(Cluster* c,
-                          const std::function<void(absl::Duration)>& faults = nullptr) {
+  std::string RunSchedule(Cluster* c, const std::function<void(absl::Duration)>& faults = nullptr) {
     // The joiner first: it waits, and rank 0 knows of it before the first step.
     StartMember(c, 2, "w3", {absl::StrCat("--join_at_step=", kJoinStep)});
     StartMember(c, 0, "w1", {absl::StrCat("--leave_at_step=", kLeaveStep)});
@@ -99,7 +98,8 @@ TEST_F(ElasticScaleTest, TwoThenThreeThenOneWorkersTrainEveryExampleOnceAndRecov
   ASSERT_FALSE(a.empty());
   EXPECT_TRUE(HasEpochExamples(a, every_example_once)) << a;
   EXPECT_EQ(JsonValue(a, "workers"), "1") << a;
-  EXPECT_EQ(JsonValue(a, "resizes_rank0"), "2") << a;
+  // The final rank 0 (w3) took part in one of the two resizes; the run had both.
+  EXPECT_EQ(JsonValue(a, "resizes_rank0"), "1") << a;
   EXPECT_EQ(JsonValue(a, "recoveries_rank0"), "0") << a;
   const v1::GetJobResponse job = GetJob(*first);
   EXPECT_EQ(job.phase(), v1::GetJobResponse::FINISHED);

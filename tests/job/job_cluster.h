@@ -63,7 +63,8 @@ class Cluster {
           "--collective_timeout_ms=8000",
           "--log_every_steps=20"};
       // An elastic run's workers get their ranks and world size from the coordinator.
-      if (!elastic_) cluster_options.worker_flags.push_back(absl::StrCat("--world_size=", kWorkers));
+      if (!elastic_)
+        cluster_options.worker_flags.push_back(absl::StrCat("--world_size=", kWorkers));
       local_ = std::make_unique<LocalCluster>(std::move(cluster_options));
     }
     ASSERT_EQ(shards, local_->options().shards) << "a restart expects the same shards";

@@ -129,7 +129,8 @@ class LocalCluster {
 
   // Starts worker `rank` (--coordinator, --rank, worker_flags, `extra`); it is ready at
   // its "worker " line. With --workers=MIN:MAX among the flags (an elastic run) there is
-  // no --rank: `rank` is the process's index, the coordinator gives its ranks. REQUIRES: the coordinator started. Errors as StartCoordinator.
+  // no --rank: `rank` is the process's index, the coordinator gives its ranks. REQUIRES: the
+  // coordinator started. Errors as StartCoordinator.
   absl::Status StartWorker(int rank, const std::vector<std::string>& extra = {});
 
   // Starts follower `i` (ember-serving: --coordinator, --data_dir, --port=0,

@@ -118,9 +118,9 @@ absl::StatusOr<Figures> RunElasticSuite(const BenchOptions& options) {
       absl::StrFormat("%s/data-%d-s%d", scratch, options.train_examples, options.seed);
   if (!std::filesystem::exists(data + "/oracle.json")) {
     Say("generating " + data);
-    const std::string command =
-        absl::StrCat(bin, "/ember-datagen --out=", data, " --train_examples=",
-                     options.train_examples, " --seed=", options.seed, " > /dev/null");
+    const std::string command = absl::StrCat(bin, "/ember-datagen --out=", data,
+                                             " --train_examples=", options.train_examples,
+                                             " --seed=", options.seed, " > /dev/null");
     if (std::system(command.c_str()) != 0) {
       return absl::InternalError(absl::StrCat("`", command, "` failed"));
     }
@@ -149,10 +149,9 @@ absl::StatusOr<Figures> RunElasticSuite(const BenchOptions& options) {
   Say("scale up: a third worker");
   const absl::Time up = absl::Now();
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<Process> w3, run.StartWorker("w3", job));
-  EMBER_ASSIGN_OR_RETURN(v1::GetJobResponse cut,
-                         run.Await("the resize", [](const v1::GetJobResponse& j) {
-                           return j.resizes() >= 1;
-                         }));
+  EMBER_ASSIGN_OR_RETURN(
+      v1::GetJobResponse cut,
+      run.Await("the resize", [](const v1::GetJobResponse& j) { return j.resizes() >= 1; }));
   const absl::Duration up_cut = absl::Now() - up;
   const uint64_t resize_step = cut.progress().step();
   EMBER_ASSIGN_OR_RETURN(v1::GetJobResponse three, run.AwaitTrainingAt(3, 1, resize_step));
@@ -169,7 +168,8 @@ absl::StatusOr<Figures> RunElasticSuite(const BenchOptions& options) {
   const absl::Duration down_total = absl::Now() - down;
   EMBER_ASSIGN_OR_RETURN(int w3_code, w3->Wait(absl::Seconds(60)));
   if (w3_code != 0) return absl::InternalError(absl::StrCat("w3 exited ", w3_code));
-  EMBER_ASSIGN_OR_RETURN(again, run.AwaitTrainingAt(2, 2, again.progress().step() + kStepsPerPhase));
+  EMBER_ASSIGN_OR_RETURN(again,
+                         run.AwaitTrainingAt(2, 2, again.progress().step() + kStepsPerPhase));
   const double after = again.progress().examples_per_sec();
   // The run is not taken to its end: the suite ends by killing its two workers (a
   // SIGTERM would ask them to leave).

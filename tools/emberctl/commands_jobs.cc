@@ -151,8 +151,7 @@ std::vector<CommandSpec> JobCommands() {
       Command("jobs", "describe", "JOB",
               "One job: its run, attempt, checkpoints, failure and progress; for an elastic\n"
               "run also its worker range, members by rank, waiting workers and resizes.\n",
-              DeclareNoFlags,
-              FinishDescribe),
+              DeclareNoFlags, FinishDescribe),
   };
 }
 

@@ -85,9 +85,9 @@ absl::StatusOr<v1::JoinJobResponse> JobClient::Join(v1::JoinJobRequest request,
       backoff = absl::Milliseconds(100);
       // An elastic worker waiting for a place is not waiting for a recovery.
       report(response.waiting_for().empty() ? std::string("the job is recovering")
-             : request.max_workers() > 0    ? response.waiting_for()
-                                            : absl::StrCat("the job is recovering: ",
-                                                           response.waiting_for()));
+             : request.max_workers() > 0
+                 ? response.waiting_for()
+                 : absl::StrCat("the job is recovering: ", response.waiting_for()));
       if (now >= deadline) {
         return absl::DeadlineExceededError(absl::StrCat(
             "job '", request.job(), "' did not recover within ", absl::FormatDuration(wait.timeout),

@@ -87,8 +87,7 @@ static absl::Status CheckElastic(const TrainerOptions& options) {
   }
   if (options.min_workers < 1 || options.min_workers > options.max_workers) {
     return absl::InvalidArgumentError(absl::StrCat("worker range ", options.min_workers, "..",
-                                                   options.max_workers,
-                                                   " is not 1 <= min <= max"));
+                                                   options.max_workers, " is not 1 <= min <= max"));
   }
   if (options.rank != 0 || options.world_size != 1) {
     return absl::InvalidArgumentError(
@@ -164,8 +163,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
       << options.config.name() << "' ("
       << (options.run_id.empty() ? absl::StrCat("generation ", options.generation)
                                  : absl::StrCat("run '", options.run_id, "'"))
-      << (elastic ? absl::StrCat(", ", options.min_workers, " to ", options.max_workers,
-                                 " workers")
+      << (elastic ? absl::StrCat(", ", options.min_workers, " to ", options.max_workers, " workers")
                   : std::string())
       << ") at " << options.coordinator_address << std::endl;
   // The run's generation: given, or allocated for run_id at the first join.
@@ -223,8 +221,8 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
           jobs->GetJob(options.config.name(), absl::Seconds(2));
       if (job.ok() && !job->failure().empty() &&
           !absl::StrContains(job->failure(), join.reason())) {
-        log << who << ": attempt " << join.after_attempt()
-            << " was ended by: " << job->failure() << std::endl;
+        log << who << ": attempt " << join.after_attempt() << " was ended by: " << job->failure()
+            << std::endl;
       }
     }
     absl::StatusOr<v1::ModelConfig> config =

@@ -440,8 +440,8 @@ absl::StatusOr<float> Trainer::ReduceDense(float loss_sum) {
   const bool evaluate = rank0() && EvaluationWanted() && training_.eval_every_steps() > 0 &&
                         (step_ + 1) % training_.eval_every_steps() == 0;
   // Elastic runs add their votes for a resize (trainer_elastic.cc).
-  reduce_[extra + 3] = (rank0() && CheckpointWanted() ? 1.0f : 0.0f) + (evaluate ? 2.0f : 0.0f) +
-                       ElasticVotes();
+  reduce_[extra + 3] =
+      (rank0() && CheckpointWanted() ? 1.0f : 0.0f) + (evaluate ? 2.0f : 0.0f) + ElasticVotes();
   if (skew_extra > 0) {
     const SkewHandler::StepCounts counts = skew_->TakeStepCounts();
     std::copy(counts.begin(), counts.end(), reduce_.begin() + extra + 4);

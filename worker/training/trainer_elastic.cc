@@ -35,8 +35,8 @@ void Trainer::ElasticDecision(long decisions) {
   const bool join = ((decisions >> 2) & 1) != 0;
   // Leaving ranks wait while the rest would be fewer than the run's minimum (a worker
   // that joins first makes room); SIGTERM'd workers keep training meanwhile.
-  const bool may_leave = leavers > 0 && options_.world_size - leavers >=
-                                            static_cast<long>(options_.min_workers);
+  const bool may_leave =
+      leavers > 0 && options_.world_size - leavers >= static_cast<long>(options_.min_workers);
   if (leavers > 0 && !may_leave && rank0() && !said_min_) {
     said_min_ = true;
     log_ << "elastic: " << leavers << " worker(s) asked to leave at step " << step_

@@ -200,7 +200,7 @@ class Trainer {
   int epoch_ = 0;
   absl::Time last_checkpoint_ = absl::Now();
   absl::Time next_poll_ = absl::Now() + absl::Seconds(1);
-  bool checkpoint_next_ = false;             // agreed by the last step's all-reduce
+  bool checkpoint_next_ = false;  // agreed by the last step's all-reduce
   // Elastic runs: the next checkpoint resizes the run (agreed by the last step's
   // all-reduce), this rank leaves at it, this rank voted to leave, the attempt ended at
   // a resize; rank 0: the earliest step a waiting worker joins at, and whether it said

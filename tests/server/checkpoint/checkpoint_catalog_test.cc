@@ -293,8 +293,8 @@ TEST_F(CheckpointCatalogTest, ListSortsValidAndReportsInvalid) {
   absl::StatusOr<CheckpointListing> listing = catalog_->List(kJob);
   ASSERT_TRUE(listing.ok()) << listing.status();
   EXPECT_THAT(Names(listing->valid),
-              ElementsAre(CheckpointCatalog::Name(100, 1), CheckpointCatalog::Name(100, 2),
-                          CheckpointCatalog::Name(200, 1), CheckpointCatalog::Name(300, 1)));
+              ElementsAre(CheckpointCatalog::Name(100, 1), CheckpointCatalog::Name(200, 1),
+                          CheckpointCatalog::Name(300, 1), CheckpointCatalog::Name(100, 2)));
   ASSERT_EQ(listing->invalid.size(), 3u);
   EXPECT_EQ(listing->invalid[0].first, CheckpointCatalog::Name(400, 1));
   EXPECT_TRUE(absl::IsNotFound(listing->invalid[0].second)) << listing->invalid[0].second;
