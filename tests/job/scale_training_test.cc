@@ -140,7 +140,7 @@ TEST_F(ScaleTrainingTest, AShardAddedWhileTrainingGetsItsSlotsAutomatically) {
   const std::string result = c->Finish([&](absl::Duration) {
     if (balanced) return;
     if (joined == absl::InfiniteFuture()) {
-      if (c->NewestCheckpointStep() < 40) return;
+      if (c->NewestCheckpointStep() < 20) return;
       c->StartShard(2);  // a scale-up: nobody asks for a rebalance
       joined = absl::Now();
       return;
@@ -154,9 +154,10 @@ TEST_F(ScaleTrainingTest, AShardAddedWhileTrainingGetsItsSlotsAutomatically) {
     balanced = true;
     // The job was still training: the moves happened under load.
     EXPECT_FALSE(c->worker(0)->Wait(absl::ZeroDuration()).ok());
-    std::cerr << "scale: join to balanced " << absl::Now() - joined << " ("
-              << ops.back().rows_copied() << " rows in " << ops.back().spec().moves_size()
-              << " moves, longest fence " << ops.back().max_fence_ms() << " ms)" << std::endl;
+    std::cerr << "scale: join to balanced " << absl::Now() - joined << " (migration "
+              << ops.back().seconds() << " s: " << ops.back().rows_copied() << " rows in "
+              << ops.back().spec().moves_size() << " moves, longest fence "
+              << ops.back().max_fence_ms() << " ms)" << std::endl;
   });
   EXPECT_TRUE(balanced) << "the new shard was not given slots before the job ended";
   ExpectSameModelWithoutRecovery(result);
@@ -176,7 +177,7 @@ TEST_F(ScaleTrainingTest, AShardSentSigtermDrainsAndExitsWithNoFailedCall) {
   const std::string result = c->Finish([&](absl::Duration) {
     if (exited) return;
     if (sent == absl::InfiniteFuture()) {
-      if (c->NewestCheckpointStep() < 40) return;
+      if (c->NewestCheckpointStep() < 20) return;
       c->Retire(2);  // a scale-down: Kubernetes' SIGTERM
       sent = absl::Now();
       return;
@@ -188,8 +189,11 @@ TEST_F(ScaleTrainingTest, AShardSentSigtermDrainsAndExitsWithNoFailedCall) {
     EXPECT_EQ(view.OwnedSlots()[2], 0u) << "it exited owning slots";
     EXPECT_FALSE(c->worker(0)->Wait(absl::ZeroDuration()).ok()) << "the job ended first";
     const std::vector<v1::Migration> ops = view.Migrations();
-    std::cerr << "scale: SIGTERM to exit " << absl::Now() - sent << " ("
-              << (ops.empty() ? 0 : ops.back().rows_copied()) << " rows)" << std::endl;
+    ASSERT_FALSE(ops.empty());
+    std::cerr << "scale: SIGTERM to exit " << absl::Now() - sent << " (migration "
+              << ops.back().seconds() << " s: " << ops.back().rows_copied() << " rows in "
+              << ops.back().spec().moves_size() << " moves, longest fence "
+              << ops.back().max_fence_ms() << " ms)" << std::endl;
     // The drained shard comes back under its id with nothing (a StatefulSet that
     // restarts it): it owns no rows of the attempt, so the attempt goes on.
     c->StartShard(2);
@@ -211,7 +215,7 @@ TEST_F(ScaleTrainingTest, ASigtermDuringASlotMoveWaitsForItsTurn) {
   const std::string result = c->Finish([&](absl::Duration) {
     if (exited) return;
     if (admin_op.empty()) {
-      if (c->NewestCheckpointStep() < 40) return;
+      if (c->NewestCheckpointStep() < 20) return;
       // An operator's move of 1024 of shard 0's slots to shard 1, throttled so that it
       // still runs when the SIGTERM comes.
       const std::map<uint32_t, uint32_t> owned = view.OwnedSlots();
@@ -240,8 +244,14 @@ TEST_F(ScaleTrainingTest, ASigtermDuringASlotMoveWaitsForItsTurn) {
     exited = true;
     EXPECT_EQ(*code, 0) << "the drained shard's exit code";
   });
-  EXPECT_TRUE(exited) << "the shard did not exit before the job ended";
+  ASSERT_FALSE(admin_op.empty()) << "the job ended before its first checkpoint";
   ExpectSameModelWithoutRecovery(result);
+  // The throttled move may outlast the (short) job: the drain then runs after it.
+  if (!exited) {
+    absl::StatusOr<int> code = c->shard(2)->Wait(absl::Minutes(2));
+    ASSERT_TRUE(code.ok()) << code.status();
+    EXPECT_EQ(*code, 0) << "the drained shard's exit code";
+  }
   const std::vector<v1::Migration> ops = view.Migrations();
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0].op_id(), admin_op);
