@@ -29,6 +29,11 @@ absl::Status DrainShard(const DrainFlags& drain, ShardAgent* agent) {
     EMBER_LOG(WARNING) << "--drain_on_sigterm without --coordinator: nothing to drain";
     return absl::OkStatus();
   }
+  if (agent->epoch() == 0) {
+    // Stopped before the coordinator's first map arrived: the shard owns nothing.
+    EMBER_LOG(INFO) << "draining: no slot map received yet, nothing to drain";
+    return absl::OkStatus();
+  }
   const absl::Time start = absl::Now();
   EMBER_LOG(INFO) << "draining: asking the coordinator to move this shard's slots away";
   const absl::Status left = agent->Leave(start + absl::Milliseconds(drain.timeout_ms));

@@ -36,10 +36,11 @@ struct DrainFlags {
 // --drain_on_sigterm and --drain_timeout_ms.
 void DeclareDrainFlags(FlagSet& flags, DrainFlags* drain);
 
-// At SIGTERM: with drain.on_sigterm and an agent (the shard has a coordinator), leaves
-// the cluster (ShardAgent::Leave with the timeout) and logs how long it took. OK
-// without draining or once drained; otherwise Leave's error with what to do, which
-// makes the process exit 1 after its ordinary shutdown (rows flushed, slots kept).
+// At SIGTERM: with drain.on_sigterm and an agent (the shard has a coordinator) that has
+// applied a slot map, leaves the cluster (ShardAgent::Leave with the timeout) and logs
+// how long it took. OK without draining, before any map (nothing owned) or once drained; otherwise
+// Leave's error with what to do, which makes the process exit 1 after its ordinary shutdown (rows
+// flushed, slots kept).
 absl::Status DrainShard(const DrainFlags& drain, ShardAgent* agent);
 
 }  // namespace ember

@@ -12,7 +12,8 @@
 //    the model is bitwise the reference's; restarted under its id (owning nothing), it
 //    does not end the job's attempt;
 //  - a SIGTERM while an operator's slot move runs waits for its turn: the drain starts
-//    after that move's last switch.
+//    after that move's last switch;
+//  - the last shard holding slots is refused: it exits 1 keeping them.
 // Each case prints how long its event took (SIGTERM to exit, join to balanced slots):
 // figures for docs/PERFORMANCE.md, not assertions.
 
@@ -34,6 +35,8 @@
 #include "gtest/gtest.h"
 #include "tests/job/job_cluster.h"
 #include "tests/support/deadline.h"
+#include "tests/support/local_cluster.h"
+#include "tests/support/scratch_dir.h"
 
 namespace ember {
 namespace {
@@ -261,6 +264,24 @@ TEST_F(ScaleTrainingTest, ASigtermDuringASlotMoveWaitsForItsTurn) {
   // The drain started from the map the operator's move left: after its last switch.
   EXPECT_GE(ops[1].epoch_before(), ops[0].epoch_after());
   EXPECT_EQ(view.OwnedSlots()[2], 0u);
+}
+
+// Bad input: a SIGTERM of the last shard holding slots cannot drain. The coordinator
+// refuses it, and the shard shuts down as usual and exits 1, keeping its slots.
+TEST(ScaleDrainTest, TheLastShardHoldingSlotsIsRefusedAndExitsOneKeepingThem) {
+  ScratchDir dir("scale_drain_test");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  LocalClusterOptions options;
+  options.dir = dir.path();
+  options.shards = 1;
+  options.shard_flags = {"--heartbeat_ms=100", "--drain_on_sigterm"};
+  LocalCluster cluster(std::move(options));
+  ASSERT_TRUE(cluster.Start().ok());
+  ASSERT_TRUE(cluster.WaitForSlots().ok());
+  absl::StatusOr<int> code = cluster.shard(0)->Stop(absl::Seconds(30));
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 1);
+  EXPECT_EQ(CoordinatorView(cluster.coordinator_address()).OwnedSlots()[0], kNumSlots);
 }
 
 }  // namespace
