@@ -35,7 +35,9 @@
 #include "gtest/gtest.h"
 #include "tests/job/job_cluster.h"
 #include "tests/support/deadline.h"
+#include "tests/support/http_get.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/ports.h"
 #include "tests/support/scratch_dir.h"
 
 namespace ember {
@@ -119,11 +121,24 @@ class ScaleTrainingTest : public JobClusterTest {
     std::unique_ptr<Cluster> c = NewCluster(name);
     coordinator_flags.push_back(absl::StrCat("--admin_token=", kToken));
     coordinator_flags.push_back("--policy_retry_ms=500");
+    metrics_port_ = FreePort();
+    coordinator_flags.push_back(absl::StrCat("--metrics_port=", metrics_port_));
     c->StartCoordinator(shards, coordinator_flags);
     for (int i = 0; i < shards; ++i) c->StartShard(i, shard_flags);
     for (int r = 0; r < kWorkers; ++r) c->StartWorker(r, Flags());
     return c;
   }
+
+  // The coordinator's /metrics has every one of `lines`.
+  void ExpectMetrics(const std::vector<std::string>& lines) const {
+    absl::StatusOr<std::string> body = HttpGet(metrics_port_, "/metrics");
+    ASSERT_TRUE(body.ok()) << body.status();
+    for (const std::string& line : lines) {
+      EXPECT_TRUE(absl::StrContains(*body, line)) << line << "\n" << *body;
+    }
+  }
+
+  int metrics_port_ = -1;
 
   // The same model as the reference, and no worker call failed: no recovery, the same
   // attempt.
@@ -169,6 +184,10 @@ TEST_F(ScaleTrainingTest, AShardAddedWhileTrainingGetsItsSlotsAutomatically) {
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].spec().reason(), "auto rebalance: shard 2 joined");
   EXPECT_EQ(ops[0].who(), "coordinator policy");
+  ExpectMetrics({"ember_coordinator_policy_migrations_total{kind=\"join\"} 1",
+                 "ember_coordinator_policy_migrations_total{kind=\"drain\"} 0",
+                 "ember_coordinator_policy_failed_starts_total 0",
+                 "ember_coordinator_leaving_shards 0"});
 }
 
 TEST_F(ScaleTrainingTest, AShardSentSigtermDrainsAndExitsWithNoFailedCall) {
@@ -207,6 +226,10 @@ TEST_F(ScaleTrainingTest, AShardSentSigtermDrainsAndExitsWithNoFailedCall) {
   const std::vector<v1::Migration> ops = view.Migrations();
   ASSERT_EQ(ops.size(), 1u);
   EXPECT_EQ(ops[0].spec().reason(), "drain shard 2 (leaving)");
+  // Shard 2 is back as a new process: no longer leaving.
+  ExpectMetrics({"ember_coordinator_policy_migrations_total{kind=\"drain\"} 1",
+                 "ember_coordinator_policy_migrations_total{kind=\"join\"} 0",
+                 "ember_coordinator_leaving_shards 0"});
 }
 
 TEST_F(ScaleTrainingTest, ASigtermDuringASlotMoveWaitsForItsTurn) {
