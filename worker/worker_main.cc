@@ -10,14 +10,25 @@
 // EMBER_WORLD_SIZE; EMBER_COORDINATOR), read here and nowhere else. Rank 0 prints
 // progress to stdout and writes the run directory. Exit codes: 0 done, 1 the job
 // failed (the message says which stage), 2 bad flags or a bad config.
+//
+// Elastic runs (docs/ARCHITECTURE.md "Elastic runs"): --workers=MIN:MAX instead of
+// --rank and --world_size; the coordinator gives each attempt's ranks. SIGTERM then
+// asks the worker to leave: it finishes its step, the run takes a checkpoint without
+// it, and it exits 0 (a second SIGTERM ends it at once).
 
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -45,7 +56,20 @@ struct WorkerFlags {
   std::optional<uint64_t> cold_max_count;
   std::optional<float> cold_loss_weight, cold_resample_fraction;
   std::optional<uint32_t> hot_cache_steps;
+  // Given or not: a fixed world (--rank, --world_size) or an elastic one (--workers).
+  std::optional<int> rank, world_size;
+  std::optional<std::string> workers;
 };
+
+// Set by SIGTERM in an elastic run: leave at the next step's checkpoint.
+std::atomic<bool> leave_requested{false};
+
+void OnSigterm(int) {
+  if (leave_requested.exchange(true)) _exit(128 + SIGTERM);  // the second one: now
+  static constexpr char kLine[] =
+      "ember-worker: SIGTERM: leaving the run at the next step's checkpoint\n";
+  [[maybe_unused]] const ssize_t n = write(STDERR_FILENO, kLine, sizeof(kLine) - 1);
+}
 
 void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
   TrainerOptions& o = w.trainer;
@@ -60,12 +84,28 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
               "the coordinator (cluster map, tables, rendezvous)")
       .Required()
       .Env({"EMBER_COORDINATOR"});
-  flags.Number("rank", &o.rank, "N", "this worker's rank, below --world_size")
+  flags.Number("rank", &w.rank, "N", "this worker's rank, below --world_size (default 0)")
       .Min(0)
       .Env({"EMBER_RANK", "JOB_COMPLETION_INDEX"});
-  flags.Number("world_size", &o.world_size, "N", "number of workers")
+  flags.Number("world_size", &w.world_size, "N", "number of workers (default 1)")
       .Min(1)
       .Env({"EMBER_WORLD_SIZE"});
+  flags
+      .String("workers", &w.workers, "MIN:MAX",
+              "instead of --rank and --world_size: an elastic run of MIN to MAX workers that "
+              "grows and shrinks at checkpoints as workers join and leave (SIGTERM: leave)")
+      .Env({"EMBER_WORKERS"});
+  flags
+      .String("member", &o.member, "ID",
+              "elastic: this worker's id in the run, unique per process (default: "
+              "HOSTNAME-PID); new workers take ranks in the order of their ids")
+      .Env({"EMBER_MEMBER"});
+  flags.Number("join_at_step", &o.join_at_step, "N",
+               "elastic: join the running attempt at a checkpoint at or after step N (0: the "
+               "next one)");
+  flags.Number("leave_at_step", &o.leave_at_step, "N",
+               "elastic: leave the run at the checkpoint after step N, as SIGTERM does (0: "
+               "never)");
   flags.Number("generation", &o.generation, "N",
                "the run's generation: a new run of a job needs a larger one (or use --run_id)");
   flags
@@ -160,6 +200,39 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
   DeclareTlsFlags(flags, &w.tls);
 }
 
+// --workers=MIN:MAX (elastic), exclusive with --rank and --world_size.
+absl::Status ParseWorkerRange(WorkerFlags& w) {
+  TrainerOptions& o = w.trainer;
+  if (w.rank.has_value() || w.world_size.has_value()) {
+    return absl::InvalidArgumentError(
+        "--workers (an elastic run: the coordinator assigns ranks) and --rank/--world_size "
+        "(a fixed world) exclude each other; with --workers, unset EMBER_RANK, "
+        "JOB_COMPLETION_INDEX and EMBER_WORLD_SIZE too");
+  }
+  const std::vector<std::string> parts = absl::StrSplit(*w.workers, ':');
+  uint32_t min = 0, max = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &min) || !absl::SimpleAtoi(parts[1], &max) ||
+      min < 1 || min > max || max > 4096) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--workers=", *w.workers, ": expected MIN:MAX with 1 <= MIN <= MAX <= 4096 (e.g. 2:8)"));
+  }
+  o.min_workers = min;
+  o.max_workers = max;
+  if (o.member.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    o.member = absl::StrCat(host[0] != '\0' ? host : "worker", "-", getpid());
+  }
+  if (o.member.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--member has ", o.member.size(), " bytes; at most 128"));
+  }
+  o.rank = 0;
+  o.world_size = 1;
+  o.leave_requested = &leave_requested;
+  return absl::OkStatus();
+}
+
 // The checks of flags together, then the config with its overrides.
 absl::Status FinishFlags(WorkerFlags& w) {
   TrainerOptions& o = w.trainer;
@@ -175,9 +248,19 @@ absl::Status FinishFlags(WorkerFlags& w) {
     return absl::InvalidArgumentError(
         absl::StrCat("--run_id has ", o.run_id.size(), " bytes; at most 128"));
   }
-  if (o.rank >= o.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--rank=", o.rank, " must be below --world_size=", o.world_size));
+  if (w.workers.has_value()) {
+    EMBER_RETURN_IF_ERROR(ParseWorkerRange(w));
+  } else {
+    if (!o.member.empty() || o.join_at_step != 0 || o.leave_at_step != 0) {
+      return absl::InvalidArgumentError(
+          "--member, --join_at_step and --leave_at_step are for elastic runs: give --workers");
+    }
+    o.rank = w.rank.value_or(0);
+    o.world_size = w.world_size.value_or(1);
+    if (o.rank >= o.world_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--rank=", o.rank, " must be below --world_size=", o.world_size));
+    }
   }
   if (!o.eval_scores_file.empty()) {
     // Written at the very end: a directory that is not there must not cost a training run.
@@ -224,6 +307,16 @@ absl::Status FinishFlags(WorkerFlags& w) {
   if (w.hot_cache_steps) skew->set_hot_cache_steps(*w.hot_cache_steps);
   // The overrides are checked like the file itself.
   EMBER_ASSIGN_OR_RETURN(o.config, model::NormalizeModelConfig(std::move(config), w.config_path));
+  if (o.max_workers > 0) {
+    const v1::SkewConfig& skew = o.config.skew();
+    if ((skew.has_cold_loss_weight() && skew.cold_loss_weight() != 1.0f) ||
+        skew.cold_resample_fraction() > 0) {
+      return absl::InvalidArgumentError(
+          "--workers: an elastic run cannot use skew.cold_loss_weight or "
+          "skew.cold_resample_fraction (per-worker state that does not carry over to another "
+          "world size)");
+    }
+  }
   // A tower the device cannot run is a usage error (exit 2), found before any rendezvous.
   if (absl::Status s = CheckDenseTowerOnDevice(o.config.dense(), o.dense_device); !s.ok()) {
     return absl::Status(
@@ -249,9 +342,16 @@ absl::Status Run(const WorkerFlags& flags) {
               << DescribeCudaDevice(options.dense_device.cuda_device).value_or("?") << " ("
               << DensePrecisionName(options.dense_device.precision) << ")" << std::endl;
   }
+  if (options.max_workers > 0) {
+    struct sigaction action = {};
+    action.sa_handler = OnSigterm;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+  }
   absl::StatusOr<TrainResult> result = Train(options);
   if (!result.ok()) return result.status();
-  if (options.rank == 0 && !options.run_dir.empty()) {
+  if (result->left) return absl::OkStatus();
+  if (result->rank == 0 && !options.run_dir.empty()) {
     std::cout << "result: " << options.run_dir << "/result.json, plot: " << options.run_dir
               << "/training.svg" << std::endl;
   }

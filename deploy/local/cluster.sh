@@ -5,6 +5,9 @@
 #
 #   deploy/local/cluster.sh up --run_dir=run/demo --shards=2
 #   deploy/local/cluster.sh train --run_dir=run/demo --workers=2 --config=configs/quickstart.pbtxt
+#   deploy/local/cluster.sh train --run_dir=run/demo --workers=2:4     # elastic, then:
+#   deploy/local/cluster.sh scale --run_dir=run/demo --workers=3       # (another shell)
+#   deploy/local/cluster.sh scale --run_dir=run/demo --shards=3
 #   deploy/local/cluster.sh add-shard --run_dir=run/demo --shard_id=2
 #   deploy/local/cluster.sh stop-shard --run_dir=run/demo --shard_id=1
 #   deploy/local/cluster.sh serve --run_dir=run/demo --follower_id=0
@@ -20,7 +23,9 @@
 #                        and cluster.env names the admin certificate (EMBER_TLS_*)
 #   audit.jsonl          the coordinator's audit file (every admin change, JSON lines)
 #   pids/NAME.pid        one per process started (coordinator, ps-0.., worker-0..,
-#                        serving-0..)
+#                        serving-0..); pids/NAME.rc its exit status once it ended
+#   elastic.env          the elastic run `train --workers=MIN:MAX` runs (its run id, range,
+#                        worker flags, next member number), read by `scale`
 #   logs/NAME.log        its stdout and stderr
 #   data/NAME/           RocksDB directories
 #   checkpoints/         the coordinator's --checkpoint_dir (every job's checkpoints)
@@ -44,7 +49,14 @@ commands:
            Also restarts a shard that stop-shard stopped, on its data directory
   stop-shard stop one PS shard (--shard_id) and its supervisor: it stays down (its
            slots are unavailable until it is back or `emberctl shards remove`)
-  train    start the workers of a training job and wait for them (cluster must be up)
+  train    start the workers of a training job and wait for them (cluster must be up).
+           --workers=MIN:MAX: an elastic run (ember-worker --workers=MIN:MAX); starts
+           MIN workers, and `scale --workers=N` changes their number while it trains
+  scale    --workers=N: start elastic workers, or make the highest-numbered ones leave
+           (SIGTERM: each leaves at the next checkpoint), until N run; N within the run's
+           MIN:MAX. --shards=N: start shards (add-shard; they get slots from `emberctl
+           rebalance` or the coordinator's --auto_rebalance), or drain, stop and remove
+           the highest ids (emberctl shards drain/remove), until N run
   serve    start a serving follower (ember-serving, --follower_id) of a running cluster;
            it bootstraps from the newest checkpoint and follows every shard
   status   show every process of the run directory and whether it is alive
@@ -53,7 +65,7 @@ commands:
 flags:
   --run_dir=DIR          run directory. Default: run/local
   --build_dir=DIR        where the binaries are (DIR/bin). Default: build
-  --shards=N             PS shards (up). Default: 2
+  --shards=N             PS shards (up, scale). Default: 2
   --shard_id=N           the shard's id (add-shard, stop-shard). Required there
   --follower_id=N        the follower's id (serve): its data dir and log. Default: 0
   --serving_args="..."   extra ember-serving flags (serve), e.g. "--max_staleness_steps=50"
@@ -62,10 +74,12 @@ flags:
   --memory_budget_mb=N   memory tier per shard (up). Default: the PS default
   --ps_args="..."        extra ember-ps flags (up, add-shard), e.g. fault tests'
                          "--test_disk_fault_rate=0.01"
-  --workers=N            training workers (train). Default: 2
+  --workers=N            training workers (train, scale). Default: 2. MIN:MAX (train):
+                         an elastic run of MIN to MAX workers
   --config=FILE          model config (train). Default: configs/quickstart.pbtxt
   --worker_args="..."    extra ember-worker flags (train), e.g. "--max_steps=100"
-  --timeout=SECONDS      how long `up` waits for a process to serve. Default: 60
+  --timeout=SECONDS      how long `up` waits for a process to serve, and `scale` for
+                         workers to leave. Default: 60
   --tls                  (up) mutual TLS on every channel, with a test CA made by
                          tools/gen-certs.sh in RUN_DIR/certs; admin calls need the
                          admin certificate or the token. Default: plaintext
@@ -79,18 +93,18 @@ cmd="${1:-}"
 shift
 run_dir=run/local build_dir=build shards=2 workers=2 config=configs/quickstart.pbtxt
 worker_args="" timeout=60 memory_budget_mb="" shard_id="" follower_id=0 serving_args=""
-coordinator_args="" tls=0 ps_args=""
+coordinator_args="" tls=0 ps_args="" scale_workers="" scale_shards=""
 for arg in "$@"; do
   case "$arg" in
     --run_dir=*) run_dir="${arg#*=}" ;;
     --build_dir=*) build_dir="${arg#*=}" ;;
-    --shards=*) shards="${arg#*=}" ;;
+    --shards=*) shards="${arg#*=}"; scale_shards="$shards" ;;
     --shard_id=*) shard_id="${arg#*=}" ;;
     --follower_id=*) follower_id="${arg#*=}" ;;
     --serving_args=*) serving_args="${arg#*=}" ;;
     --coordinator_args=*) coordinator_args="${arg#*=}" ;;
     --ps_args=*) ps_args="${arg#*=}" ;;
-    --workers=*) workers="${arg#*=}" ;;
+    --workers=*) workers="${arg#*=}"; scale_workers="$workers" ;;
     --config=*) config="${arg#*=}" ;;
     --worker_args=*) worker_args="${arg#*=}" ;;
     --timeout=*) timeout="${arg#*=}" ;;
@@ -101,7 +115,14 @@ for arg in "$@"; do
   esac
 done
 [[ "$shards" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh: --shards must be >= 1" >&2; exit 2; }
-[[ "$workers" =~ ^[1-9][0-9]*$ ]] || { echo "cluster.sh: --workers must be >= 1" >&2; exit 2; }
+[[ "$workers" =~ ^[1-9][0-9]*(:[1-9][0-9]*)?$ ]] && (( ${workers%:*} <= ${workers#*:} )) ||
+  { echo "cluster.sh: --workers must be N >= 1, or MIN:MAX with 1 <= MIN <= MAX" >&2; exit 2; }
+if [[ "$cmd" == scale ]]; then
+  [[ -n "$scale_workers$scale_shards" ]] || { echo "cluster.sh: scale needs --workers=N or --shards=N" >&2; exit 2; }
+  [[ "$workers" != *:* ]] || { echo "cluster.sh: scale --workers takes a number, not a range" >&2; exit 2; }
+elif [[ "$workers" == *:* && "$cmd" != train ]]; then
+  echo "cluster.sh: --workers=MIN:MAX is for train" >&2; exit 2
+fi
 bin="$build_dir/bin"
 mkdir -p "$run_dir"
 run_dir="$(cd "$run_dir" && pwd)"
@@ -123,7 +144,7 @@ tls_flags() {
 # replaced by the port in NAME.port once known (the coordinator keeps its port).
 start() {
   local name="$1"; shift
-  rm -f "$run_dir/pids/$name.pid" "$run_dir/stopping-$name"
+  rm -f "$run_dir/pids/$name.pid" "$run_dir/pids/$name.rc" "$run_dir/stopping-$name"
   # Logs are appended to, start after start: wait_for reads only this start's lines.
   echo $(( $(stat -c %s "$run_dir/logs/$name.log" 2>/dev/null || echo 0) + 1 )) \
     >"$run_dir/pids/$name.logstart"
@@ -136,8 +157,10 @@ start() {
       echo $! >"$run_dir/pids/$name.pid"
       rc=0
       wait $! 2>/dev/null || rc=$?
-      [[ -f "$run_dir/stopping" || -f "$run_dir/stopping-$name" ]] && exit "$rc"
-      (( rc > 128 )) || exit "$rc"
+      if [[ -f "$run_dir/stopping" || -f "$run_dir/stopping-$name" ]] || (( rc <= 128 )); then
+        echo "$rc" >"$run_dir/pids/$name.rc"
+        exit "$rc"
+      fi
       echo "cluster.sh: $name died (status $rc); restarting" >>"$run_dir/logs/$name.log"
       sleep 0.5
     done
@@ -192,6 +215,112 @@ stop() {
   rm -f "$pidfile"
 }
 
+# add_shard ID: starts PS shard ID in the running cluster (add-shard, scale --shards).
+add_shard() {
+  local id="$1" coordinator address metrics extra
+  [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
+  alive "ps-$id" && die "ps-$id already runs"
+  coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
+  extra=()
+  [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
+  start "ps-$id" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$id" --port=0 \
+    --shard_id="$id" --coordinator="$coordinator" --metrics_port=0 \
+    --admin_token_file="$run_dir/admin_token" $(tls_flags server) "${extra[@]}" $ps_args
+  address="$(wait_for "ps-$id" "listening on")"
+  metrics="$(wait_for "ps-$id" "metrics on")"
+  sed -i "/^EMBER_PS_${id}=/d;/^EMBER_PS_${id}_METRICS=/d" "$run_dir/cluster.env"
+  echo "EMBER_PS_$id=$address" >>"$run_dir/cluster.env"
+  echo "EMBER_PS_${id}_METRICS=$metrics" >>"$run_dir/cluster.env"
+  echo "ps-$id on $address (a new shard has no slots: emberctl rebalance moves some to it)"
+}
+
+# stop_shard ID: stops PS shard ID and its supervisor; it stays down.
+stop_shard() {
+  local id="$1" supervisor wait_pid
+  [[ -f "$run_dir/pids/ps-$id.pid" ]] || die "ps-$id was not started in $run_dir"
+  touch "$run_dir/stopping-ps-$id"  # its supervisor exits instead of restarting
+  stop "ps-$id"
+  supervisor="$run_dir/pids/ps-$id.supervisor"
+  if [[ -f "$supervisor" ]]; then
+    wait_pid="$(cat "$supervisor")"
+    for _ in $(seq 50); do kill -0 "$wait_pid" 2>/dev/null || break; sleep 0.1; done
+    rm -f "$supervisor"
+  fi
+  sed -i "/^EMBER_PS_${id}=/d;/^EMBER_PS_${id}_METRICS=/d" "$run_dir/cluster.env"
+  echo "ps-$id stays down (cluster.sh add-shard --shard_id=$id starts it again)"
+}
+
+# start_worker N: starts elastic worker N (member worker-N) of the run in elastic.env.
+# Member ids are never reused within a run: each process is a new member.
+start_worker() {
+  # shellcheck disable=SC2086
+  start "worker-$1" "$bin/ember-worker" --config="$config" --coordinator="$coordinator" \
+    --workers="$min_workers:$max_workers" --member="worker-$1" --run_id="$run_id" \
+    --run_dir="$run_dir/job" $( (($1 == 0)) && echo "--metrics_port=0" ) $(tls_flags client) \
+    $worker_args
+  echo "next_worker=$(($1 + 1))" >>"$run_dir/elastic.env"  # the last assignment wins
+}
+
+# The workers that run and are not leaving, by number (worker-N -> N), ascending.
+running_workers() {
+  local pidfile name
+  for pidfile in "$run_dir"/pids/worker-*.pid; do
+    name="$(basename "$pidfile" .pid)"
+    [[ ! -f "$run_dir/stopping-$name" ]] && alive "$name" && echo "${name#worker-}"
+  done | sort -n
+}
+
+# scale_workers N: starts elastic workers or makes the highest-numbered ones leave.
+scale_workers() {
+  local want="$1" n leaving=() name deadline running
+  [[ -f "$run_dir/elastic.env" ]] || die "no elastic run in $run_dir (train --workers=MIN:MAX first)"
+  # shellcheck disable=SC1091
+  . "$run_dir/elastic.env"
+  (( want >= min_workers && want <= max_workers )) ||
+    die "--workers=$want is outside the run's range $min_workers:$max_workers"
+  cd "$workdir"  # the run's relative paths (--config, --worker_args) hold from there
+  mapfile -t running < <(running_workers)
+  for ((n = ${#running[@]}; n < want; n++)); do
+    start_worker "$next_worker"
+    echo "worker-$next_worker started: it joins at the next checkpoint"
+    next_worker=$((next_worker + 1))
+  done
+  for ((n = ${#running[@]} - 1; n >= want; n--)); do
+    name="worker-${running[n]}"
+    touch "$run_dir/stopping-$name"  # its supervisor exits instead of restarting
+    kill -TERM "$(cat "$run_dir/pids/$name.pid")" 2>/dev/null || true
+    leaving+=("$name")
+  done
+  deadline=$((SECONDS + timeout))
+  for name in "${leaving[@]}"; do
+    while alive "$name" && (( SECONDS < deadline )); do sleep 0.2; done
+    alive "$name" && die "$name did not leave within ${timeout}s (see $run_dir/logs/$name.log)"
+    echo "$name left the run (status $(cat "$run_dir/pids/$name.rc" 2>/dev/null || echo '?'))"
+  done
+}
+
+# scale_shards N: starts the lowest shard ids that do not run, or drains, stops and
+# removes the highest ones, until N shards run.
+scale_shards() {
+  local want="$1" ids id ctl=("$bin/emberctl")
+  [[ "$want" =~ ^[1-9][0-9]*$ ]] || die "--shards must be >= 1"
+  mapfile -t ids < <(for f in "$run_dir"/pids/ps-*.pid; do
+    id="$(basename "$f" .pid)"; alive "$id" && echo "${id#ps-}"; done | sort -n)
+  for ((id = 0; ${#ids[@]} < want; id++)); do
+    alive "ps-$id" && continue
+    add_shard "$id"
+    ids+=("$id")
+  done
+  while (( ${#ids[@]} > want )); do
+    id="${ids[-1]}"
+    [[ -x "${ctl[0]}" ]] || die "${ctl[0]} not found: build first (a shard is drained before it stops)"
+    (set -a; . "$run_dir/cluster.env"; "${ctl[@]}" shards drain --id="$id") || die "draining ps-$id failed"
+    stop_shard "$id"
+    (set -a; . "$run_dir/cluster.env"; "${ctl[@]}" shards remove --id="$id") || die "removing ps-$id failed"
+    unset 'ids[-1]'
+  done
+}
+
 case "$cmd" in
   up)
     for b in ember-coordinator ember-ps; do
@@ -241,34 +370,11 @@ case "$cmd" in
     ;;
   add-shard)
     [[ -n "$shard_id" ]] || die "add-shard needs --shard_id=N"
-    [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
-    alive "ps-$shard_id" && die "ps-$shard_id already runs"
-    coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
-    extra=()
-    [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
-    start "ps-$shard_id" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$shard_id" --port=0 \
-      --shard_id="$shard_id" --coordinator="$coordinator" --metrics_port=0 \
-      --admin_token_file="$run_dir/admin_token" $(tls_flags server) "${extra[@]}" $ps_args
-    address="$(wait_for "ps-$shard_id" "listening on")"
-    metrics="$(wait_for "ps-$shard_id" "metrics on")"
-    sed -i "/^EMBER_PS_${shard_id}=/d;/^EMBER_PS_${shard_id}_METRICS=/d" "$run_dir/cluster.env"
-    echo "EMBER_PS_$shard_id=$address" >>"$run_dir/cluster.env"
-    echo "EMBER_PS_${shard_id}_METRICS=$metrics" >>"$run_dir/cluster.env"
-    echo "ps-$shard_id on $address (a new shard has no slots: emberctl rebalance moves some to it)"
+    add_shard "$shard_id"
     ;;
   stop-shard)
     [[ -n "$shard_id" ]] || die "stop-shard needs --shard_id=N"
-    [[ -f "$run_dir/pids/ps-$shard_id.pid" ]] || die "ps-$shard_id was not started in $run_dir"
-    touch "$run_dir/stopping-ps-$shard_id"  # its supervisor exits instead of restarting
-    stop "ps-$shard_id"
-    supervisor="$run_dir/pids/ps-$shard_id.supervisor"
-    if [[ -f "$supervisor" ]]; then
-      wait_pid="$(cat "$supervisor")"
-      for _ in $(seq 50); do kill -0 "$wait_pid" 2>/dev/null || break; sleep 0.1; done
-      rm -f "$supervisor"
-    fi
-    sed -i "/^EMBER_PS_${shard_id}=/d;/^EMBER_PS_${shard_id}_METRICS=/d" "$run_dir/cluster.env"
-    echo "ps-$shard_id stays down (cluster.sh add-shard --shard_id=$shard_id starts it again)"
+    stop_shard "$shard_id"
     ;;
   serve)
     [[ -x "$bin/ember-serving" ]] || die "$bin/ember-serving not found: build first"
@@ -293,6 +399,45 @@ case "$cmd" in
     [[ -x "$bin/ember-worker" ]] || die "$bin/ember-worker not found: build first"
     [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
     coordinator="$(grep '^EMBER_COORDINATOR=' "$run_dir/cluster.env" | cut -d= -f2)"
+    if [[ "$workers" == *:* ]]; then
+      # Elastic: a fresh run id per run. `scale` starts more workers of it from
+      # elastic.env (from this directory, with these binaries); workers that leave
+      # exit 0.
+      min_workers="${workers%:*}" max_workers="${workers#*:}" run_id="local-$(date +%s%N)"
+      workdir="$PWD" bin="$(cd "$bin" && pwd)"
+      declare -p run_id min_workers max_workers config worker_args coordinator workdir bin \
+        >"$run_dir/elastic.env"
+      shopt -s nullglob
+      rm -f "$run_dir"/pids/worker-*.rc "$run_dir"/stopping-worker-*
+      for ((n = 0; n < min_workers; n++)); do start_worker "$n"; done
+      echo "training elastically, $min_workers to $max_workers workers (cluster.sh scale" \
+        "--workers=N); progress: $run_dir/logs/worker-0.log (rank 0 while it runs)"
+      tail -c "+$(cat "$run_dir/pids/worker-0.logstart")" -f "$run_dir/logs/worker-0.log" \
+        --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &
+      # Until every worker of the run ended, those `scale` started too (not children
+      # of this shell: their supervisors leave pids/NAME.rc).
+      while true; do
+        waiting=0
+        for sup in "$run_dir"/pids/worker-*.supervisor; do
+          name="$(basename "$sup" .supervisor)"
+          [[ -f "$run_dir/pids/$name.rc" ]] || ! kill -0 "$(cat "$sup")" 2>/dev/null || waiting=1
+        done
+        (( waiting )) || break
+        sleep 0.5
+      done
+      wait
+      failed=0
+      for rcfile in "$run_dir"/pids/worker-*.rc; do
+        name="$(basename "$rcfile" .rc)"
+        (( $(cat "$rcfile") == 0 )) && continue
+        failed=1
+        echo "$name failed (status $(cat "$rcfile")); last lines of $run_dir/logs/$name.log:" >&2
+        tail -5 "$run_dir/logs/$name.log" >&2
+      done
+      rm -f "$run_dir"/pids/worker-*.pid "$run_dir"/pids/worker-*.supervisor \
+        "$run_dir"/stopping-worker-* "$run_dir/elastic.env"
+      exit "$failed"
+    fi
     # A fresh rendezvous generation per job, so a rerun never meets an old one.
     generation="$(date +%s%N)"
     for ((r = 0; r < workers; r++)); do
@@ -318,6 +463,12 @@ case "$cmd" in
     wait "$tail_pid" 2>/dev/null || true
     exit "$failed"
     ;;
+  scale)
+    [[ -f "$run_dir/cluster.env" ]] && alive coordinator || die "no cluster runs in $run_dir (cluster.sh up first)"
+    shopt -s nullglob
+    if [[ -n "$scale_shards" ]]; then scale_shards "$scale_shards"; fi
+    if [[ -n "$scale_workers" ]]; then scale_workers "$scale_workers"; fi
+    ;;
   status)
     [[ -f "$run_dir/cluster.env" ]] && cat "$run_dir/cluster.env"
     shopt -s nullglob
@@ -335,8 +486,8 @@ case "$cmd" in
     for pidfile in "$run_dir"/pids/serving-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     for pidfile in "$run_dir"/pids/ps-*.pid; do stop "$(basename "$pidfile" .pid)"; done
     stop coordinator
-    rm -f "$run_dir"/pids/*.supervisor "$run_dir"/pids/*.logstart "$run_dir/stopping" \
-      "$run_dir"/stopping-*
+    rm -f "$run_dir"/pids/*.supervisor "$run_dir"/pids/*.logstart "$run_dir"/pids/*.rc \
+      "$run_dir/stopping" "$run_dir"/stopping-* "$run_dir/elastic.env"
     ;;
   *)
     echo "cluster.sh: unknown command $cmd" >&2; usage >&2; exit 2 ;;

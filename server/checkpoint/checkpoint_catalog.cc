@@ -188,9 +188,13 @@ absl::Status Annotate(const absl::Status& status, const std::string& context) {
   return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
 }
 
+// Newer = taken later: attempts only grow (the coordinator persists them), across the
+// runs of a job too, so a new run's step 20 is newer than an earlier run's step 3000,
+// and an attempt that recovered from an older checkpoint supersedes the abandoned
+// checkpoints past it; within an attempt, steps grow.
 bool NewerFirst(const v1::CheckpointManifest& a, const v1::CheckpointManifest& b) {
-  return std::make_tuple(a.step(), a.attempt(), a.name()) >
-         std::make_tuple(b.step(), b.attempt(), b.name());
+  return std::make_tuple(a.attempt(), a.step(), a.name()) >
+         std::make_tuple(b.attempt(), b.step(), b.name());
 }
 
 }  // namespace

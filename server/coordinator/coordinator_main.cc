@@ -90,6 +90,11 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
               "previous one (1: all full)")
       .Min(1);
   flags
+      .Millis("elastic_settle_ms", &o.jobs.elastic_settle,
+              "elastic runs: an attempt's world forms once min workers wait and no other "
+              "arrived for this long (or max wait, or every member of the last attempt is back)")
+      .Above(0);
+  flags
       .Millis("migration_retry_ms", &o.migration.retry_for,
               "a slot migration retries shards that do not answer this long before it stops "
               "as FAILED")

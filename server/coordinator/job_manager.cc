@@ -556,10 +556,14 @@ void JobManager::Recover(const std::string& name) {
   job.record.clear_joined();
   job.incarnations = std::move(incarnations);
   job.restored_state = std::move(worker_state);
+  // Elastic: the settle time counts from the attempt's start at the earliest, so that
+  // workers who rejoined during the restore all make the formation.
+  job.last_arrival = std::max(job.last_arrival, absl::Now());
   PersistLocked(job).IgnoreError();
   EMBER_LOG(INFO) << "job " << name << " attempt " << attempt << " ready"
                   << (candidate.empty() ? std::string(" (shards keep their rows)")
                                         : absl::StrCat(" from checkpoint ", candidate));
+  FormLocked(job, absl::Now());
 }
 
 absl::Status JobManager::RestoreShards(const std::string& job, const std::string& checkpoint,

@@ -71,8 +71,9 @@ struct JobManagerOptions {
   absl::Mutex* topology_mu = nullptr;
   // Elastic runs: once at least min_workers wait, an attempt's world is formed when
   // max_workers wait, when every member the formation expects is back, or when no
-  // worker arrived for this long. Default: 2 s
-  absl::Duration elastic_settle = absl::Seconds(2);
+  // worker arrived for this long (counted from the attempt's start at the earliest).
+  // Default: 5 s
+  absl::Duration elastic_settle = absl::Seconds(5);
   // A worker waiting for a place that has not called JoinJob for this long has gone.
   // Default: 20 s (a waiting JoinJob returns every 5 s)
   absl::Duration waiting_expiry = absl::Seconds(20);

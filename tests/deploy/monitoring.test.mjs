@@ -119,12 +119,46 @@ test("drift: the dashboard names only exported metric families", () => {
   checkNames(exprs.map((e) => e.expr), "ember-dashboard.json");
 });
 
-test("drift: the prometheus-adapter rule names an exported family", () => {
-  const rules = readYaml("deploy/prometheus/adapter-rules.yaml")[0].rules.custom;
-  checkNames(rules.map((r) => r.seriesQuery), "adapter-rules.yaml");
-  // The HPA scales on the metric this rule serves.
+// The prometheus-adapter rules, custom (per pod) and external, each with its section.
+const ADAPTER_RULES = Object.entries(readYaml("deploy/prometheus/adapter-rules.yaml")[0].rules)
+  .flatMap(([section, rules]) => rules.map((r) => ({ section, ...r })));
+
+test("drift: the prometheus-adapter rules name exported families", () => {
+  assert.deepEqual([...new Set(ADAPTER_RULES.map((r) => r.section))].sort(), ["custom", "external"]);
+  checkNames(ADAPTER_RULES.map((r) => r.seriesQuery), "adapter-rules.yaml");
+  checkNames(ADAPTER_RULES.map(adapterQuery), "adapter-rules.yaml");
+  for (const name of ["ember_serving_lookups_per_second", "ember_ps_pulls_per_second", "ember_job_eta_seconds"]) {
+    assert.ok(ADAPTER_RULES.some((r) => r.name.as === name), `no rule serves ${name}`);
+  }
+  // The serving HPA scales on the metric a custom rule serves (the elastic overlay's
+  // HPAs: elastic.test.mjs).
   const hpa = readYaml("deploy/k8s/base/serving.yaml").find((o) => o.kind === "HorizontalPodAutoscaler");
-  assert.ok(rules.some((r) => r.name.as === hpa.spec.metrics[0].pods.metric.name));
+  assert.ok(ADAPTER_RULES.some((r) => r.section === "custom" && r.name.as === hpa.spec.metrics[0].pods.metric.name));
+});
+
+// A rule's metricsQuery as the adapter expands it for one namespace's pods.
+function adapterQuery(rule) {
+  return rule.metricsQuery
+    .replace(/<<\.Series>>/g, rule.seriesQuery.replace(/\{.*$/s, ""))
+    .replace(/<<\.LabelMatchers>>/g, 'namespace="ember"')
+    .replace(/<<\.GroupBy>>/g, "pod");
+}
+
+test("the prometheus-adapter rules' queries parse (promtool)", { skip: HAVE_PROMTOOL ? false : NO_PROMTOOL }, () => {
+  const rules = ADAPTER_RULES.flatMap((r, i) => [
+    { record: `ember:adapter_series_${i}`, expr: r.seriesQuery },
+    { record: `ember:adapter_query_${i}`, expr: adapterQuery(r) },
+  ]);
+  checkRecordingRules("adapter", rules);
+});
+
+test("docs/KUBERNETES.md: the deadline recording rule parses and names exported families", { skip: HAVE_PROMTOOL ? false : NO_PROMTOOL }, () => {
+  const doc = fs.readFileSync(repoPath("docs/KUBERNETES.md"), "utf8");
+  const block = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes("ember:job_eta_over_deadline"));
+  assert.ok(block, "no yaml block with the rule ember:job_eta_over_deadline");
+  const rules = YAML.parse(block);
+  checkNames(rules.map((r) => r.expr), "docs/KUBERNETES.md");
+  checkRecordingRules("deadline", rules);
 });
 
 test("pending metrics: each is used, none is exported yet", (t) => {
@@ -141,6 +175,17 @@ test("pending metrics: each is used, none is exported yet", (t) => {
 });
 
 // ---- promtool ------------------------------------------------------------------------
+
+// `promtool check rules` on recording rules made of expressions found elsewhere (the
+// dashboard's, the adapter's): each parses as PromQL.
+function checkRecordingRules(name, rules) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `ember-${name}-`));
+  const file = path.join(dir, `${name}_rules.yml`);
+  fs.writeFileSync(file, YAML.stringify({ groups: [{ name, rules }] }));
+  const r = run("promtool", ["check", "rules", file]);
+  fs.rmSync(dir, { recursive: true });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+}
 
 test("promtool check rules alerts.yml", { skip: HAVE_PROMTOOL ? false : NO_PROMTOOL }, () => {
   const r = run("promtool", ["check", "rules", repoPath("deploy/prometheus/alerts.yml")]);
@@ -171,12 +216,7 @@ test("the dashboard's PromQL parses (promtool)", { skip: HAVE_PROMTOOL ? false :
     record: `ember:dashboard_expr_${i}`,
     expr: e.expr.replace(/\$__rate_interval/g, "5m").replace(/\$namespace/g, ".*"),
   }));
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ember-dash-"));
-  const file = path.join(dir, "dashboard_rules.yml");
-  fs.writeFileSync(file, YAML.stringify({ groups: [{ name: "dashboard", rules }] }));
-  const r = run("promtool", ["check", "rules", file]);
-  fs.rmSync(dir, { recursive: true });
-  assert.equal(r.status, 0, r.stdout + r.stderr);
+  checkRecordingRules("dashboard", rules);
 });
 
 test("prometheus.yml: pod discovery keeps Ember's metrics ports; promtool check config", (t) => {

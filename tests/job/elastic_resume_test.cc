@@ -43,38 +43,8 @@ class ElasticResumeTest : public JobClusterTest, public ::testing::WithParamInte
   static void SetUpTestSuite() { GenerateData("ember-elastic"); }
   static void TearDownTestSuite() { TearDownData(); }
 
-  // The quickstart config partitioned by GetParam(), epochs ending with the last worker.
-  std::string WriteConfig(const std::string& dir) {
-    std::ifstream in(std::string(EMBER_SOURCE_DIR) + "/configs/quickstart.pbtxt");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    text = absl::StrReplaceAll(
-        text, {{"partition_by: \"file\"", absl::StrCat("partition_by: \"", GetParam(), "\"")},
-               {"training {", "training {\n  epoch_end: LAST_OUT"}});
-    fs::create_directories(dir);
-    const std::string path = dir + "/elastic.pbtxt";
-    std::ofstream(path) << text;
-    return path;
-  }
-
-  // Data lines (headers excluded) of the training files.
-  static uint64_t TrainLines() {
-    uint64_t lines = 0;
-    for (const auto& entry : fs::directory_iterator(*root_ + "/data/train")) {
-      std::ifstream in(entry.path());
-      std::string line;
-      bool header = true;
-      while (std::getline(in, line)) {
-        if (!header && !line.empty()) ++lines;
-        header = false;
-      }
-    }
-    return lines;
-  }
-
-  // Whether result.json `result` has examples_per_epoch `list` ("[a, b]").
-  static bool HasEpochExamples(const std::string& result, const std::string& list) {
-    return result.find(absl::StrCat("\"examples_per_epoch\": ", list, ",")) != std::string::npos;
-  }
+  std::string WriteConfig(const std::string& dir) { return WriteLastOutConfig(dir, GetParam()); }
+  static uint64_t TrainLines() { return ember::TrainLines(*root_ + "/data/train"); }
 
   // Starts `world` workers with `flags` (after the job's own) and returns rank 0's result.
   static std::string Resume(Cluster* c, int world, const std::vector<std::string>& flags) {

@@ -12,13 +12,16 @@
 #include <unistd.h>
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "tests/support/local_cluster.h"
@@ -53,7 +56,6 @@ class Cluster {
       cluster_options.worker_flags = {
           absl::StrCat("--config=", EMBER_SOURCE_DIR, "/configs/quickstart.pbtxt"),
           absl::StrCat("--train=", data_, "/train"),
-          absl::StrCat("--world_size=", kWorkers),
           absl::StrCat("--run_dir=", dir_, "/run"),
           "--batch_size=128",
           "--epochs=4",
@@ -62,6 +64,8 @@ class Cluster {
           "--ps_deadline_ms=4000",
           "--collective_timeout_ms=8000",
           "--log_every_steps=20"};
+      // An elastic run's workers get their ranks and world size from the coordinator.
+      if (!elastic_) cluster_options.worker_flags.push_back(absl::StrCat("--world_size=", kWorkers));
       local_ = std::make_unique<LocalCluster>(std::move(cluster_options));
     }
     ASSERT_EQ(shards, local_->options().shards) << "a restart expects the same shards";
@@ -158,12 +162,49 @@ class Cluster {
 
   std::string dir_, ckpt_, data_, address_;
   int restarts_ = 0;
+  // Workers without --world_size (the test gives --workers=MIN:MAX). Set before the
+  // coordinator starts.
+  bool elastic_ = false;
 
  private:
   // Created at the first StartCoordinator; its destructor kills what still runs.
   std::unique_ptr<LocalCluster> local_;
   std::set<int> retired_;  // shards Supervise leaves alone
 };
+
+// configs/quickstart.pbtxt partitioned by `partition_by` ("file" or a column), epochs
+// ending with the last worker (training.epoch_end LAST_OUT), written into `dir`; its path.
+inline std::string WriteLastOutConfig(const std::string& dir, const std::string& partition_by) {
+  std::ifstream in(std::string(EMBER_SOURCE_DIR) + "/configs/quickstart.pbtxt");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text = absl::StrReplaceAll(
+      text, {{"partition_by: \"file\"", absl::StrCat("partition_by: \"", partition_by, "\"")},
+             {"training {", "training {\n  epoch_end: LAST_OUT"}});
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/last-out.pbtxt";
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Data lines (headers excluded) of the files in `train_dir`.
+inline uint64_t TrainLines(const std::string& train_dir) {
+  uint64_t lines = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(train_dir)) {
+    std::ifstream in(entry.path());
+    std::string line;
+    bool header = true;
+    while (std::getline(in, line)) {
+      if (!header && !line.empty()) ++lines;
+      header = false;
+    }
+  }
+  return lines;
+}
+
+// Whether result.json `result` has examples_per_epoch `list` ("[a, b]").
+inline bool HasEpochExamples(const std::string& result, const std::string& list) {
+  return result.find(absl::StrCat("\"examples_per_epoch\": ", list, ",")) != std::string::npos;
+}
 
 // Base of the job tests: the data and the reference run (the same job on 2 shards,
 // no faults, no moves) shared by every test of a suite.

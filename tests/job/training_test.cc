@@ -386,6 +386,15 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
           {base + " --run_id=abc --generation=3", "--run_id"},
           {base + " --run_id=", ""},
           {base + " --run_id=" + std::string(129, 'r'), "--run_id"},
+          // Elastic runs: a range MIN:MAX with 1 <= MIN <= MAX, not with a rank or world
+          // size; the elastic flags need it; no per-worker skew state.
+          {base + " --workers=3:2", "--workers"},
+          {base + " --workers=0:2", "--workers"},
+          {base + " --workers=2", "--workers"},
+          {base + " --workers=1:2 --rank=0", "--rank/--world_size"},
+          {base + " --member=a", "--workers"},
+          {base + " --leave_at_step=9", "--workers"},
+          {base + " --workers=1:2 --cold_features=user_id --cold_loss_weight=2", "elastic"},
           // The scores file's directory must exist before a run spends its time.
           {base + " --eval_scores_file=/nonexistent/dir/scores.txt", "--eval_scores_file"},
           {"--config=" + bad + " --coordinator=127.0.0.1:1", ""},

@@ -2,6 +2,7 @@
 
 #include "tests/support/local_cluster.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -121,10 +122,18 @@ absl::Status LocalCluster::StartWorker(int rank, const std::vector<std::string>&
     return absl::FailedPreconditionError("start the coordinator before the workers");
   }
   if (workers_.size() <= static_cast<size_t>(rank)) workers_.resize(rank + 1);
-  return StartInto(
-      absl::StrCat("ember-worker ", rank), options_.binaries.worker,
-      {absl::StrCat("--coordinator=", coordinator_address_), absl::StrCat("--rank=", rank)},
-      options_.worker_flags, extra, "worker ", options_.client_start_timeout, &workers_[rank]);
+  // An elastic worker (--workers=MIN:MAX) gets its rank from the coordinator.
+  auto elastic = [](const std::vector<std::string>& flags) {
+    return std::any_of(flags.begin(), flags.end(),
+                       [](const std::string& f) { return f.rfind("--workers=", 0) == 0; });
+  };
+  std::vector<std::string> args = {absl::StrCat("--coordinator=", coordinator_address_)};
+  if (!elastic(options_.worker_flags) && !elastic(extra)) {
+    args.push_back(absl::StrCat("--rank=", rank));
+  }
+  return StartInto(absl::StrCat("ember-worker ", rank), options_.binaries.worker, std::move(args),
+                   options_.worker_flags, extra, "worker ", options_.client_start_timeout,
+                   &workers_[rank]);
 }
 
 absl::Status LocalCluster::StartFollower(int i, const std::vector<std::string>& extra) {

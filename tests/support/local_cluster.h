@@ -128,7 +128,8 @@ class LocalCluster {
   absl::Status RestartShard(int i, const std::vector<std::string>& extra = {});
 
   // Starts worker `rank` (--coordinator, --rank, worker_flags, `extra`); it is ready at
-  // its "worker " line. REQUIRES: the coordinator started. Errors as StartCoordinator.
+  // its "worker " line. With --workers=MIN:MAX among the flags (an elastic run) there is
+  // no --rank: `rank` is the process's index, the coordinator gives its ranks. REQUIRES: the coordinator started. Errors as StartCoordinator.
   absl::Status StartWorker(int rank, const std::vector<std::string>& extra = {});
 
   // Starts follower `i` (ember-serving: --coordinator, --data_dir, --port=0,

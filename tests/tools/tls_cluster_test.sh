@@ -7,22 +7,8 @@
 #
 #   tests/tools/tls_cluster_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
-src="$(cd "$1" && pwd)"
-build="$(cd "$2" && pwd)"
-cd "$src"
-work="$(mktemp -d "${TMPDIR:-/tmp}/tls_cluster_test.XXXXXX")"
-cluster="$work/cluster"
-passed=0 failed=0
-cleanup() {
-  deploy/local/cluster.sh down --run_dir="$cluster" --build_dir="$build" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-check() {  # NAME COMMAND...: runs COMMAND, counts the outcome
-  local name="$1"; shift
-  if "$@"; then passed=$((passed + 1)); echo "ok   $name"
-  else failed=$((failed + 1)); echo "FAIL $name"; fi
-}
+# shellcheck source=tests/tools/cluster_test_lib.sh
+. "$(dirname "$0")/cluster_test_lib.sh"
 ctl() { "$build/bin/emberctl" --timeout_ms=5000 "$@"; }
 
 "$build/bin/ember-datagen" --out="$work/data" --train_examples=20000 --test_examples=2000 \

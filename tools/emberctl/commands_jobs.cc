@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "tools/emberctl/admin_client.h"
 #include "tools/emberctl/cli.h"
@@ -67,6 +68,19 @@ absl::Status RunDescribe(Session& s, const std::string& name) {
   line("generation", absl::StrCat(job.generation()));
   line("attempt", absl::StrCat(job.attempt()));
   line("workers", absl::StrCat(job.world_size()));
+  if (job.max_workers() > 0) {
+    // Elastic runs: the range, the members by rank and the workers waiting for a place.
+    line("worker range", absl::StrCat(job.min_workers(), " to ", job.max_workers(), " (elastic)"));
+    line("members", job.members().empty() ? "- (forming)" : absl::StrJoin(job.members(), ", "));
+    std::vector<std::string> pending;
+    for (const v1::PendingWorker& w : job.pending()) {
+      pending.push_back(w.join_at_step() > 0
+                            ? absl::StrCat(w.member(), " (from step ", w.join_at_step(), ")")
+                            : w.member());
+    }
+    line("waiting", pending.empty() ? "-" : absl::StrJoin(pending, ", "));
+    line("resizes", absl::StrCat(job.resizes()));
+  }
   line("recoveries", absl::StrCat(job.recoveries()));
   line("latest checkpoint", job.latest_checkpoint().empty() ? "-" : job.latest_checkpoint());
   line("restored from", job.restored_from().empty() ? "-" : job.restored_from());
@@ -135,7 +149,9 @@ std::vector<CommandSpec> JobCommands() {
               "AUC and the time left at the current speed.\n",
               DeclareNoFlags, FinishList),
       Command("jobs", "describe", "JOB",
-              "One job: its run, attempt, checkpoints, failure and progress.\n", DeclareNoFlags,
+              "One job: its run, attempt, checkpoints, failure and progress; for an elastic\n"
+              "run also its worker range, members by rank, waiting workers and resizes.\n",
+              DeclareNoFlags,
               FinishDescribe),
   };
 }

@@ -83,9 +83,11 @@ absl::StatusOr<v1::JoinJobResponse> JobClient::Join(v1::JoinJobRequest request,
     if (s.ok()) {
       reached = true;
       backoff = absl::Milliseconds(100);
-      report(response.waiting_for().empty()
-                 ? std::string("the job is recovering")
-                 : absl::StrCat("the job is recovering: ", response.waiting_for()));
+      // An elastic worker waiting for a place is not waiting for a recovery.
+      report(response.waiting_for().empty() ? std::string("the job is recovering")
+             : request.max_workers() > 0    ? response.waiting_for()
+                                            : absl::StrCat("the job is recovering: ",
+                                                           response.waiting_for()));
       if (now >= deadline) {
         return absl::DeadlineExceededError(absl::StrCat(
             "job '", request.job(), "' did not recover within ", absl::FormatDuration(wait.timeout),

@@ -90,6 +90,7 @@ std::string ResultJson(const v1::ModelConfig& config, const TrainerOptions& opti
       {"malformed_lines_rank0", absl::StrCat(r.malformed_lines)},
       {"attempt", absl::StrCat(r.attempt)},
       {"recoveries_rank0", absl::StrCat(r.recoveries)},
+      {"resizes_rank0", absl::StrCat(r.resizes)},
       {"resumed_from", Quote(r.resumed_from)},
       {"checkpoints_last_attempt", absl::StrCat(r.checkpoints)},
   };

@@ -24,11 +24,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/hash.h"
-#include "common/model/column_statistics.h"
 #include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "worker/data/reader.h"
-#include "worker/data/statistics_pass.h"
 #include "worker/training/trainer_internal.h"
 
 namespace ember::worker {
@@ -74,6 +72,11 @@ absl::Status Trainer::Setup() {
   EMBER_RETURN_IF_ERROR(ConnectWorkers());
   EMBER_RETURN_IF_ERROR(CheckSameConfig());
   EMBER_RETURN_IF_ERROR(OpenTrainingData());
+  if (elastic() && rank0()) {
+    // Workers already waiting to join at a given step are known before the first step.
+    absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(config_.name(), absl::Seconds(5));
+    if (job.ok()) NotePending(*job);
+  }
   log_ << "worker " << options_.rank << "/" << world << " ready" << std::endl;
   if (rank0()) {
     log_ << "training " << config_.name() << ": " << world << " worker(s), "
@@ -436,7 +439,9 @@ absl::StatusOr<float> Trainer::ReduceDense(float loss_sum) {
   // call, so that workers whose flags differ still meet in the same collective calls.)
   const bool evaluate = rank0() && EvaluationWanted() && training_.eval_every_steps() > 0 &&
                         (step_ + 1) % training_.eval_every_steps() == 0;
-  reduce_[extra + 3] = (rank0() && CheckpointWanted() ? 1.0f : 0.0f) + (evaluate ? 2.0f : 0.0f);
+  // Elastic runs add their votes for a resize (trainer_elastic.cc).
+  reduce_[extra + 3] = (rank0() && CheckpointWanted() ? 1.0f : 0.0f) + (evaluate ? 2.0f : 0.0f) +
+                       ElasticVotes();
   if (skew_extra > 0) {
     const SkewHandler::StepCounts counts = skew_->TakeStepCounts();
     std::copy(counts.begin(), counts.end(), reduce_.begin() + extra + 4);
@@ -462,6 +467,7 @@ absl::StatusOr<float> Trainer::ReduceDense(float loss_sum) {
   const long decisions = std::lround(reduce_[extra + 3]);
   checkpoint_next_ = (decisions & 1) != 0;
   evaluate_next_ = (decisions & 2) != 0;
+  ElasticDecision(decisions);
   return reduce_[extra];
 }
 
@@ -507,6 +513,11 @@ absl::Status Trainer::Loop() {
     if (join_.checkpoints() &&
         (checkpoint_next_ || (checkpoint_every > 0 && step_ % checkpoint_every == 0))) {
       EMBER_RETURN_IF_ERROR(TakeCheckpoint());
+      if (resize_next_) {
+        // Elastic: the attempt ends at this cut; the next starts from it at the new size.
+        resized_ = true;
+        break;
+      }
     }
     EMBER_RETURN_IF_ERROR(MaybeEvaluate());
   }
@@ -516,6 +527,7 @@ absl::Status Trainer::Loop() {
     EMBER_RETURN_IF_ERROR(InStage(s, "pull"));
   }
   EMBER_RETURN_IF_ERROR(DrainPushes(0));
+  if (resized_) return absl::OkStatus();
   // Every worker's updates are applied before anyone evaluates or checksums.
   EMBER_RETURN_IF_ERROR(InStage(collective_->Barrier(), "final barrier"));
   passed_final_barrier_ = true;
@@ -596,174 +608,16 @@ absl::StatusOr<TrainResult> Trainer::Run() {
     return absl::Status(
         s.code(), absl::StrCat("worker ", options_.rank, " at step ", step_, ": ", s.message()));
   }
+  if (resized_) {
+    // Unfinished: the result so far, for the leaving worker's report.
+    result_.steps = step_;
+    result_.examples = examples_;
+    result_.examples_per_epoch = epoch_examples_;
+    return result_;
+  }
   EMBER_RETURN_IF_ERROR(Finish());
   return result_;
 }
 
 }  // namespace trainer_internal
-
-static bool Recoverable(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kDeadlineExceeded:
-    case absl::StatusCode::kAborted:
-    case absl::StatusCode::kCancelled:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The config an attempt trains with: `options.config` with the statistics of its
-// feature transforms (common/model/column_statistics.h), taken from the restored
-// checkpoint's config when the attempt has one (a resumed or recovered job applies the
-// statistics it trained with, whatever the data holds now), else computed from the
-// training data once per process (`*computed`). Every rank computes the same numbers
-// from the same files (worker/data/statistics_pass.h). INVALID_ARGUMENT when the
-// checkpoint's config lacks a statistic the job needs; the statistics pass's errors.
-static absl::StatusOr<v1::ModelConfig> AttemptConfig(const TrainerOptions& options,
-                                                     const v1::JoinJobResponse& attempt,
-                                                     std::optional<v1::ModelConfig>* computed,
-                                                     std::ostream& log) {
-  if (!model::NeedsStatistics(options.config)) return options.config;
-  if (!attempt.checkpoint().empty()) {
-    v1::ModelConfig saved;
-    const std::string name = absl::StrCat("checkpoint ", attempt.checkpoint());
-    if (!saved.ParseFromString(attempt.state().config())) {
-      return absl::InvalidArgumentError(absl::StrCat(name, ": its model config does not parse"));
-    }
-    v1::ModelConfig filled = options.config;
-    EMBER_RETURN_IF_ERROR(model::CopyStatistics(saved, name, &filled));
-    if (options.rank == 0) {
-      log << "feature statistics: from " << name << " (not computed again)" << std::endl;
-    }
-    return filled;
-  }
-  if (!computed->has_value()) {
-    absl::StatusOr<v1::ModelConfig> filled = ComputeStatistics(options.config);
-    if (!filled.ok()) {
-      return trainer_internal::InStage(filled.status(), "feature statistics pass");
-    }
-    *computed = *std::move(filled);
-    if (options.rank == 0) {
-      log << "feature statistics: computed from the first "
-          << options.config.statistics_max_examples() << " training examples (at most)"
-          << std::endl;
-    }
-  }
-  return **computed;
-}
-
-absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
-  using trainer_internal::InStage;
-  using trainer_internal::Trainer;
-  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", options.rank, " is not in [0, world_size ", options.world_size, ")"));
-  }
-  EMBER_ASSIGN_OR_RETURN(
-      std::unique_ptr<JobClient> jobs,
-      JobClient::Create(options.coordinator_address, options.channel_credentials));
-  std::ostream& log = options.log != nullptr ? *options.log : std::cout;
-  v1::JoinJobRequest join;
-  join.set_job(options.config.name());
-  join.set_generation(options.generation);
-  join.set_run_id(options.run_id);
-  join.set_rank(static_cast<uint32_t>(options.rank));
-  join.set_world_size(static_cast<uint32_t>(options.world_size));
-  join.set_resume_from(options.resume_from);
-  join.set_config_digest(model::ConfigDigest(options.config));
-  join.set_config(model::DigestedConfig(options.config).SerializeAsString());
-  JobClient::JoinWait wait;
-  wait.timeout = options.recovery_timeout;
-  // A coordinator never reached in this long is a wrong address or a TLS mismatch.
-  wait.unreachable_timeout = options.collective_timeout;
-  wait.report = [&log, &options](const std::string& line) {
-    log << "worker " << options.rank << ": " << line << std::endl;
-  };
-  log << "worker " << options.rank << "/" << options.world_size << ": joining job '"
-      << options.config.name() << "' ("
-      << (options.run_id.empty() ? absl::StrCat("generation ", options.generation)
-                                 : absl::StrCat("run '", options.run_id, "'"))
-      << ") at " << options.coordinator_address << std::endl;
-  // The run's generation: given, or allocated for run_id at the first join.
-  uint64_t generation = options.generation;
-  bool finishing = false;  // some attempt of this worker got past the final barrier
-  std::optional<v1::ModelConfig> computed;  // the statistics pass's config (AttemptConfig)
-  for (int recoveries = 0;; ++recoveries) {
-    absl::StatusOr<v1::JoinJobResponse> attempt = jobs->Join(join, wait);
-    if (!attempt.ok()) return InStage(attempt.status(), "joining the job");
-    if (!join.run_id().empty()) {
-      // Rejoins name the run by the generation it was given.
-      generation = attempt->generation();
-      join.clear_run_id();
-      join.set_generation(generation);
-      log << "worker " << options.rank << ": run '" << options.run_id << "' is generation "
-          << generation << std::endl;
-    }
-    if (recoveries > 0) {
-      // What this worker saw is often only the echo (a collective whose peer left); the
-      // coordinator recorded the failure that ended the attempt first.
-      absl::StatusOr<v1::GetJobResponse> job =
-          jobs->GetJob(options.config.name(), absl::Seconds(2));
-      if (job.ok() && !job->failure().empty() &&
-          !absl::StrContains(job->failure(), join.reason())) {
-        log << "worker " << options.rank << ": attempt " << join.after_attempt()
-            << " was ended by: " << job->failure() << std::endl;
-      }
-    }
-    absl::StatusOr<v1::ModelConfig> config = AttemptConfig(options, *attempt, &computed, log);
-    if (!config.ok()) return config.status();
-    absl::StatusOr<TrainResult> result;
-    bool met_nobody = false;
-    {
-      TrainerOptions attempt_options = options;
-      attempt_options.config = *std::move(config);
-      attempt_options.generation = generation;
-      Trainer trainer(attempt_options, jobs.get(), *attempt, static_cast<uint64_t>(recoveries));
-      result = trainer.Run();
-      met_nobody = trainer.rendezvous_failed();
-      finishing = finishing || trainer.passed_final_barrier();
-    }
-    if (result.ok()) {
-      // The run is over only once rank 0 recorded its end (after the final evaluation
-      // and checksum): until then a failure rolls the attempt back, and every rank must
-      // rejoin the next one. Rank 0 records it; the others wait for it.
-      absl::Status end;
-      if (options.rank == 0) {
-        v1::FinishJobRequest finish;
-        finish.set_job(options.config.name());
-        finish.set_generation(generation);
-        finish.set_attempt(attempt->attempt());
-        end = InStage(jobs->Finish(finish, options.collective_timeout), "recording the job's end");
-      } else {
-        end = jobs->AwaitFinished(options.config.name(), generation, attempt->attempt(),
-                                  options.recovery_timeout);
-        // Only a rollback is worth a rejoin: rank 0 will rejoin it too.
-        if (!end.ok() && end.code() != absl::StatusCode::kAborted) {
-          return InStage(end, "waiting for rank 0 to finish the job");
-        }
-      }
-      if (end.ok()) return result;
-      result = end;
-    }
-    if (!Recoverable(result.status()) || recoveries >= options.max_recoveries) {
-      return result.status();
-    }
-    if (finishing && met_nobody) {
-      // A rejoin after the final barrier met nobody within the collective timeout: the
-      // other workers have finished or failed and will not come back.
-      return absl::Status(
-          result.status().code(),
-          absl::StrCat(result.status().message(),
-                       "; this worker was past the final barrier, so the missing workers have "
-                       "ended (finished or failed) and are not waited for again"));
-    }
-    log << "worker " << options.rank << ": attempt " << attempt->attempt()
-        << " failed, rejoining: " << result.status().message() << std::endl;
-    join.set_after_attempt(attempt->attempt());
-    join.set_reason(std::string(result.status().message()));
-  }
-}
-
 }  // namespace ember::worker

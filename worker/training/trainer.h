@@ -24,6 +24,7 @@
 #ifndef EMBER_WORKER_TRAINING_TRAINER_H_
 #define EMBER_WORKER_TRAINING_TRAINER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -48,6 +49,21 @@ struct TrainerOptions {
   std::string collective_host = "127.0.0.1";
   int rank = 0;
   int world_size = 1;
+  // Elastic runs (docs/ARCHITECTURE.md "Elastic runs"): max_workers > 0 runs this worker
+  // in a run of min_workers..max_workers workers whose world size changes at checkpoints;
+  // the coordinator assigns rank and world_size to each attempt (leave them 0 and 1).
+  // Default: 0, 0 (a fixed world of world_size workers).
+  uint32_t min_workers = 0;
+  uint32_t max_workers = 0;
+  // Elastic: this process's id in the run, 1..128 bytes, unique per process (required).
+  std::string member;
+  // Elastic: join a running attempt at a resize at or after this step (0: the next one).
+  uint64_t join_at_step = 0;
+  // Elastic: leave the run at the checkpoint after this step (0: never), as SIGTERM does.
+  uint64_t leave_at_step = 0;
+  // Elastic: set when the worker should leave the run at the next step's checkpoint
+  // (ember-worker's SIGTERM handler). Not owned; null: none.
+  const std::atomic<bool>* leave_requested = nullptr;
   // Rendezvous generation (a restarted job uses a new one). Default: 0.
   uint64_t generation = 0;
   // Instead of `generation` (then 0): the run's id, shared by its workers (a Kubernetes
@@ -109,6 +125,12 @@ struct TrainResult {
   uint64_t recoveries = 0;       // attempts this worker rejoined after a failure
   std::string resumed_from;      // the checkpoint that attempt started from ("" none)
   uint64_t checkpoints = 0;      // checkpoints taken in that attempt
+  // Elastic runs: this worker left the run at a resize (it did not finish it; the other
+  // fields describe its last attempt up to that checkpoint), and the resizes it took
+  // part in.
+  bool left = false;
+  uint64_t resizes = 0;
+  int rank = 0;  // this worker's rank in the attempt that finished the run (or that it left)
   // Skew handling (ModelConfig.skew), over all workers: read examples judged cold,
   // replayed examples trained (included in `examples`), and the hot-row cache's hot-key
   // lookups and hits (`hot_cache`: whether the cache was on).
@@ -145,6 +167,9 @@ struct TrainResult {
 // DEADLINE_EXCEEDED / UNAVAILABLE), IO errors writing the run directory, rank 0 not
 // finishing the run in time (DEADLINE_EXCEEDED, ranks above 0). Each error
 // message says which stage failed.
+// Elastic runs: an attempt that ends at a resize checkpoint (a worker joins or leaves)
+// is not a failure: the staying workers rejoin the next attempt at once, which starts
+// from that checkpoint at the new world size, and a leaving worker returns (`left`).
 absl::StatusOr<TrainResult> Train(const TrainerOptions& options);
 
 }  // namespace ember::worker

@@ -101,6 +101,7 @@ bool Trainer::CheckpointWanted() {
   if (now < next_poll_) return false;
   absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(config_.name(), absl::Milliseconds(200));
   next_poll_ = now + (job.ok() ? absl::Seconds(1) : absl::Seconds(10));
+  if (job.ok()) NotePending(*job);
   return job.ok() && job->checkpoint_requested();
 }
 
@@ -124,6 +125,7 @@ absl::Status Trainer::TakeCheckpoint() {
     cursor.set_line((*head)->start.line);
   }
   if (skew_->cold_active()) skew_->Save(cursor.mutable_skew());
+  cursor.set_leaving(resize_next_ && leave_next_);
   std::vector<std::string> send(static_cast<size_t>(options_.world_size));
   send[0] = cursor.SerializeAsString();
   absl::StatusOr<std::vector<std::string>> cursors = collective_->AllToAll(send);
@@ -136,6 +138,7 @@ absl::Status Trainer::TakeCheckpoint() {
     request.set_generation(options_.generation);
     request.set_attempt(join_.attempt());
     request.set_allow_incremental(true);
+    request.set_resize(resize_next_);
     v1::WorkerState* state = request.mutable_state();
     state->set_step(step_);
     state->set_examples(examples_);
@@ -156,9 +159,11 @@ absl::Status Trainer::TakeCheckpoint() {
     EMBER_RETURN_IF_ERROR(InStage(tower_->status(), "dense parameters"));
     EMBER_RETURN_IF_ERROR(InStage(optimizer_->status(), "dense optimizer state"));
     for (const std::string& bytes : *cursors) {
-      if (!state->add_cursors()->ParseFromString(bytes)) {
+      v1::WorkerCursor* c = state->add_cursors();
+      if (!c->ParseFromString(bytes)) {
         return absl::InternalError("a worker's checkpoint cursor does not parse");
       }
+      if (c->leaving()) request.add_leaving_ranks(c->rank());
     }
     absl::StatusOr<v1::CheckpointManifest> manifest =
         jobs_->Checkpoint(request, options_.recovery_timeout);
@@ -168,6 +173,9 @@ absl::Status Trainer::TakeCheckpoint() {
       log_ << absl::StrFormat("checkpoint %s at step %d (%s, %.1f MB, %.2fs)", manifest->name(),
                               step_, manifest->incremental() ? "delta" : "full", bytes / 1e6,
                               manifest->seconds())
+           << (resize_next_ ? absl::StrCat(": the run resizes (", request.leaving_ranks_size(),
+                                           " of ", options_.world_size, " worker(s) leave)")
+                            : std::string())
            << std::endl;
     } else {
       failed = manifest.status();

@@ -78,10 +78,16 @@ class Trainer {
   }
 
   absl::StatusOr<TrainResult> Run();
+  // Elastic runs: the resizes this worker took part in before this attempt.
+  void set_resizes(uint64_t resizes) { result_.resizes = resizes; }
   // Whether this attempt's worker rendezvous failed, and whether the attempt got past
   // the final barrier (into the final checkpoint, evaluation and checksum).
   bool rendezvous_failed() const { return rendezvous_failed_; }
   bool passed_final_barrier() const { return passed_final_barrier_; }
+  // Elastic runs: whether the attempt ended at a resize checkpoint (Run then returns the
+  // result so far, unfinished), and whether this worker leaves the run there.
+  bool resized() const { return resized_; }
+  bool leaves() const { return leave_next_; }
 
  private:
   absl::Status Setup();
@@ -139,6 +145,15 @@ class Trainer {
   absl::Status TakeCheckpoint();
   // Rank 0: whether a checkpoint is due by time or was requested by an operator.
   bool CheckpointWanted();
+  // Elastic runs (trainer_elastic.cc). ElasticVotes: this rank's votes for the step's
+  // decisions sum (ReduceDense): 8 to leave, and rank 0's 4 for a waiting worker's join.
+  float ElasticVotes();
+  // Every rank, from the step's decisions sum: whether the next checkpoint resizes the
+  // run and whether this rank leaves at it.
+  void ElasticDecision(long decisions);
+  // Rank 0: notes the workers waiting to join from the coordinator's view of the job.
+  void NotePending(const v1::GetJobResponse& job);
+  bool elastic() const { return options_.max_workers > 0; }
   void MaybeLog(bool force);
   // Rank 0: sends the run's progress to the coordinator (JobClient::ReportProgressAsync;
   // `emberctl jobs`, the ember_job_* metrics) without waiting (`last`: the run's
@@ -186,6 +201,16 @@ class Trainer {
   absl::Time last_checkpoint_ = absl::Now();
   absl::Time next_poll_ = absl::Now() + absl::Seconds(1);
   bool checkpoint_next_ = false;             // agreed by the last step's all-reduce
+  // Elastic runs: the next checkpoint resizes the run (agreed by the last step's
+  // all-reduce), this rank leaves at it, this rank voted to leave, the attempt ended at
+  // a resize; rank 0: the earliest step a waiting worker joins at, and whether it said
+  // that leaving ranks must wait for the minimum.
+  bool resize_next_ = false;
+  bool leave_next_ = false;
+  bool voted_leave_ = false;
+  bool resized_ = false;
+  std::optional<uint64_t> pending_join_step_;
+  bool said_min_ = false;
   std::optional<uint64_t> checkpoint_step_;  // step of the last checkpoint taken
   // The last evaluation's step and the last checkpoint before it (every rank), and its
   // metrics and scores (rank 0; the scores only with --eval_scores_file): the final

@@ -418,7 +418,7 @@ TEST_F(CheckpointCatalogTest, RetainKeepsNewestAndTheirChains) {
   const std::string c300 = Commit(300, 1, c200).name();
   const std::string c400 = Commit(400, 1).name();
   const std::string c500 = Commit(500, 1, c400).name();
-  // Newest by step, but a different attempt: delta of chain A.
+  // Newest (a later attempt): delta of chain A.
   const std::string c600 = Commit(600, 2, c300).name();
   const std::string orphan = CheckpointCatalog::Name(650, 2);
   fs::create_directories(catalog_->Dir(kJob, orphan));
@@ -443,6 +443,25 @@ TEST_F(CheckpointCatalogTest, RetainKeepsNewestAndTheirChains) {
   deleted = catalog_->Retain(kJob, 1, "");
   ASSERT_TRUE(deleted.ok()) << deleted.status();
   EXPECT_THAT(*deleted, ElementsAre(in_progress));
+}
+
+// A second run of a job (a later attempt) starts again at low steps: its checkpoints
+// are the newest, and an earlier run's higher steps are the ones retention drops. (It
+// used to order by step first and deleted the new run's checkpoints as they came.)
+TEST_F(CheckpointCatalogTest, RetainKeepsALaterRunsLowerSteps) {
+  const std::string c1000 = Commit(1000, 2).name();
+  const std::string c2000 = Commit(2000, 2).name();
+  const std::string c3000 = Commit(3000, 2).name();
+  const std::string c0 = Commit(0, 5).name();
+  const std::string c20 = Commit(20, 6).name();
+  absl::StatusOr<std::vector<std::string>> deleted = catalog_->Retain(kJob, 3, "");
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_THAT(*deleted, UnorderedElementsAre(c1000, c2000));
+  EXPECT_THAT(DirsOnDisk(), UnorderedElementsAre(c3000, c0, c20));
+  absl::StatusOr<CheckpointListing> listing = catalog_->List(kJob);
+  ASSERT_TRUE(listing.ok()) << listing.status();
+  ASSERT_FALSE(listing->valid.empty());
+  EXPECT_EQ(listing->valid.back().name(), c20);  // --resume_from=latest
 }
 
 TEST_F(CheckpointCatalogTest, RetainKeepsWhatABrokenChainCan) {
