@@ -39,6 +39,7 @@
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/hot_set_publisher.h"
 #include "server/coordinator/job_manager.h"
+#include "server/coordinator/shard_policy.h"
 #include "server/coordinator/slot_migrator.h"
 #include "server/shared/graceful_shutdown.h"
 #include "server/shared/serve.h"
@@ -54,6 +55,7 @@ struct CoordinatorMainOptions {
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
   HotSetOptions hot_set;
+  ShardPolicyOptions policy;
 };
 
 void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
@@ -97,6 +99,16 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
               "a slot migration retries shards that do not answer this long before it stops "
               "as FAILED")
       .Min(0);
+  flags.Bool("auto_rebalance", &o.policy.auto_rebalance,
+             "when a shard registers that owns no slots (a shard added while jobs run), move "
+             "about its share of slots to it, balanced by slot count, one migration at a time. "
+             "Shards that leave (LeaveCluster, ember-ps --drain_on_sigterm) are drained "
+             "either way");
+  flags
+      .Millis("policy_retry_ms", &o.policy.retry,
+              "after a join or drain migration the coordinator could not start or that "
+              "FAILED, wait this long before trying again")
+      .Above(0);
   DeclareMetricsAndShutdownFlags(flags, &o.server);
 
   flags.Section("Hot keys (hotkeys.proto; soft state, recomputed from the shards' heartbeats):");
@@ -183,6 +195,8 @@ absl::Status Run(const CoordinatorMainOptions& o) {
       state.get(), o.migration, stubs, &topology_mu,
       [&jobs](uint32_t target, uint64_t incarnation) { jobs.AdoptShard(target, incarnation); });
   admin.SetMigrator(&migrator, stubs);
+  ShardPolicy policy(state.get(), &migrator, o.policy);
+  service.SetShardPolicy(&policy);
   HotSetPublisher hot_set(o.hot_set);
   service.SetHotSetPublisher(&hot_set);
 
@@ -191,6 +205,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   std::shared_ptr<prometheus::Collectable> hot_set_metrics;
   std::shared_ptr<prometheus::Collectable> cluster_metrics;
   std::shared_ptr<prometheus::Collectable> job_metrics;
+  std::shared_ptr<prometheus::Collectable> policy_metrics;
   if (o.server.metrics_port >= 0) {
     EMBER_ASSIGN_OR_RETURN(metrics_server,
                            MetricsServer::Start(o.server.metrics_host, o.server.metrics_port));
@@ -200,6 +215,8 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     metrics_server->Register(cluster_metrics);
     job_metrics = std::make_shared<JobCollector>(&jobs);
     metrics_server->Register(job_metrics);
+    policy_metrics = policy.MetricsCollector();
+    metrics_server->Register(policy_metrics);
   }
 
   ServeOptions serve = ServeOptionsFrom(o.server);
@@ -219,6 +236,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
     map = state->slot_map();
     // Resumes an interrupted migration once the service can answer its shards' calls.
     EMBER_RETURN_IF_ERROR(migrator.Start());
+    policy.Start();  // after the migrator: it starts operations there
     return hot_set.Start([&state] { return state->Shards(); });
   };
   hooks.ready = [&](int port) {
@@ -240,6 +258,7 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   };
   hooks.stopping = [&] {
     service.Shutdown();
+    policy.Stop();    // starts no more operations
     migrator.Stop();  // an unfinished migration resumes at the next start
     jobs.Stop();      // waiting JoinJobs return UNAVAILABLE
   };

@@ -126,6 +126,9 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
   if (result.ok()) *response = *std::move(result);
   if (result.ok() && jobs_ != nullptr)
     jobs_->OnShardSeen(request->shard_id(), request->incarnation());
+  if (result.ok() && policy_ != nullptr) {
+    policy_->OnShardSeen(request->shard_id(), request->incarnation());
+  }
   if (result.ok() && hot_set_ != nullptr) {
     hot_set_->ShardRegistered(request->shard_id(), request->incarnation());
   }
@@ -145,6 +148,9 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::Heartbeat(grpc::CallbackServer
   if (result.ok()) *response = *std::move(result);
   if (result.ok() && jobs_ != nullptr)
     jobs_->OnShardSeen(request->shard_id(), request->incarnation());
+  if (result.ok() && policy_ != nullptr) {
+    policy_->OnShardSeen(request->shard_id(), request->incarnation());
+  }
   if (result.ok() && hot_set_ != nullptr) {
     hot_set_->Report(request->shard_id(), request->incarnation(), request->hot_keys(),
                      request->hot_set_version());
@@ -306,6 +312,21 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::ReportProgress(
     v1::ReportProgressResponse* /*response*/) {
   if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
   return FinishNow(context, jobs_->ReportProgress(*request));
+}
+
+grpc::ServerUnaryReactor* CoordinatorServiceImpl::LeaveCluster(
+    grpc::CallbackServerContext* context, const v1::LeaveClusterRequest* request,
+    v1::LeaveClusterResponse* response) {
+  // A forged request would drain a healthy shard.
+  std::string who;
+  if (absl::Status s = AuthorizeShard(context, "LeaveCluster", &who); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  if (policy_ == nullptr) return FinishNow(context, absl::UnimplementedError("no shard policy"));
+  absl::StatusOr<v1::LeaveClusterResponse> result =
+      policy_->Leave(request->shard_id(), request->incarnation());
+  if (result.ok()) *response = *std::move(result);
+  return FinishNow(context, result.status());
 }
 
 }  // namespace ember

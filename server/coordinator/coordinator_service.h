@@ -39,6 +39,7 @@
 #include "server/coordinator/hot_set_publisher.h"
 #include "server/coordinator/job_manager.h"
 #include "server/coordinator/kv_waiters.h"
+#include "server/coordinator/shard_policy.h"
 
 namespace ember {
 
@@ -76,6 +77,11 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
   // and serves GetHotSet from it. Without one GetHotSet answers version 0 (no hot set)
   // and heartbeats carry none. Call before the server starts.
   void SetHotSetPublisher(HotSetPublisher* hot_set) { hot_set_ = hot_set; }
+
+  // Reports registrations and heartbeats to `policy` (not owned, outlives the service)
+  // and serves LeaveCluster with it; without one LeaveCluster fails with UNIMPLEMENTED.
+  // Call before the server starts.
+  void SetShardPolicy(ShardPolicy* policy) { policy_ = policy; }
 
   // The (cached) PsService stub for `address`.
   std::shared_ptr<v1::PsService::Stub> StubFor(const std::string& address);
@@ -124,6 +130,9 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
   grpc::ServerUnaryReactor* ReportProgress(grpc::CallbackServerContext* context,
                                            const v1::ReportProgressRequest* request,
                                            v1::ReportProgressResponse* response) override;
+  grpc::ServerUnaryReactor* LeaveCluster(grpc::CallbackServerContext* context,
+                                         const v1::LeaveClusterRequest* request,
+                                         v1::LeaveClusterResponse* response) override;
 
  private:
   // OK (with *who, the caller's audit name) when the call may act for a shard:
@@ -135,6 +144,7 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
   const CoordinatorServiceOptions options_;
   JobManager* jobs_ = nullptr;
   HotSetPublisher* hot_set_ = nullptr;
+  ShardPolicy* policy_ = nullptr;
   KvWaiters waiters_;
 
   absl::Mutex stubs_mu_;

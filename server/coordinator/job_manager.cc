@@ -423,12 +423,19 @@ absl::Status JobManager::RequestCheckpoint(const std::string& name) {
 
 void JobManager::OnShardSeen(uint32_t shard_id, uint64_t incarnation) {
   if (incarnation == 0) return;
+  // A shard that owns no slots holds none of the attempt's rows (a drained shard that
+  // restarts under its id): its restart loses nothing, and it stops counting until a
+  // migration gives it slots again (AdoptShard).
+  const bool owns_slots = !state_->slot_map().SlotsOf(shard_id).empty();
   absl::MutexLock lock(&mu_);
   for (auto& [name, job] : jobs_) {
     if (job.record.phase() != v1::GetJobResponse::RUNNING) continue;
     auto it = job.incarnations.find(shard_id);
-    if (it != job.incarnations.end() && it->second != incarnation) {
+    if (it == job.incarnations.end() || it->second == incarnation) continue;
+    if (owns_slots) {
       FailLocked(job, absl::StrCat("shard ", shard_id, " restarted"));
+    } else {
+      job.incarnations.erase(it);
     }
   }
 }

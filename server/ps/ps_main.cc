@@ -52,6 +52,7 @@
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
+#include "server/ps/shard_drain.h"
 #include "server/shared/graceful_shutdown.h"
 #include "server/shared/serve.h"
 #include "server/shared/shard_storage.h"
@@ -88,6 +89,7 @@ struct PsMainOptions {
   int64_t disk_faults_after_ms = 0;
   int64_t disk_faults_for_ms = 0;
   int64_t disk_faults_until_unix_ms = 0;
+  DrainFlags drain;
 };
 
 // --test_crash_on_migration=METHOD:N.
@@ -150,6 +152,7 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
               "ExportChanges and delta checkpoints reach")
       .Range(1, uint64_t{1} << 30);
   DeclareMetricsAndShutdownFlags(flags, &o.server);
+  DeclareDrainFlags(flags, &o.drain);
 
   flags.Section("Hot keys (proto/ember/v1/hotkeys.proto):");
   HeavyHittersOptions& hh = o.hot_keys.heavy_hitters;
@@ -387,6 +390,7 @@ absl::Status Run(const PsMainOptions& o) {
                     << " serving " << o.data_dir << " on " << o.server.host << ":" << port
                     << (tls.enabled() ? " (mutual TLS)" : " (plaintext)");
   };
+  hooks.draining = [&] { return DrainShard(o.drain, agent.get()); };
   hooks.stopping = [&] {
     if (agent != nullptr) agent->Stop();
     service.StopWatches();

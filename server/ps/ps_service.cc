@@ -119,6 +119,11 @@ absl::Status PsServiceImpl::CheckAttempt(uint64_t attempt) const {
                                            shard_id_, " serves attempt ", current));
   }
   if (attempt > current) {
+    // A shard that owns no slot holds no rows of any attempt (a drained shard back
+    // under its id, which nothing restores): routing answers the call with a redirect,
+    // where a retry would only wait for that restore until its deadline.
+    const std::shared_ptr<const SlotMap> map = slot_map();
+    if (map->epoch() > 0 && map->SlotsOf(shard_id_).empty()) return absl::OkStatus();
     return absl::UnavailableError(absl::StrCat("shard ", shard_id_,
                                                " is not restored for job attempt ", attempt,
                                                " yet (it serves attempt ", current, ")"));

@@ -287,7 +287,8 @@ class PsServiceImpl final
                             uint64_t epoch) const;
 
   // OK for attempt 0 and the shard's attempt; ABORTED for an older one (the job rolled
-  // back), UNAVAILABLE for a newer one (this shard is not restored for it yet).
+  // back), UNAVAILABLE for a newer one (this shard is not restored for it yet), except
+  // OK when the shard's map (epoch > 0) gives it no slot: routing then redirects.
   absl::Status CheckAttempt(uint64_t attempt) const;
 
   // Starts timing a call: the metrics clock's now, or 0 without metrics.

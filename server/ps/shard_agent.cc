@@ -204,4 +204,48 @@ void ShardAgent::SetConnected(bool connected, const absl::Status& why) {
   }
 }
 
+absl::Status ShardAgent::Leave(absl::Time deadline) {
+  if (stub_ == nullptr) return absl::FailedPreconditionError("shard agent not started");
+  v1::LeaveClusterRequest request;
+  request.set_shard_id(options_.shard_id);
+  request.set_incarnation(options_.incarnation);
+  v1::LeaveClusterResponse last;
+  bool answered = false;
+  absl::Status last_error;
+  std::string logged;
+  while (true) {
+    grpc::ClientContext context;
+    context.set_deadline(
+        absl::ToChronoTime(std::min(deadline, absl::Now() + options_.rpc_timeout)));
+    v1::LeaveClusterResponse response;
+    const absl::Status status =
+        FromGrpcStatus(stub_->LeaveCluster(&context, request, &response), &context);
+    if (status.ok()) {
+      if (response.done()) return absl::OkStatus();
+      last = response;
+      answered = true;
+      // One line per change of what the drain waits for, not one per poll.
+      const std::string line =
+          absl::StrCat(response.owned_slots(), " slots left: ", response.detail());
+      if (line != logged) {
+        EMBER_LOG(INFO) << "shard agent: leaving, " << line;
+        logged = line;
+      }
+    } else if (absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status)) {
+      last_error = status;  // the coordinator is away: ask again
+    } else {
+      return status;  // refused
+    }
+    if (absl::Now() + options_.heartbeat_interval >= deadline) break;
+    absl::SleepFor(options_.heartbeat_interval);
+  }
+  if (!answered) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the coordinator did not answer LeaveCluster in time: ", last_error.ToString()));
+  }
+  return absl::DeadlineExceededError(absl::StrCat("shard ", options_.shard_id, " still owns ",
+                                                  last.owned_slots(), " slots (", last.detail(),
+                                                  ")"));
+}
+
 }  // namespace ember

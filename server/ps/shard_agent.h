@@ -116,6 +116,15 @@ class ShardAgent {
   // The version of the last hot set handed to on_hot_set (0: none yet).
   uint64_t hot_set_version() const;
 
+  // Asks the coordinator to move this shard's slots away (CoordinatorService.LeaveCluster)
+  // and waits until it owns none, asking again every heartbeat interval; heartbeats
+  // go on meanwhile, so the shard stays alive and keeps serving. Returns OK once the
+  // coordinator answers done; DEADLINE_EXCEEDED (naming the slots left and what the
+  // drain waited for) at `deadline`; the coordinator's refusal (FAILED_PRECONDITION:
+  // the last shard holding slots, an unknown shard or process) at once. An unreachable
+  // coordinator is retried until the deadline. REQUIRES: Start() succeeded.
+  absl::Status Leave(absl::Time deadline);
+
  private:
   void Loop();
   // One registration; applies what it returns.

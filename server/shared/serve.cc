@@ -73,10 +73,12 @@ absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
 
   const int signal_number = WaitForStopSignal();
   EMBER_LOG(INFO) << "signal " << signal_number << ", shutting down";
+  const absl::Status drained = hooks.draining ? hooks.draining() : absl::OkStatus();
   health.Shutdown();
   if (hooks.stopping) hooks.stopping();
   ShutdownServer(server.get(), &calls, absl::Now() + o.shutdown_grace);
-  return hooks.stopped ? hooks.stopped() : absl::OkStatus();
+  const absl::Status stopped = hooks.stopped ? hooks.stopped() : absl::OkStatus();
+  return drained.ok() ? stopped : drained;
 }
 
 }  // namespace ember

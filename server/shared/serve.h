@@ -83,6 +83,10 @@ struct ServeHooks {
   std::function<absl::Status(int port)> started;
   // Ready and announced on stdout: log what is served, start test fault windows.
   std::function<void(int port)> ready;
+  // The stop signal arrived; the server still serves and reports ready: hand the
+  // process's work to others first (ember-ps --drain_on_sigterm moves its slots away).
+  // Its error is ServeUntilStopped's, after the shutdown below has run all the same.
+  std::function<absl::Status()> draining;
   // The stop signal arrived and the health service is NOT_SERVING; the server still
   // runs: stop what feeds it or waits in it (agents, watches, waiting calls).
   std::function<void()> stopping;
@@ -91,9 +95,9 @@ struct ServeHooks {
 };
 
 // Serves until SIGTERM or SIGINT, then shuts down as above and returns OK (or the
-// `stopped` hook's error). UNAVAILABLE when the server or its probe port cannot listen;
-// `started`'s error. REQUIRES: BlockStopSignals() (graceful_shutdown.h) was called
-// before any thread started.
+// `draining` hook's error, else the `stopped` hook's). UNAVAILABLE when the server or
+// its probe port cannot listen; `started`'s error. REQUIRES: BlockStopSignals()
+// (graceful_shutdown.h) was called before any thread started.
 absl::Status ServeUntilStopped(const ServeOptions& options, const ServeHooks& hooks);
 
 }  // namespace ember

@@ -36,6 +36,10 @@
 // 26  KvGet                  empty key                             NOT_FOUND (3)
 // 27  Coordinator            invalid table config (dim 0)          INVALID_ARGUMENT
 //     CreateTable
+// 28  LeaveCluster           unknown shard                         FAILED_PRECONDITION
+// 29  LeaveCluster           incarnation 0                         INVALID_ARGUMENT
+// 30  LeaveCluster           another incarnation than registered   FAILED_PRECONDITION
+// 31  LeaveCluster           the last shard holding slots          FAILED_PRECONDITION
 // clang-format on
 //
 // (1) The same code as the store's StoreOptions.max_batch_keys check: an oversized
@@ -622,6 +626,38 @@ TEST_F(CoordinatorBadInputTest, RejectsBadCalls) {
   RunCases(cases);
 }
 
+// A shard's LeaveCluster (its drain at SIGTERM) that cannot be served is refused, and
+// nothing is marked: the shard exits 1 and keeps its slots.
+TEST_F(CoordinatorBadInputTest, RefusesLeaveClusterItCannotServe) {
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::RegisterShardRequest request;
+    request.set_shard_id(0);
+    request.set_address("127.0.0.1:1");
+    request.set_incarnation(7);
+    v1::RegisterShardResponse response;
+    ASSERT_TRUE(stub_->RegisterShard(&context, request, &response).ok());
+    ASSERT_TRUE(response.assigned());
+  }
+  auto leave = [&](uint32_t shard_id, uint64_t incarnation) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::LeaveClusterRequest request;
+    request.set_shard_id(shard_id);
+    request.set_incarnation(incarnation);
+    v1::LeaveClusterResponse response;
+    return FromGrpcStatus(stub_->LeaveCluster(&context, request, &response), nullptr);
+  };
+  const auto kFp = absl::StatusCode::kFailedPrecondition;
+  RunCases({
+      {"an unknown shard", kFp, [&] { return leave(9, 7); }},
+      {"incarnation 0", absl::StatusCode::kInvalidArgument, [&] { return leave(0, 0); }},
+      {"another process's incarnation", kFp, [&] { return leave(0, 8); }},
+      {"the last shard holding slots", kFp, [&] { return leave(0, 7); }},
+  });
+}
+
 // An idle client does not hold the shutdown: exit 0 well within the grace period.
 TEST_F(CoordinatorBadInputTest, IdleClientDoesNotHoldShutdown) {
   ASSERT_TRUE(Snapshot().has_value());  // the channel is connected and stays so
@@ -697,6 +733,8 @@ TEST(PsFlagsTest, BadFlagsExitTwoNamingTheFlag) {
       {"--data_dir=/tmp/x --shutdown_grace_ms=-5", "--shutdown_grace_ms must be >= 0"},
       {"--data_dir=/tmp/x --metrics_port=-2", "--metrics_port must be in [-1, 65535]"},
       {"--data_dir=/tmp/x --wal=maybe", "--wal: expected true or false"},
+      {"--data_dir=/tmp/x --drain_timeout_ms=0", "--drain_timeout_ms must be > 0"},
+      {"--data_dir=/tmp/x --drain_on_sigterm=maybe", "--drain_on_sigterm: expected true or false"},
       {"--data_dir=/tmp/x --port", "--port needs =value"},
       {"--data_dir=/tmp/x --no_such_flag=1", "unknown flag --no_such_flag"},
       {"--data_dir=/tmp/x stray", "unexpected argument 'stray'"},
@@ -714,6 +752,7 @@ TEST(CoordinatorFlagsTest, HelpAndBadFlags) {
       {"--data_dir=/tmp/x --port=abc", "--port: bad number 'abc'"},
       {"--data_dir=/tmp/x --heartbeat_timeout_ms=0", "--heartbeat_timeout_ms must be > 0"},
       {"--data_dir=/tmp/x --shutdown_grace_ms=-1", "--shutdown_grace_ms must be >= 0"},
+      {"--data_dir=/tmp/x --policy_retry_ms=0", "--policy_retry_ms must be > 0"},
       {"--data_dir=/tmp/x --admin_token=a --admin_token_file=/f", "not both"},
   };
   ExpectUsageErrors(EMBER_COORDINATOR_BINARY, cases);

@@ -34,9 +34,11 @@ const TLS = ["tls_ca", "tls_cert", "tls_key"];
 // server/shared/serve.h: DeclareListenFlags, DeclareMetricsAndShutdownFlags.
 const SERVE = ["host", "port", "shutdown_grace_ms", "metrics_port", "metrics_host"];
 const SERVER = [...TLS, ...SERVE, "health_port", "admin_token", "admin_token_file", "admin_identities"];
+// server/ps/shard_drain.h: DeclareDrainFlags.
+const DRAIN = ["drain_on_sigterm", "drain_timeout_ms"];
 const SHARED_FLAGS = {
   "ember-coordinator": SERVER,
-  "ember-ps": SERVER,
+  "ember-ps": [...SERVER, ...DRAIN],
   "ember-serving": SERVER,
   "ember-worker": TLS,
   "ember-datagen": [],
@@ -202,6 +204,17 @@ for (const [dir, size] of Object.entries(OVERLAYS)) {
       assert.equal(f.advertise_address, `$(POD_NAME).${s.spec.serviceName}.$(POD_NAMESPACE).svc:${grpcPort}`);
       assert.equal(f.coordinator, "ember-coordinator.$(POD_NAMESPACE).svc:7000");
       assert.equal(s.spec.podManagementPolicy, "Parallel", "OrderedReady deadlocks slot assignment");
+    });
+
+    test("scaling: a PS pod drains at SIGTERM within its grace period; joins get slots", () => {
+      const s = ps();
+      const f = flags(containerOf(s, "ps"));
+      assert.equal(f.drain_on_sigterm, "true");
+      // The drain, then the shutdown grace and the flush (a minute at least).
+      const drainS = Number(f.drain_timeout_ms) / 1000;
+      const graceS = s.spec.template.spec.terminationGracePeriodSeconds;
+      assert.ok(graceS >= drainS + 60, `terminationGracePeriodSeconds ${graceS} < drain ${drainS} s + 60`);
+      assert.equal(flags(containerOf(coord(), "coordinator")).auto_rebalance, "true");
     });
 
     test("PS data on a volumeClaimTemplate; a PDB for the shards", () => {

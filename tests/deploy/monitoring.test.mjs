@@ -201,7 +201,7 @@ test("promtool test rules alerts_test.yml", { skip: HAVE_PROMTOOL ? false : NO_P
 test("every alert has a unit test that fires and one that stays quiet", () => {
   const tests = readYaml("deploy/prometheus/alerts_test.yml")[0].tests;
   const cases = tests.flatMap((t) => t.alert_rule_test ?? []);
-  const required = ["EmberPsShardDown", "EmberShardHeartbeatMissing", "EmberServingLagHigh", "EmberLoadSkewHigh", "EmberMemoryBudgetNearFull", "EmberRocksDbPendingCompactionHigh", "EmberJobStalled"];
+  const required = ["EmberPsShardDown", "EmberShardHeartbeatMissing", "EmberServingLagHigh", "EmberLoadSkewHigh", "EmberMemoryBudgetNearFull", "EmberRocksDbPendingCompactionHigh", "EmberJobStalled", "EmberShardPolicyFailing"];
   assert.deepEqual(alertRules.map((r) => r.alert).sort(), [...required].sort());
   for (const r of alertRules) {
     const mine = cases.filter((c) => c.alertname === r.alert);

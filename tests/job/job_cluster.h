@@ -8,6 +8,7 @@
 #ifndef EMBER_TESTS_JOB_JOB_CLUSTER_H_
 #define EMBER_TESTS_JOB_JOB_CLUSTER_H_
 
+#include <signal.h>
 #include <unistd.h>
 #include <algorithm>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,9 +75,11 @@ class Cluster {
     address_ = local_->coordinator_address();
   }
 
-  // Starts (or restarts, on a fresh port) shard `i` with `extra` flags.
+  // Starts (or restarts, on a fresh port) shard `i` with `extra` flags; a retired
+  // shard is supervised again.
   void StartShard(int i, const std::vector<std::string>& extra = {}) {
     ASSERT_NE(local_, nullptr) << "start the coordinator first";
+    retired_.erase(i);
     const absl::Status started = local_->StartShard(i, extra);
     ASSERT_TRUE(started.ok()) << started;
   }
@@ -85,6 +89,15 @@ class Cluster {
     ASSERT_NE(local_, nullptr) << "start the coordinator first";
     const absl::Status started = local_->StartWorker(rank, flags);
     ASSERT_TRUE(started.ok()) << started;
+  }
+
+  // A scale-down: sends shard `i` SIGTERM (with --drain_on_sigterm it drains, then
+  // exits) without waiting, and stops supervising it: Supervise does not restart it.
+  // Its exit code is shard(i)->Wait's.
+  void Retire(int i) {
+    ASSERT_NE(shard(i), nullptr);
+    retired_.insert(i);
+    ASSERT_EQ(::kill(shard(i)->pid(), SIGTERM), 0);
   }
 
   // The processes (null before their start).
@@ -116,6 +129,7 @@ class Cluster {
   // Restarts every shard or coordinator process that died (the supervisor's job).
   void Supervise() {
     for (int i = 0; i < shard_count(); ++i) {
+      if (retired_.contains(i)) continue;
       if (shard(i) != nullptr && shard(i)->Wait(absl::ZeroDuration()).ok()) {
         ASSERT_NO_FATAL_FAILURE(StartShard(i));
         ++restarts_;
@@ -156,6 +170,7 @@ class Cluster {
  private:
   // Created at the first StartCoordinator; its destructor kills what still runs.
   std::unique_ptr<LocalCluster> local_;
+  std::set<int> retired_;  // shards Supervise leaves alone
 };
 
 // configs/quickstart.pbtxt partitioned by `partition_by` ("file" or a column), epochs
