@@ -24,9 +24,13 @@
 // reports them and brings the published hot set back, which the shard applies
 // (replica reads, PutReplicas, copies of its own hot rows to their holders).
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -52,7 +56,9 @@
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
+#include "server/ps/shard_bounds.h"
 #include "server/shared/graceful_shutdown.h"
+#include "server/shared/listener_check.h"
 #include "server/shared/serve.h"
 #include "server/shared/shard_storage.h"
 #include "server/store/embedding_store.h"
@@ -83,6 +89,7 @@ struct PsMainOptions {
   std::string crash_on_migration_method;
   int crash_on_migration_count = 0;
   HotKeyOptions hot_keys;
+  ShardBoundsFlags bounds;           // issue 28 items 1.1, 1.3, 1.5 (shard_bounds.h)
   size_t heavy_hitters_report = 32;  // ember-ps reports more than HotKeyOptions' 16
   double disk_fault_rate = 0;
   int64_t disk_faults_after_ms = 0;
@@ -150,6 +157,7 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
               "ExportChanges and delta checkpoints reach")
       .Range(1, uint64_t{1} << 30);
   DeclareMetricsAndShutdownFlags(flags, &o.server);
+  DeclareShardBoundsFlags(flags, &o.bounds);
 
   flags.Section("Hot keys (proto/ember/v1/hotkeys.proto):");
   HeavyHittersOptions& hh = o.hot_keys.heavy_hitters;
@@ -278,6 +286,7 @@ class DiskFaultWindow {
 
 absl::Status Run(const PsMainOptions& o) {
   BlockStopSignals();  // before any thread starts
+  EMBER_LOG(INFO) << RaiseOpenFileLimit();
 
   ShardStorageOptions storage_options;
   storage_options.rocksdb.path = o.data_dir;
@@ -315,6 +324,11 @@ absl::Status Run(const PsMainOptions& o) {
   service.RequireAdmin(o.admin);
   service.SetPeerCredentials(tls.Channel());
   service.SetHotKeyOptions(o.hot_keys);
+  bool bound_inflight = false;
+  const InflightLimits inflight =
+      InflightLimitsFrom(o.bounds, o.memory_budget_mb << 20, &bound_inflight);
+  if (bound_inflight) service.SetInflightLimits(inflight);
+  service.SetWatchLimits(WatchLimitsFrom(o.bounds));
   if (o.crash_on_migration_count > 0) {
     service.CrashOnMigrationCall(o.crash_on_migration_method, o.crash_on_migration_count);
   }
@@ -339,6 +353,12 @@ absl::Status Run(const PsMainOptions& o) {
   serve.max_receive_message_bytes = static_cast<int>(o.max_message_mb << 20);
   serve.max_send_message_bytes = static_cast<int>(o.max_message_mb << 20);
   serve.metrics = metrics_server.get();
+  serve.configure = [&o](grpc::ServerBuilder* builder) {
+    ApplyConnectionBounds(o.bounds, builder);
+  };
+  // A listener that stopped accepting stops the shard, which then exits 75 (below).
+  std::unique_ptr<ListenerCheck> listener_check;
+  absl::Notification listener_broken;
   std::unique_ptr<ShardAgent> agent;
   std::unique_ptr<DiskFaultWindow> disk_faults;
   ServeHooks hooks;
@@ -367,6 +387,20 @@ absl::Status Run(const PsMainOptions& o) {
     return agent->Start();
   };
   hooks.ready = [&](int port) {
+    if (o.bounds.listener_check_ms > 0) {
+      const absl::Duration interval = absl::Milliseconds(o.bounds.listener_check_ms);
+      listener_check = std::make_unique<ListenerCheck>(
+          ListenerCheckOptions{.host = o.server.host,
+                               .port = port,
+                               .interval = interval,
+                               .timeout = std::max(interval, absl::Seconds(2))},
+          [&listener_broken](const std::string& why) {
+            EMBER_LOG(ERROR) << "the listener does not accept connections (" << why
+                             << "): stopping, to exit " << kExitRestartMe << " and be restarted";
+            listener_broken.Notify();
+            kill(getpid(), SIGTERM);  // WaitForStopSignal takes it
+          });
+    }
     if (faulty_disk != nullptr) {
       const absl::Duration after = absl::Milliseconds(o.disk_faults_after_ms);
       absl::Duration duration = absl::Milliseconds(o.disk_faults_for_ms);
@@ -388,6 +422,7 @@ absl::Status Run(const PsMainOptions& o) {
                     << (tls.enabled() ? " (mutual TLS)" : " (plaintext)");
   };
   hooks.stopping = [&] {
+    if (listener_check != nullptr) listener_check->Stop();
     if (agent != nullptr) agent->Stop();
     service.StopWatches();
   };
@@ -400,7 +435,13 @@ absl::Status Run(const PsMainOptions& o) {
     EMBER_LOG(INFO) << "flushed and closed";
     return absl::OkStatus();
   };
-  return ServeUntilStopped(serve, hooks);
+  const absl::Status served = ServeUntilStopped(serve, hooks);
+  if (listener_broken.HasBeenNotified()) {
+    EMBER_LOG(ERROR) << "exiting " << kExitRestartMe << " (restart me): the listener broke"
+                     << (served.ok() ? "" : absl::StrCat("; ", served.message()));
+    std::_Exit(kExitRestartMe);
+  }
+  return served;
 }
 
 }  // namespace

@@ -1,0 +1,82 @@
+// Copyright 2026 The Ember Authors.
+//
+// ListenerCheck: makes sure a server either accepts connections or exits to be
+// restarted (issue 28 item 1.1). gRPC 1.51 stops accepting for good after one failed
+// accept4 (EMFILE: the process ran out of file descriptors): it logs "Failed accept4:
+// Too many open files" once and never re-arms its listener, while the process, its
+// heartbeats and its calls on existing connections go on, so nothing restarts it. The
+// kernel still completes handshakes into the listen backlog, so a bare connect() says
+// nothing; the probe therefore sends an HTTP/2 client preface and a SETTINGS frame and
+// waits for the server to react (its own SETTINGS, a TLS alert, or a close). A server
+// that does not react within the timeout, `failures` probes in a row, is broken:
+// `on_broken` is called once with why, and the binary exits kExitRestartMe.
+//
+//   ListenerCheck check({.host = "127.0.0.1", .port = port,
+//                        .interval = absl::Milliseconds(5000)},
+//                       [&](const std::string& why) { ...stop, then exit 75... });
+//   ...
+//   check.Stop();  // before the server shuts down
+//
+// Thread-safety: Stop may be called from any thread; `on_broken` runs on the check's
+// own thread.
+
+#ifndef EMBER_SERVER_SHARED_LISTENER_CHECK_H_
+#define EMBER_SERVER_SHARED_LISTENER_CHECK_H_
+
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+
+namespace ember {
+
+// The exit code of a server that cannot serve any more and must be restarted (BSD's
+// EX_TEMPFAIL): deploy/local/cluster.sh's supervisor restarts such a process;
+// Kubernetes restarts any exited container. Not in common/flags.h's list (0, 1, 2)
+// because only servers under a supervisor use it.
+inline constexpr int kExitRestartMe = 75;
+
+struct ListenerCheckOptions {
+  std::string host = "127.0.0.1";  // the listening address; 0.0.0.0 / :: probe loopback
+  int port = 0;
+  // Between probes (--listener_check_ms). Default: 5 s.
+  absl::Duration interval = absl::Seconds(5);
+  // How long one probe waits for the server's reaction. Default: 2 s.
+  absl::Duration timeout = absl::Seconds(2);
+  // Consecutive failed probes that make the listener broken. Default: 3.
+  int failures = 3;
+};
+
+// One probe: connects to host:port, sends the HTTP/2 client preface and an empty
+// SETTINGS frame, and waits until `timeout` for any reaction (bytes or a close). OK if
+// the server reacted; UNAVAILABLE naming the step that failed (socket, connect, send,
+// no reaction) otherwise.
+absl::Status ProbeListener(const std::string& host, int port, absl::Duration timeout);
+
+class ListenerCheck {
+ public:
+  // Starts probing after one interval.
+  ListenerCheck(ListenerCheckOptions options,
+                std::function<void(const std::string& why)> on_broken);
+  ListenerCheck(const ListenerCheck&) = delete;
+  ListenerCheck& operator=(const ListenerCheck&) = delete;
+  ~ListenerCheck();  // Stop()
+
+  // Ends the probing and joins the thread. Idempotent.
+  void Stop();
+
+ private:
+  void Run();
+
+  const ListenerCheckOptions options_;
+  const std::function<void(const std::string&)> on_broken_;
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
+}  // namespace ember
+
+#endif  // EMBER_SERVER_SHARED_LISTENER_CHECK_H_
