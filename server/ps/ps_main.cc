@@ -16,6 +16,10 @@
 // exit 0 (server/shared/serve.h); exit 1 if the flush failed. Bad flags exit 2 with a
 // message (common/flags.h).
 //
+// Bounds against one client (server/ps/shard_bounds.h): Pulls in flight, update
+// streams, idle connections; a listener that stopped accepting makes the shard stop as
+// above and exit 75 (server/shared/listener_check.h: restart me).
+//
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
 // 0..num_shards-1 at epoch 1.
 //

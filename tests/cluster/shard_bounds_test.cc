@@ -35,6 +35,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/ps_client.h"
+#include "common/slot_map.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -306,6 +308,45 @@ TEST_F(ShardBoundsTest, UnreadPullsAreBoundedInMemory) {
   EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
 }
 
+// PsClient waits out an overloaded shard: with one Pull admitted at a time, pulls from
+// several threads are refused and resent after the hint, and every one succeeds.
+TEST_F(ShardBoundsTest, PsClientRetriesAfterTheHint) {
+  const int metrics_port = FreePort();
+  Shard shard;
+  ASSERT_OK_START(shard, dir_.path(),
+                  {"--max_inflight_calls=1", absl::StrCat("--metrics_port=", metrics_port)});
+  PsClientOptions options;
+  options.shard_addresses = {{0, absl::StrCat("127.0.0.1:", shard.port())}};
+  options.slot_map = SlotMap::Even({0}, kEpoch);
+  options.deadline = absl::Seconds(60);
+  absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(options);
+  ASSERT_TRUE(client.ok()) << client.status();
+  v1::TableConfig config;
+  config.set_name(kTable);
+  config.set_dim(kDim);
+  config.mutable_optimizer()->set_kind(v1::OptimizerConfig::SGD);
+  config.mutable_optimizer()->set_learning_rate(0.1f);
+  ASSERT_TRUE((*client)->CreateTableEverywhere(config).ok());
+  std::string metrics;
+  // Rounds of 8 concurrent pulls until one of them was refused (almost always the first).
+  for (int round = 0; round < 20 && !absl::StrContains(metrics, "RESOURCE_EXHAUSTED"); ++round) {
+    std::vector<std::thread> threads;
+    std::vector<absl::Status> results(8);
+    for (size_t t = 0; t < results.size(); ++t) {
+      threads.emplace_back([&, t] {
+        const std::vector<uint64_t> ids = Ids(t * 4096 + 1, 4096);
+        std::vector<float> rows(ids.size() * kDim);
+        results[t] = (*client)->Pull(kTable, ids, absl::MakeSpan(rows));
+      });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (const absl::Status& result : results) EXPECT_TRUE(result.ok()) << result;
+    metrics = HttpGet(metrics_port, "/metrics").value_or("");
+  }
+  EXPECT_TRUE(absl::StrContains(metrics, "RESOURCE_EXHAUSTED")) << metrics;
+  EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
+}
+
 // The same without the bounds, for docs/RELIABILITY.md's figures (about 2 GiB of RSS:
 // run by hand with --gtest_also_run_disabled_tests).
 TEST_F(ShardBoundsTest, DISABLED_UnreadPullsWithoutBounds) {
@@ -320,10 +361,11 @@ TEST_F(ShardBoundsTest, DISABLED_UnreadPullsWithoutBounds) {
     peak = std::max<int64_t>(peak, ResidentBytes(shard.process().pid()).value_or(0));
     absl::SleepFor(absl::Milliseconds(200));
   }
-  std::cout << "RSS before " << (ResidentBytes(shard.process().pid()).value_or(0) >> 20)
-            << " MiB... peak " << (peak >> 20) << " MiB in 30 s without bounds" << std::endl;
   shard.process().Kill().IgnoreError();
   measure.join();
+  std::cout << "RSS " << (run.rss_before >> 20) << " -> peak " << (peak >> 20)
+            << " MiB in 30 s without bounds; refused " << run.refused << " of " << kPulls
+            << std::endl;
 }
 
 // The first message of a WatchUpdates stream (a progress mark comes at once), or the
