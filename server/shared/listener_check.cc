@@ -9,10 +9,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
@@ -21,10 +25,8 @@
 namespace ember {
 namespace {
 
-// The HTTP/2 client connection preface (RFC 9113 section 3.4) and an empty SETTINGS
-// frame: length 0, type 4, no flags, stream 0.
-constexpr char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-constexpr char kEmptySettings[] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+// How often a probe looks at the listen backlog while it waits.
+constexpr absl::Duration kBacklogPoll = absl::Milliseconds(10);
 
 // A wildcard bind address is probed on loopback.
 std::string ProbeHost(const std::string& host) {
@@ -53,6 +55,40 @@ absl::Status Unavailable(absl::string_view what, absl::string_view address, int 
 }
 
 }  // namespace
+
+absl::StatusOr<int64_t> AcceptBacklog(int port) {
+  int64_t waiting = 0;
+  bool any = false;
+  for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(path);
+    if (!in) continue;  // no IPv6
+    any = true;
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      // "sl local_address rem_address st tx_queue:rx_queue ...", addresses "HEX:PORT".
+      std::istringstream fields(line);
+      std::string slot, local, remote, state, queues;
+      if (!(fields >> slot >> local >> remote >> state >> queues)) continue;
+      if (state != "0A") continue;  // TCP_LISTEN
+      const size_t colon = local.rfind(':');
+      int64_t local_port = 0, backlog = 0;
+      if (colon == std::string::npos ||
+          !absl::SimpleHexAtoi(absl::string_view(local).substr(colon + 1), &local_port) ||
+          local_port != port) {
+        continue;
+      }
+      const size_t split = queues.find(':');
+      if (split == std::string::npos ||
+          !absl::SimpleHexAtoi(absl::string_view(queues).substr(split + 1), &backlog)) {
+        continue;
+      }
+      waiting += backlog;  // a listening socket's rx_queue: connections not yet accepted
+    }
+  }
+  if (!any) return absl::UnavailableError("cannot read /proc/net/tcp (out of descriptors?)");
+  return waiting;
+}
 
 absl::Status ProbeListener(const std::string& host, int port, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
@@ -87,21 +123,27 @@ absl::Status ProbeListener(const std::string& host, int port, absl::Duration tim
       status = Unavailable("connect", address, error);
     }
   }
-  if (status.ok()) {
-    std::string hello(kPreface);
-    hello.append(kEmptySettings, sizeof(kEmptySettings));
-    if (send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
-      status = Unavailable("send", address, errno);
+  // Connected: the kernel holds the connection in the listen backlog until the server
+  // accepts it. A live server empties the backlog within milliseconds.
+  int64_t waiting = -1;
+  while (status.ok()) {
+    absl::StatusOr<int64_t> backlog = AcceptBacklog(port);
+    if (!backlog.ok()) {
+      status = Unavailable(backlog.status().message(), address, 0);
+      break;
     }
+    waiting = *backlog;
+    if (waiting == 0) break;
+    if (absl::Now() >= deadline) {
+      status = Unavailable(
+          absl::StrCat(waiting, " connections wait in the listen backlog after ",
+                       absl::FormatDuration(timeout), ": the server does not accept connections"),
+          address, 0);
+      break;
+    }
+    absl::SleepFor(kBacklogPoll);
   }
-  // Any reaction will do: the server's SETTINGS, a TLS alert, a close, a reset.
-  if (status.ok() && !WaitFor(fd, POLLIN | POLLRDHUP, deadline)) {
-    status = Unavailable(
-        absl::StrCat("no answer to an HTTP/2 preface within ", absl::FormatDuration(timeout),
-                     ": the server does not accept connections"),
-        address, 0);
-  }
-  close(fd);
+  close(fd);  // before any byte: the server's handshake ends quietly (plaintext or TLS)
   return status;
 }
 

@@ -6,10 +6,12 @@
 // Too many open files" once and never re-arms its listener, while the process, its
 // heartbeats and its calls on existing connections go on, so nothing restarts it. The
 // kernel still completes handshakes into the listen backlog, so a bare connect() says
-// nothing; the probe therefore sends an HTTP/2 client preface and a SETTINGS frame and
-// waits for the server to react (its own SETTINGS, a TLS alert, or a close). A server
-// that does not react within the timeout, `failures` probes in a row, is broken:
-// `on_broken` is called once with why, and the binary exits kExitRestartMe.
+// nothing; the probe therefore connects and then watches the listening socket's backlog
+// (/proc/net/tcp, tcp6: a listening socket's rx_queue is its connections not yet
+// accepted) until it is empty. It sends no byte, so neither a plaintext nor a TLS server
+// logs a failed handshake for it. A server whose backlog does not empty within the
+// timeout, `failures` probes in a row, is broken: `on_broken` is called once with why,
+// and the binary exits kExitRestartMe.
 //
 //   ListenerCheck check({.host = "127.0.0.1", .port = port,
 //                        .interval = absl::Milliseconds(5000)},
@@ -17,17 +19,19 @@
 //   ...
 //   check.Stop();  // before the server shuts down
 //
-// Thread-safety: Stop may be called from any thread; `on_broken` runs on the check's
-// own thread.
+// Thread-safety: Stop may be called from any thread but the check's own; `on_broken`
+// runs on the check's own thread.
 
 #ifndef EMBER_SERVER_SHARED_LISTENER_CHECK_H_
 #define EMBER_SERVER_SHARED_LISTENER_CHECK_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
@@ -40,7 +44,7 @@ namespace ember {
 inline constexpr int kExitRestartMe = 75;
 
 struct ListenerCheckOptions {
-  std::string host = "127.0.0.1";  // the listening address; 0.0.0.0 / :: probe loopback
+  std::string host = "127.0.0.1";  // the listening address; 0.0.0.0 and :: probe loopback
   int port = 0;
   // Between probes (--listener_check_ms). Default: 5 s.
   absl::Duration interval = absl::Seconds(5);
@@ -50,10 +54,13 @@ struct ListenerCheckOptions {
   int failures = 3;
 };
 
-// One probe: connects to host:port, sends the HTTP/2 client preface and an empty
-// SETTINGS frame, and waits until `timeout` for any reaction (bytes or a close). OK if
-// the server reacted; UNAVAILABLE naming the step that failed (socket, connect, send,
-// no reaction) otherwise.
+// Connections waiting in the listen backlog of TCP port `port` (every listening socket
+// on it, IPv4 and IPv6). UNAVAILABLE if /proc/net/tcp cannot be read.
+absl::StatusOr<int64_t> AcceptBacklog(int port);
+
+// One probe: connects to host:port and waits until `timeout` for the port's listen
+// backlog to be empty (the server accepted). OK if it was; UNAVAILABLE naming the step
+// that failed (socket, connect, the backlog) otherwise.
 absl::Status ProbeListener(const std::string& host, int port, absl::Duration timeout);
 
 class ListenerCheck {

@@ -1,8 +1,8 @@
 // Copyright 2026 The Ember Authors.
 //
 // The listener probe (server/shared/listener_check.h) against sockets of this process:
-// a listener that accepts and answers, one that never accepts (gRPC 1.51 after a failed
-// accept4: the kernel still completes handshakes into the backlog), and a closed port.
+// a listener that accepts, one that never accepts (gRPC 1.51 after a failed accept4: the
+// kernel still completes handshakes into the backlog), and a closed port.
 // Part of ps_parts_test.
 
 #include "server/shared/listener_check.h"
@@ -39,13 +39,13 @@ struct Listener {
   int port = 0;
 };
 
-TEST(ListenerCheckTest, ProbeSucceedsWhenTheServerReacts) {
+TEST(ListenerCheckTest, ProbeSucceedsWhenTheServerAccepts) {
   Listener listener;
   std::thread server([&] {
     const int client = accept(listener.fd, nullptr, nullptr);
     char buffer[64];
-    (void)!read(client, buffer, sizeof(buffer));
-    close(client);  // a close is a reaction, as a TLS alert or SETTINGS would be
+    (void)!read(client, buffer, sizeof(buffer));  // until the probe closes: no byte comes
+    close(client);
   });
   EXPECT_TRUE(ProbeListener("127.0.0.1", listener.port, absl::Seconds(10)).ok());
   server.join();
@@ -56,6 +56,7 @@ TEST(ListenerCheckTest, ProbeFailsWhenNobodyAccepts) {
   const absl::Status probe = ProbeListener("0.0.0.0", listener.port, absl::Milliseconds(300));
   EXPECT_EQ(probe.code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(probe.message().find("does not accept connections"), std::string::npos) << probe;
+  EXPECT_EQ(AcceptBacklog(listener.port).value_or(-1), 1);  // the probe's, closed unaccepted
 }
 
 TEST(ListenerCheckTest, ProbeFailsOnAClosedPort) {
