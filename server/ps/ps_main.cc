@@ -28,9 +28,6 @@
 // reports them and brings the published hot set back, which the shard applies
 // (replica reads, PutReplicas, copies of its own hot rows to their holders).
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -391,20 +388,7 @@ absl::Status Run(const PsMainOptions& o) {
     return agent->Start();
   };
   hooks.ready = [&](int port) {
-    if (o.bounds.listener_check_ms > 0) {
-      const absl::Duration interval = absl::Milliseconds(o.bounds.listener_check_ms);
-      listener_check = std::make_unique<ListenerCheck>(
-          ListenerCheckOptions{.host = o.server.host,
-                               .port = port,
-                               .interval = interval,
-                               .timeout = std::max(interval, absl::Seconds(2))},
-          [&listener_broken](const std::string& why) {
-            EMBER_LOG(ERROR) << "the listener does not accept connections (" << why
-                             << "): stopping, to exit " << kExitRestartMe << " and be restarted";
-            listener_broken.Notify();
-            kill(getpid(), SIGTERM);  // WaitForStopSignal takes it
-          });
-    }
+    listener_check = StartListenerCheck(o.bounds, o.server.host, port, &listener_broken);
     if (faulty_disk != nullptr) {
       const absl::Duration after = absl::Milliseconds(o.disk_faults_after_ms);
       absl::Duration duration = absl::Milliseconds(o.disk_faults_for_ms);

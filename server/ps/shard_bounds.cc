@@ -2,13 +2,17 @@
 
 #include "server/ps/shard_bounds.h"
 
+#include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 #include "grpc/grpc.h"
 
 namespace ember {
@@ -76,6 +80,24 @@ void ApplyConnectionBounds(const ShardBoundsFlags& b, grpc::ServerBuilder* build
                                 static_cast<int>(std::min<int64_t>(
                                     b.max_connection_idle_ms, std::numeric_limits<int>::max())));
   }
+}
+
+std::unique_ptr<ListenerCheck> StartListenerCheck(const ShardBoundsFlags& bounds,
+                                                  const std::string& host, int port,
+                                                  absl::Notification* broken) {
+  if (bounds.listener_check_ms <= 0) return nullptr;
+  const absl::Duration interval = absl::Milliseconds(bounds.listener_check_ms);
+  return std::make_unique<ListenerCheck>(
+      ListenerCheckOptions{.host = host,
+                           .port = port,
+                           .interval = interval,
+                           .timeout = std::max(interval, absl::Seconds(2))},
+      [broken](const std::string& why) {
+        EMBER_LOG(ERROR) << "the listener does not accept connections (" << why
+                         << "): stopping, to exit " << kExitRestartMe << " and be restarted";
+        broken->Notify();
+        kill(getpid(), SIGTERM);  // the server's WaitForStopSignal takes it
+      });
 }
 
 std::string RaiseOpenFileLimit() {

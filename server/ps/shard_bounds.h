@@ -20,12 +20,15 @@
 #define EMBER_SERVER_PS_SHARD_BOUNDS_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "absl/synchronization/notification.h"
 #include "common/flags.h"
 #include "grpcpp/server_builder.h"
 #include "server/ps/inflight_limiter.h"
 #include "server/ps/watch_slots.h"
+#include "server/shared/listener_check.h"
 
 namespace ember {
 
@@ -49,6 +52,13 @@ WatchLimits WatchLimitsFrom(const ShardBoundsFlags& bounds);
 
 // Sets the connection arguments (idle timeout) on the server's builder.
 void ApplyConnectionBounds(const ShardBoundsFlags& bounds, grpc::ServerBuilder* builder);
+
+// With --listener_check_ms > 0, a ListenerCheck of host:port whose verdict "broken"
+// logs why, notifies `broken` and sends this process SIGTERM (the server stops as on any
+// stop signal; ember-ps then exits kExitRestartMe). Null without the check.
+std::unique_ptr<ListenerCheck> StartListenerCheck(const ShardBoundsFlags& bounds,
+                                                  const std::string& host, int port,
+                                                  absl::Notification* broken);
 
 // Raises this process's soft limit of open files to the hard limit, so that sockets
 // get every descriptor the system allows; returns a line for the log.
