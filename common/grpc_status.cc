@@ -2,9 +2,12 @@
 
 #include "common/grpc_status.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/clip.h"
 
@@ -35,6 +38,22 @@ std::optional<v1::WrongShard> GetWrongShard(const absl::Status& status) {
   return detail;
 }
 
+absl::Status OverloadedError(absl::string_view message, absl::Duration retry_after) {
+  absl::Status status = absl::ResourceExhaustedError(message);
+  status.SetPayload(
+      kRetryAfterTypeUrl,
+      absl::Cord(absl::StrCat(std::max<int64_t>(0, absl::ToInt64Milliseconds(retry_after)))));
+  return status;
+}
+
+std::optional<absl::Duration> GetRetryAfter(const absl::Status& status) {
+  auto payload = status.GetPayload(kRetryAfterTypeUrl);
+  if (!payload.has_value()) return std::nullopt;
+  int64_t ms = 0;
+  if (!absl::SimpleAtoi(std::string(*payload), &ms) || ms < 0) return std::nullopt;
+  return absl::Milliseconds(ms);
+}
+
 grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* context) {
   if (status.ok()) return grpc::Status::OK;
   const int code = static_cast<int>(status.code());
@@ -44,6 +63,9 @@ grpc::Status ToGrpcStatus(const absl::Status& status, grpc::ServerContextBase* c
   if (context != nullptr) {
     if (auto payload = status.GetPayload(kWrongShardTypeUrl)) {
       context->AddTrailingMetadata(kWrongShardMetadataKey, std::string(*payload));
+    }
+    if (auto payload = status.GetPayload(kRetryAfterTypeUrl)) {
+      context->AddTrailingMetadata(kRetryAfterMetadataKey, std::string(*payload));
     }
   }
   // Clipped: a message that quotes a huge client string must not become a trailer the
@@ -63,6 +85,11 @@ absl::Status FromGrpcStatus(const grpc::Status& status, const grpc::ClientContex
     auto it = trailers.find(kWrongShardMetadataKey);
     if (it != trailers.end()) {
       out.SetPayload(kWrongShardTypeUrl,
+                     absl::Cord(absl::string_view(it->second.data(), it->second.size())));
+    }
+    it = trailers.find(kRetryAfterMetadataKey);
+    if (it != trailers.end()) {
+      out.SetPayload(kRetryAfterTypeUrl,
                      absl::Cord(absl::string_view(it->second.data(), it->second.size())));
     }
   }

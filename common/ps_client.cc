@@ -3,7 +3,8 @@
 // PsClient implementation. A call is driven in rounds: each round sends one RPC per
 // pending shard request in parallel (gRPC callback API) and waits for all of them;
 // then, in the waiting thread, finished requests are consumed, UNAVAILABLE ones are
-// queued for a retry after a backoff, redirected ones are re-split with the updated
+// queued for a retry after a backoff (overloaded ones after their retry hint),
+// redirected ones are re-split with the updated
 // slot map.
 //
 // Lifetimes (the cause of an earlier "ref_counted.h: assertion failed: prior > 0"):
@@ -211,6 +212,14 @@ class PsHandle::Op {
     // A shard behind the client's map (restarted, or not yet told of a change)
     // catches up by itself: retry it like an unavailable one. Nothing was applied.
     const bool stale_shard = redirect && w->epoch() < impl_->Map()->epoch();
+    // An overloaded shard (its in-flight bound) names when to come back: wait that long
+    // and resend, as often as the deadline allows, since the request was not applied.
+    if (std::optional<absl::Duration> after = GetRetryAfter(s);
+        after.has_value() && s.code() == absl::StatusCode::kResourceExhausted) {
+      retry_after_ = std::max(retry_after_, *after);
+      next->push_back(std::move(part));  // same shard, same sequence
+      return absl::OkStatus();
+    }
     if (s.code() == absl::StatusCode::kUnavailable || stale_shard) {
       if (part.retries >= impl_->options.max_retries) return Fail(s, part.shard);
       ++part.retries;
@@ -245,13 +254,18 @@ class PsHandle::Op {
       // A shard may have moved to a new address; the coordinator knows.
       impl_->Refresh(deadline_, /*rate_limited=*/true).IgnoreError();
     }
-    if (backoff) {
+    const absl::Duration hinted = std::exchange(retry_after_, absl::ZeroDuration());
+    if (backoff || hinted > absl::ZeroDuration()) {
       const absl::Duration left = deadline_ - absl::Now();
       if (left <= absl::ZeroDuration()) {
-        return absl::DeadlineExceededError("ps client: deadline passed while retrying");
+        return absl::DeadlineExceededError(
+            hinted > absl::ZeroDuration()
+                ? "ps client: deadline passed while retrying an overloaded shard "
+                  "(RESOURCE_EXHAUSTED with a retry hint)"
+                : "ps client: deadline passed while retrying");
       }
-      absl::SleepFor(std::min(backoff_, left));
-      backoff_ = std::min(backoff_ * 2, impl_->options.max_backoff);
+      absl::SleepFor(std::min(std::max(backoff ? backoff_ : absl::ZeroDuration(), hinted), left));
+      if (backoff) backoff_ = std::min(backoff_ * 2, impl_->options.max_backoff);
     }
     return absl::OkStatus();
   }
@@ -479,6 +493,8 @@ class PsHandle::Op {
   bool float16_ = false;
   absl::Time deadline_;
   absl::Duration backoff_;
+  // The longest retry hint of the round's overloaded shards (RESOURCE_EXHAUSTED).
+  absl::Duration retry_after_ = absl::ZeroDuration();
   // Pulls with replica reads: the hot set, its hot keys of table_ (non-null exactly
   // when hot_ is) and this pull's spreading salt.
   std::shared_ptr<const HotSetView> hot_;

@@ -10,6 +10,10 @@
 //  * UNAVAILABLE: retried with exponential backoff, at most `max_retries` times and
 //    never past the call's deadline. A retried push reuses its sequence, so the
 //    server applies it once (docs/ARCHITECTURE.md invariant 2).
+//  * RESOURCE_EXHAUSTED with a retry hint (common/grpc_status.h GetRetryAfter: the
+//    shard's bound on calls and answer bytes in flight, issue 28 item 1.3): resent
+//    after the hinted delay, as often as the call's deadline allows (nothing was
+//    applied; a push keeps its sequence). Without a hint it fails the call.
 //  * FAILED_PRECONDITION with a WrongShard detail (invariant 3): with a coordinator
 //    and a redirect naming a newer epoch, the client reloads the whole cluster map
 //    from the coordinator (rate-limited); without one (or while it is down) it records

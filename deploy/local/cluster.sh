@@ -32,7 +32,8 @@
 #   job/                 the training job's run directory (result.json, training.svg)
 #
 # Every process runs under a supervisor loop that restarts it when it dies from a
-# signal (a crash, kill -9), as a Kubernetes StatefulSet would: a PS restarts on its
+# signal (a crash, kill -9) or exits 75 ("restart me": a shard whose listener stopped
+# accepting, server/shared/listener_check.h), as a Kubernetes StatefulSet would: a PS restarts on its
 # data directory, the coordinator on its port and directory, a worker with its rank;
 # the coordinator then rolls the job back to its newest checkpoint
 # (docs/OPERATIONS.md, "Checkpoints and recovery"). `down` stops the supervisors first.
@@ -140,7 +141,7 @@ tls_flags() {
 # start NAME COMMAND...: runs COMMAND in the background under a supervisor, logging to
 # logs/NAME.log; pids/NAME.pid holds the current process, pids/NAME.supervisor its
 # supervisor. The supervisor restarts COMMAND when it dies from a signal (exit status
-# > 128) and exits with COMMAND's status otherwise. In COMMAND, the word @PORT@ is
+# > 128) or exits 75 (restart me), and exits with COMMAND's status otherwise. In COMMAND, the word @PORT@ is
 # replaced by the port in NAME.port once known (the coordinator keeps its port).
 start() {
   local name="$1"; shift
@@ -157,7 +158,7 @@ start() {
       echo $! >"$run_dir/pids/$name.pid"
       rc=0
       wait $! 2>/dev/null || rc=$?
-      if [[ -f "$run_dir/stopping" || -f "$run_dir/stopping-$name" ]] || (( rc <= 128 )); then
+      if [[ -f "$run_dir/stopping" || -f "$run_dir/stopping-$name" ]] || (( rc <= 128 && rc != 75 )); then
         echo "$rc" >"$run_dir/pids/$name.rc"
         exit "$rc"
       fi

@@ -16,6 +16,10 @@
 // exit 0 (server/shared/serve.h); exit 1 if the flush failed. Bad flags exit 2 with a
 // message (common/flags.h).
 //
+// Bounds against one client (server/ps/shard_bounds.h): Pulls in flight, update
+// streams, idle connections; a listener that stopped accepting makes the shard stop as
+// above and exit 75 (server/shared/listener_check.h: restart me).
+//
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
 // 0..num_shards-1 at epoch 1.
 //
@@ -27,6 +31,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -53,7 +58,9 @@
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
 #include "server/ps/shard_drain.h"
+#include "server/ps/shard_bounds.h"
 #include "server/shared/graceful_shutdown.h"
+#include "server/shared/listener_check.h"
 #include "server/shared/serve.h"
 #include "server/shared/shard_storage.h"
 #include "server/store/embedding_store.h"
@@ -84,6 +91,7 @@ struct PsMainOptions {
   std::string crash_on_migration_method;
   int crash_on_migration_count = 0;
   HotKeyOptions hot_keys;
+  ShardBoundsFlags bounds;           // issue 28 items 1.1, 1.3, 1.5 (shard_bounds.h)
   size_t heavy_hitters_report = 32;  // ember-ps reports more than HotKeyOptions' 16
   double disk_fault_rate = 0;
   int64_t disk_faults_after_ms = 0;
@@ -153,6 +161,7 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
       .Range(1, uint64_t{1} << 30);
   DeclareMetricsAndShutdownFlags(flags, &o.server);
   DeclareDrainFlags(flags, &o.drain);
+  DeclareShardBoundsFlags(flags, &o.bounds);
 
   flags.Section("Hot keys (proto/ember/v1/hotkeys.proto):");
   HeavyHittersOptions& hh = o.hot_keys.heavy_hitters;
@@ -281,6 +290,7 @@ class DiskFaultWindow {
 
 absl::Status Run(const PsMainOptions& o) {
   BlockStopSignals();  // before any thread starts
+  EMBER_LOG(INFO) << RaiseOpenFileLimit();
 
   ShardStorageOptions storage_options;
   storage_options.rocksdb.path = o.data_dir;
@@ -318,6 +328,11 @@ absl::Status Run(const PsMainOptions& o) {
   service.RequireAdmin(o.admin);
   service.SetPeerCredentials(tls.Channel());
   service.SetHotKeyOptions(o.hot_keys);
+  bool bound_inflight = false;
+  const InflightLimits inflight =
+      InflightLimitsFrom(o.bounds, o.memory_budget_mb << 20, &bound_inflight);
+  if (bound_inflight) service.SetInflightLimits(inflight);
+  service.SetWatchLimits(WatchLimitsFrom(o.bounds));
   if (o.crash_on_migration_count > 0) {
     service.CrashOnMigrationCall(o.crash_on_migration_method, o.crash_on_migration_count);
   }
@@ -342,6 +357,12 @@ absl::Status Run(const PsMainOptions& o) {
   serve.max_receive_message_bytes = static_cast<int>(o.max_message_mb << 20);
   serve.max_send_message_bytes = static_cast<int>(o.max_message_mb << 20);
   serve.metrics = metrics_server.get();
+  serve.configure = [&o](grpc::ServerBuilder* builder) {
+    ApplyConnectionBounds(o.bounds, builder);
+  };
+  // A listener that stopped accepting stops the shard, which then exits 75 (below).
+  std::unique_ptr<ListenerCheck> listener_check;
+  absl::Notification listener_broken;
   std::unique_ptr<ShardAgent> agent;
   std::unique_ptr<DiskFaultWindow> disk_faults;
   ServeHooks hooks;
@@ -370,6 +391,7 @@ absl::Status Run(const PsMainOptions& o) {
     return agent->Start();
   };
   hooks.ready = [&](int port) {
+    listener_check = StartListenerCheck(o.bounds, o.server.host, port, &listener_broken);
     if (faulty_disk != nullptr) {
       const absl::Duration after = absl::Milliseconds(o.disk_faults_after_ms);
       absl::Duration duration = absl::Milliseconds(o.disk_faults_for_ms);
@@ -392,6 +414,7 @@ absl::Status Run(const PsMainOptions& o) {
   };
   hooks.draining = [&] { return DrainShard(o.drain, agent.get()); };
   hooks.stopping = [&] {
+    if (listener_check != nullptr) listener_check->Stop();
     if (agent != nullptr) agent->Stop();
     service.StopWatches();
   };
@@ -404,7 +427,13 @@ absl::Status Run(const PsMainOptions& o) {
     EMBER_LOG(INFO) << "flushed and closed";
     return absl::OkStatus();
   };
-  return ServeUntilStopped(serve, hooks);
+  const absl::Status served = ServeUntilStopped(serve, hooks);
+  if (listener_broken.HasBeenNotified()) {
+    EMBER_LOG(ERROR) << "exiting " << kExitRestartMe << " (restart me): the listener broke"
+                     << (served.ok() ? "" : absl::StrCat("; ", served.message()));
+    std::_Exit(kExitRestartMe);
+  }
+  return served;
 }
 
 }  // namespace

@@ -65,6 +65,14 @@ PsMetrics::PsMetrics(prometheus::Registry& registry, Clock* clock)
       watch_bytes_(CounterFamily(registry, "ember_watch_sent_bytes_total",
                                  "Bytes of update stream messages sent.")
                        .Add({})),
+      watch_refused_(CounterFamily(registry, "ember_watch_refused_total",
+                                   "Update streams refused: --max_watches or "
+                                   "--max_watches_per_peer reached.")
+                         .Add({})),
+      watch_stalled_(CounterFamily(registry, "ember_watch_stalled_total",
+                                   "Update streams closed because their reader made no "
+                                   "progress for --watch_stall_timeout_ms.")
+                         .Add({})),
       replica_pulled_(CounterFamily(registry, "ember_replica_pulled_keys_total",
                                     "Keys answered from replicas of hot keys (replica reads).")
                           .Add({})),

@@ -106,6 +106,10 @@ class PsMetrics {
   void WatchOpened() { watch_streams_.Increment(); }
   void WatchClosed() { watch_streams_.Decrement(); }
   void CountWatchMessage(uint64_t rows, uint64_t bytes);
+  // A stream refused (--max_watches, --max_watches_per_peer) or closed because its
+  // reader made no progress (--watch_stall_timeout_ms).
+  void CountWatchRefused() { watch_refused_.Increment(); }
+  void CountWatchStalled() { watch_stalled_.Increment(); }
   // Hot keys (hotkeys.proto): keys answered and missed by replica reads; copies held;
   // one PutReplicas attempt of `rows` rows made as an owner; the applied hot set; the
   // heavy hitters' top rates of `table` (ranks beyond rates.size() read 0).
@@ -138,6 +142,8 @@ class PsMetrics {
   prometheus::Counter& watch_messages_;
   prometheus::Counter& watch_rows_;
   prometheus::Counter& watch_bytes_;
+  prometheus::Counter& watch_refused_;
+  prometheus::Counter& watch_stalled_;
   prometheus::Counter& replica_pulled_;
   prometheus::Counter& replica_missing_;
   prometheus::Gauge& replica_rows_;

@@ -43,6 +43,13 @@ PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap s
   stream_start_version_ = store_->version();
   owner_ = std::make_unique<ReplicaOwner>(static_cast<ReplicaHost*>(this), shard_id_, incarnation_,
                                           hot_options_.owner, metrics_);
+  watch_slots_ = std::make_unique<WatchSlots>(WatchLimits(), shard_id_);
+}
+
+void PsServiceImpl::SetInflightLimits(const InflightLimits& limits) {
+  InflightLimits mine = limits;
+  mine.shard_id = shard_id_;
+  inflight_ = std::make_unique<InflightLimiter>(mine);
 }
 
 PsServiceImpl::~PsServiceImpl() { owner_->Stop(); }
@@ -177,15 +184,15 @@ absl::Status PsServiceImpl::CheckRouting(uint64_t table_seed, absl::Span<const u
 
 absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullResponse* response) {
   std::string* out = response->mutable_values();
-  return DoPullInto(request, response, [out](size_t bytes) {
+  return DoPullInto(request, response, [out](size_t bytes) -> absl::StatusOr<char*> {
     out->resize(bytes);
     return out->data();
   });
 }
 
-absl::Status PsServiceImpl::DoPullInto(const v1::PullRequest& request,
-                                       v1::PullResponse* replica_response,
-                                       absl::FunctionRef<char*(size_t bytes)> allocate) {
+absl::Status PsServiceImpl::DoPullInto(
+    const v1::PullRequest& request, v1::PullResponse* replica_response,
+    absl::FunctionRef<absl::StatusOr<char*>(size_t bytes)> allocate) {
   absl::ReaderMutexLock lock(&store_mu_);
   EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
   if (request.replica_read()) return DoReplicaPull(request, replica_response);
@@ -195,7 +202,7 @@ absl::Status PsServiceImpl::DoPullInto(const v1::PullRequest& request,
                          DecodeIds(request.ids(), max_batch_keys_));
   EMBER_RETURN_IF_ERROR(CheckRouting(config.seed(), ids, request.epoch()));
   const size_t elements = ids.size() * config.dim();
-  char* out = allocate(elements * element_bytes);
+  EMBER_ASSIGN_OR_RETURN(char* const out, allocate(elements * element_bytes));
   if (request.encoding() == v1::VALUE_ENCODING_FLOAT32 &&
       reinterpret_cast<uintptr_t>(out) % alignof(float) == 0) {
     // The store writes straight into the response bytes: no staging copy.
@@ -488,9 +495,22 @@ grpc::ServerUnaryReactor* PsServiceImpl::FinishCall(grpc::CallbackServerContext*
   return reactor;
 }
 
+namespace {
+
+// A Pull's reactor: holds the call's in-flight ticket until gRPC is done with the
+// answer (sent, or the call cancelled), so the bound counts the bytes gRPC still holds.
+class PullReactor final : public grpc::ServerUnaryReactor {
+ public:
+  void OnDone() override { delete this; }
+  InflightLimiter::Ticket ticket;
+};
+
+}  // namespace
+
 grpc::ServerUnaryReactor* PsServiceImpl::Pull(grpc::CallbackServerContext* context,
                                               const grpc::ByteBuffer* request_bytes,
                                               grpc::ByteBuffer* response_bytes) {
+  auto* reactor = new PullReactor();
   const int64_t start = CallStart();
   const absl::Time began = absl::Now();
   v1::PullRequest request;
@@ -502,10 +522,15 @@ grpc::ServerUnaryReactor* PsServiceImpl::Pull(grpc::CallbackServerContext* conte
     status = absl::InvalidArgumentError("Pull: the request is not a valid PullRequest");
   }
   if (status.ok()) {
-    status = DoPullInto(request, &replica_response, [&values](size_t bytes) {
-      values.emplace(bytes);
-      return values->data();
-    });
+    status = DoPullInto(request, &replica_response,
+                        [this, reactor, &values](size_t bytes) -> absl::StatusOr<char*> {
+                          if (inflight_ != nullptr) {
+                            EMBER_ASSIGN_OR_RETURN(reactor->ticket,
+                                                   inflight_->Admit(static_cast<int64_t>(bytes)));
+                          }
+                          values.emplace(bytes);
+                          return values->data();
+                        });
   }
   if (status.ok() && values.has_value()) {
     *response_bytes = values->Release();
@@ -520,7 +545,6 @@ grpc::ServerUnaryReactor* PsServiceImpl::Pull(grpc::CallbackServerContext* conte
   RecordDataCall(absl::ToInt64Microseconds(absl::Now() - began));
   RecordCall(&PsMetrics::pull, "Pull", start, status, request_bytes->Length(),
              response_bytes->Length());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status, context));
   return reactor;
 }

@@ -49,6 +49,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
@@ -62,10 +63,12 @@
 #include "grpcpp/server_builder.h"
 #include "grpcpp/support/byte_buffer.h"
 #include "server/ps/heavy_hitters.h"
+#include "server/ps/inflight_limiter.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
 #include "server/ps/replica_owner.h"
 #include "server/ps/replica_store.h"
+#include "server/ps/watch_slots.h"
 #include "server/shared/shard_storage.h"
 #include "server/store/embedding_store.h"
 
@@ -111,6 +114,15 @@ class PsServiceImpl final
   uint32_t shard_id() const { return shard_id_; }
   // Stop(s) replication (the owner's background copies).
   ~PsServiceImpl() override;
+
+  // Bounds the Pull calls and answer bytes in flight (inflight_limiter.h): beyond them a
+  // Pull fails RESOURCE_EXHAUSTED with a retry hint. Default: no bound. Call before the
+  // server starts.
+  void SetInflightLimits(const InflightLimits& limits);
+  // Bounds the WatchUpdates streams (watch_slots.h): in all, per peer, and how long a
+  // stream's reader may make no progress. Default: WatchLimits's. Call before the
+  // server starts.
+  void SetWatchLimits(const WatchLimits& limits);
 
   // Replaces the hot-key settings (HotKeyOptions). Call before the server starts.
   void SetHotKeyOptions(const HotKeyOptions& options);
@@ -209,9 +221,10 @@ class PsServiceImpl final
   // after an applied push or a duplicate).
   absl::Status DoPull(const v1::PullRequest& request, v1::PullResponse* response);
   // DoPull with the owner's values written where `allocate(bytes)` says (the Pull
-  // handler: an uninitialized slice). A replica read answers in *replica_response.
+  // handler: an uninitialized slice, once the in-flight bound admits it); its error is
+  // the call's. A replica read answers in *replica_response.
   absl::Status DoPullInto(const v1::PullRequest& request, v1::PullResponse* replica_response,
-                          absl::FunctionRef<char*(size_t bytes)> allocate);
+                          absl::FunctionRef<absl::StatusOr<char*>(size_t bytes)> allocate);
   absl::Status DoPush(const v1::PushRequest& request, v1::PushResponse* response,
                       bool* copy = nullptr);
   absl::Status DoPutReplicas(const v1::PutReplicasRequest& request,
@@ -389,6 +402,9 @@ class PsServiceImpl final
   std::string stream_restored_from_;    // the checkpoint whose restore began it
   std::atomic<bool> watches_stopped_{false};
   std::atomic<int> active_watches_{0};
+  std::unique_ptr<WatchSlots> watch_slots_;  // set before serving
+  // Null: no bound on the Pulls in flight. Set before serving.
+  std::unique_ptr<InflightLimiter> inflight_;
   absl::Mutex crash_mu_;
   std::string crash_method_ ABSL_GUARDED_BY(crash_mu_);
   int crash_countdown_ ABSL_GUARDED_BY(crash_mu_) = 0;

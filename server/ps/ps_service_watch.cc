@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
 #include "server/ps/ps_service.h"
@@ -28,7 +29,6 @@ namespace {
 constexpr uint32_t kDefaultMaxRows = 4096;
 constexpr uint32_t kMaxMaxRows = 1 << 16;
 constexpr uint32_t kDefaultProgressMs = 200;
-constexpr int kMaxWatches = 256;
 // How long one wait for new versions lasts before the producer checks for
 // cancellation (it holds the store lock shared meanwhile; a restore waits that long).
 constexpr absl::Duration kPollSlice = absl::Milliseconds(20);
@@ -46,6 +46,10 @@ absl::Status StreamGone(uint32_t shard, uint64_t stream, uint64_t version) {
 }
 
 }  // namespace
+
+void PsServiceImpl::SetWatchLimits(const WatchLimits& limits) {
+  watch_slots_ = std::make_unique<WatchSlots>(limits, shard_id_);
+}
 
 void PsServiceImpl::StopWatches() { watches_stopped_.store(true, std::memory_order_release); }
 
@@ -147,10 +151,23 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
     auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !writing_ || broken_; };
     absl::Time stopped = absl::InfiniteFuture();  // when this write saw StopWatches
     bool cancelled = false;
+    const absl::Time began = absl::Now();
+    const absl::Duration stall_timeout = service_->watch_slots_->limits().stall_timeout;
     while (true) {
       {
         absl::MutexLock lock(&mu_);
         if (mu_.AwaitWithTimeout(absl::Condition(&done), kPollSlice)) break;
+      }
+      // A reader that takes nothing for stall_timeout holds a slot, a thread and the
+      // change log's tail for nobody (issue 28 item 1.5): close its stream.
+      if (!cancelled && absl::Now() - began >= stall_timeout) {
+        stalled_ = true;
+        EMBER_LOG(WARNING) << "shard " << service_->shard_id_ << ": closing the update stream of "
+                           << context_->peer() << ": its reader took nothing for "
+                           << absl::FormatDuration(stall_timeout) << " (--watch_stall_timeout_ms)";
+        if (service_->metrics_ != nullptr) service_->metrics_->CountWatchStalled();
+        context_->TryCancel();
+        cancelled = true;
       }
       if (stopped == absl::InfiniteFuture() &&
           service_->watches_stopped_.load(std::memory_order_acquire)) {
@@ -319,10 +336,13 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
   }
 
   absl::Status Start() {
-    if (service_->active_watches_.load() > kMaxWatches) {
-      return absl::ResourceExhaustedError(absl::StrCat("shard ", service_->shard_id_, " serves ",
-                                                       kMaxWatches, " update streams already"));
+    absl::StatusOr<WatchSlots::Slot> slot =
+        service_->watch_slots_->Take(PeerAddress(context_->peer()));
+    if (!slot.ok()) {
+      if (service_->metrics_ != nullptr) service_->metrics_->CountWatchRefused();
+      return slot.status();
     }
+    slot_ = *std::move(slot);
     max_rows_ =
         request_.max_rows() == 0 ? kDefaultMaxRows : std::min(request_.max_rows(), kMaxMaxRows);
     progress_ =
@@ -359,7 +379,15 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
       const bool caught_up = read.batch.to_version() >= target_ && !resync_.active;
       const bool progress_due = absl::Now() - last_sent >= progress_;
       if (moved || progress_due || (request_.stop_when_caught_up() && caught_up)) {
-        if (!Send(read.batch)) return absl::CancelledError("the follower went away");
+        if (!Send(read.batch)) {
+          if (stalled_) {
+            return absl::DeadlineExceededError(
+                absl::StrCat("shard ", service_->shard_id_, ": the reader took nothing for ",
+                             absl::FormatDuration(service_->watch_slots_->limits().stall_timeout),
+                             " (--watch_stall_timeout_ms); stream closed"));
+          }
+          return absl::CancelledError("the follower went away");
+        }
         if (service_->metrics_ != nullptr) {
           uint64_t rows = 0;
           for (const v1::RowBlock& block : read.batch.blocks()) rows += block.count();
@@ -395,6 +423,8 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
     std::string cursor;
   };
   Resync resync_;
+  WatchSlots::Slot slot_;  // held while the stream runs (Start)
+  bool stalled_ = false;   // closed for want of reader progress (Send)
 
   absl::Mutex mu_;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

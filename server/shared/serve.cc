@@ -57,6 +57,7 @@ absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
     builder.SetMaxReceiveMessageSize(o.max_receive_message_bytes);
   }
   if (o.max_send_message_bytes >= 0) builder.SetMaxSendMessageSize(o.max_send_message_bytes);
+  if (o.configure) o.configure(&builder);
   for (grpc::Service* service : o.services) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

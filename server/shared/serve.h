@@ -40,6 +40,7 @@
 #include "common/metrics.h"
 #include "grpcpp/impl/service_type.h"
 #include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
 
 namespace ember {
 
@@ -71,6 +72,9 @@ struct ServeOptions {
   int max_send_message_bytes = -1;         // -1: gRPC's default (unlimited)
   const MetricsServer* metrics = nullptr;  // announced on stdout when set; not owned
   absl::Duration shutdown_grace = absl::Seconds(5);  // for calls in flight
+  // Called on the builder before the server starts: the binary's own server arguments
+  // (ember-ps's connection bounds, server/ps/shard_bounds.h). May be empty.
+  std::function<void(grpc::ServerBuilder*)> configure;
 };
 
 // ServeOptions with the flags' host, port and shutdown grace; the binary sets the rest.
