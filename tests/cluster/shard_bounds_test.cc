@@ -388,9 +388,11 @@ struct Watch {
 // 4: one address gets --max_watches_per_peer streams; another address still gets one.
 TEST_F(ShardBoundsTest, OnePeerCannotTakeEveryWatchSlot) {
   if (socket(AF_INET6, SOCK_STREAM, 0) < 0) GTEST_SKIP() << "no IPv6 here";
+  const int metrics_port = FreePort();
   Shard shard;  // dual-stack: 127.0.0.1 and ::1 are two peers of one listener
   ASSERT_OK_START(shard, dir_.path(),
-                  {"--host=[::]", "--max_watches=4", "--max_watches_per_peer=2"});
+                  {"--host=[::]", "--max_watches=4", "--max_watches_per_peer=2",
+                   "--metrics_host=127.0.0.1", absl::StrCat("--metrics_port=", metrics_port)});
   auto v4 = v1::PsService::NewStub(Shard::Connect(absl::StrCat("127.0.0.1:", shard.port())));
   auto v6 = v1::PsService::NewStub(Shard::Connect(absl::StrCat("[::1]:", shard.port())));
   Watch a1, a2, a3, b1;
@@ -401,6 +403,8 @@ TEST_F(ShardBoundsTest, OnePeerCannotTakeEveryWatchSlot) {
   EXPECT_TRUE(absl::StrContains(refused.message(), "--max_watches_per_peer=2")) << refused;
   EXPECT_TRUE(GetRetryAfter(refused).has_value());
   EXPECT_TRUE(b1.Open(*v6).ok());
+  const std::string metrics = HttpGet(metrics_port, "/metrics").value_or("");
+  EXPECT_TRUE(absl::StrContains(metrics, "ember_watch_refused_total 1")) << metrics;
   for (Watch* w : {&a1, &a2, &b1}) w->context.TryCancel();
   EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
 }
