@@ -12,7 +12,8 @@
 //    second run of the same schedule, with a PS shard SIGKILLed after the second
 //    resize, ends with bitwise the same model;
 //  - a worker sent SIGTERM leaves at the next step's checkpoint and exits 0; the other
-//    goes on alone and still trains every example once.
+//    goes on alone and still trains every example once;
+//  - a leave that would go below the run's minimum waits: the worker trains on.
 
 #include <csignal>
 #include <memory>
@@ -159,6 +160,25 @@ TEST_F(ElasticScaleTest, AWorkerSentSigtermLeavesAtACheckpointAndExitsZero) {
   EXPECT_EQ(job.recoveries(), 0u);
   ASSERT_EQ(job.members_size(), 1);
   EXPECT_EQ(job.members(0), "w1");
+}
+
+// A leave that would take the run below its minimum waits: with --workers=2:3 a worker
+// asking to leave at step 20 trains on to the end, and the run never resizes.
+TEST_F(ElasticScaleTest, ALeaveBelowTheMinimumWaitsAndTheWorkerTrainsOn) {
+  std::unique_ptr<Cluster> c = StartCluster("below-min");
+  ASSERT_FALSE(HasFatalFailure());
+  job_.back() = "--workers=2:3";
+  StartMember(c.get(), 0, "w1");
+  StartMember(c.get(), 1, "w2", {"--leave_at_step=20"});
+  ASSERT_FALSE(HasFatalFailure());
+  const std::string result = c->Finish();
+  ASSERT_FALSE(result.empty());
+  EXPECT_EQ(JsonValue(result, "workers"), "2") << result;
+  const uint64_t lines = TrainLines(*root_ + "/data/train");
+  EXPECT_TRUE(HasEpochExamples(result, absl::StrCat("[", lines, ", ", lines, "]"))) << result;
+  const v1::GetJobResponse job = GetJob(*c);
+  EXPECT_EQ(job.resizes(), 0u);
+  EXPECT_EQ(job.members_size(), 2);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 // without checkpoints are refused with INVALID_ARGUMENT / FAILED_PRECONDITION; waiting
 // workers form a world ordered by member id; a worker asking to join at a later step
 // waits (GetJob and `emberctl jobs describe` list it as pending) without changing the
-// running world.
+// running world; one beyond the maximum waits for a place.
 
 #include <chrono>
 #include <memory>
@@ -146,6 +146,22 @@ TEST_F(ElasticJoinTest, AnElasticRunNeedsCheckpoints) {
   const grpc::Status s = Join(Elastic("a", 1, 2));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(s.error_message(), HasSubstr("--checkpoint_dir"));
+}
+
+// A scale request beyond the range waits for a place: the world forms at once with MAX
+// workers, and one more waits, told why.
+TEST_F(ElasticJoinTest, AWorkerBeyondTheMaximumWaitsForAPlace) {
+  ASSERT_NO_FATAL_FAILURE(StartWithCheckpoints("60000"));
+  ASSERT_TRUE(Join(Elastic("a", 1, 2)).ok());
+  ASSERT_TRUE(Join(Elastic("b", 1, 2)).ok());
+  const v1::JoinJobResponse a = JoinUntilReady(Elastic("a", 1, 2));
+  ASSERT_TRUE(a.ready());
+  EXPECT_EQ(a.world_size(), 2u);
+  v1::JoinJobResponse c;
+  ASSERT_TRUE(Join(Elastic("c", 1, 2), &c).ok());
+  EXPECT_FALSE(c.ready());
+  EXPECT_THAT(c.waiting_for(), HasSubstr("runs its maximum of 2 workers"));
+  EXPECT_EQ(GetJob().world_size(), 2u);
 }
 
 TEST_F(ElasticJoinTest, WaitingWorkersFormAWorldByMemberIdAndALaterJoinerWaits) {
