@@ -75,6 +75,13 @@ ClusterTokenInterceptors(const std::string& token) {
   return MetadataInterceptors(kClusterTokenMetadataKey, token);
 }
 
+std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+AdminAndClusterTokenInterceptors(const std::string& admin_token, const std::string& cluster_token) {
+  auto out = AdminTokenInterceptors(admin_token);
+  for (auto& factory : ClusterTokenInterceptors(cluster_token)) out.push_back(std::move(factory));
+  return out;
+}
+
 std::shared_ptr<grpc::Channel> CreateClusterChannel(
     const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
     const std::string& token, const grpc::ChannelArguments& args) {

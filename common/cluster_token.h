@@ -61,6 +61,11 @@ absl::Status AuthorizeMember(const grpc::ServerContextBase& context, const std::
 std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
 ClusterTokenInterceptors(const std::string& token);
 
+// Both tokens' interceptors (each left out when empty): what the coordinator sends to
+// the shards and a shard to the coordinator.
+std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+AdminAndClusterTokenInterceptors(const std::string& admin_token, const std::string& cluster_token);
+
 // A channel to `address` with `credentials` (null: insecure) whose every call carries
 // `token` (none when empty).
 std::shared_ptr<grpc::Channel> CreateClusterChannel(

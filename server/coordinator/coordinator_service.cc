@@ -96,9 +96,11 @@ std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
+    // The admin token for the shards' admin calls, the cluster token for the
+    // CreateTable this coordinator forwards.
     stub = v1::PsService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
         address, OrInsecure(options_.channel_credentials), args,
-        AdminTokenInterceptors(options_.admin_token)));
+        AdminAndClusterTokenInterceptors(options_.admin_token, options_.cluster_token)));
   }
   return stub;
 }

@@ -62,7 +62,9 @@ struct CoordinatorServiceOptions {
   std::optional<AdminPolicy> shard_registration;
   // Plaintext only (common/cluster_token.h): when not empty, RegisterShard, Heartbeat,
   // LeaveCluster, CreateTable and KvPut need this token or an admin credential of
-  // `admin`. Empty: any caller (the cluster's shape is open). Default: empty
+  // `admin`; StubFor's calls carry it (shards with the token require it of the
+  // CreateTable forwarded to them). Empty: any caller (the cluster's shape is open).
+  // Default: empty
   std::string cluster_token;
   AdminPolicy admin;
 };

@@ -58,13 +58,9 @@ absl::Status ShardAgent::Start() {
               static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
   // The admin token proves to a TLS coordinator that this is a shard (RegisterShard),
   // the cluster token to a plaintext one.
-  auto interceptors = AdminTokenInterceptors(options_.admin_token);
-  for (auto& factory : ClusterTokenInterceptors(options_.cluster_token)) {
-    interceptors.push_back(std::move(factory));
-  }
   stub_ = v1::CoordinatorService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
       options_.coordinator_address, OrInsecure(options_.channel_credentials), args,
-      std::move(interceptors)));
+      AdminAndClusterTokenInterceptors(options_.admin_token, options_.cluster_token)));
   thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }

@@ -8,11 +8,12 @@
 // (it does not appear in the cluster map), cannot heartbeat, cannot re-register shard 0
 // at another address, cannot create a table on the coordinator or directly on the
 // shard, and cannot write a rendezvous key; each refusal names the call and the flag
-// to set and does not echo the token. With the token each call works, and PsClient
-// with PsClientOptions::token creates a table and pushes and pulls through it. The
-// real shard registered with its --cluster_token (the shard agent sends it), and the
-// admin token (an operator's) is accepted in its place.
-// Bad --cluster_token flags exit 2 naming the flag.
+// to set and does not echo the token. With the token each call works: PsClient with
+// PsClientOptions::cluster_token creates a table (without it, refused), and the
+// coordinator forwards a table to the shard with the token. The real shard registered
+// with its --cluster_token (the shard agent sends it), and the admin token (an
+// operator's) is accepted in its place. Bad --cluster_token flags exit 2 naming the
+// flag.
 
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include "common/ps_client.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
+#include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "tests/support/deadline.h"
@@ -78,12 +80,11 @@ class ClusterTokenTest : public ::testing::Test {
     ASSERT_TRUE(p.ok()) << p.status();
     coordinator_ = p->release();
     address_ = new std::string(coordinator_->ready_text());
-    p = Process::Start(
-        EMBER_PS_BINARY,
-        {absl::StrCat("--data_dir=", *dir_, "/ps0"), "--shard_id=0",
-         absl::StrCat("--coordinator=", *address_), absl::StrCat("--cluster_token=", kToken),
-         absl::StrCat("--admin_token=", kAdminToken), "--metrics_port=0"},
-        "listening on ", kStartTimeout);
+    p = Process::Start(EMBER_PS_BINARY,
+                       {absl::StrCat("--data_dir=", *dir_, "/ps0"), "--shard_id=0",
+                        absl::StrCat("--coordinator=", *address_),
+                        absl::StrCat("--cluster_token=", kToken), "--metrics_port=0"},
+                       "listening on ", kStartTimeout);
     ASSERT_TRUE(p.ok()) << p.status();
     shard_ = p->release();
     // The real shard registers with its token (waits on another process).
@@ -138,25 +139,24 @@ class ClusterTokenTest : public ::testing::Test {
         token);
   }
 
-  static absl::Status CreateOnCoordinator(const std::string& name, const std::string& token) {
+  // `*pending`: the shards the coordinator could not forward the table to.
+  static absl::Status CreateOnCoordinator(const std::string& name, const std::string& token,
+                                          int* pending = nullptr) {
     auto stub = Coordinator();
     v1::CoordinatorCreateTableRequest request;
     *request.mutable_config() = Table(name);
     v1::CoordinatorCreateTableResponse response;
-    return Call(
-        [&](grpc::ClientContext* ctx) { return stub->CreateTable(ctx, request, &response); },
-        token);
+    if (pending != nullptr) *pending = -1;
+    absl::Status s =
+        Call([&](grpc::ClientContext* ctx) { return stub->CreateTable(ctx, request, &response); },
+             token);
+    if (s.ok() && pending != nullptr) *pending = response.pending_shards_size();
+    return s;
   }
 
   static bool TableOnCoordinator(const std::string& name) {
     auto stub = Coordinator();
-    v1::DescribeTableRequest request;
-    request.set_name(name);
-    v1::DescribeTableResponse response;
-    return Call([&](grpc::ClientContext* ctx) {
-             return stub->DescribeTable(ctx, request, &response);
-           })
-        .ok();
+    return CoordinatorHasTable(*stub, name);
   }
 
   static absl::Status KvPut(const std::string& key, const std::string& token) {
@@ -243,6 +243,21 @@ TEST_F(ClusterTokenTest, CreateTableNeedsTheToken) {
       Call([&](grpc::ClientContext* ctx) { return ps->CreateTable(ctx, request, &response); },
            kToken)
           .ok());
+}
+
+// The coordinator's forwarded CreateTable carries the cluster token: the shard (which
+// has no admin token here) creates the table at once.
+TEST_F(ClusterTokenTest, TheCoordinatorForwardsCreateTableWithTheToken) {
+  int pending = -1;
+  ASSERT_TRUE(CreateOnCoordinator("forwarded", kToken, &pending).ok());
+  EXPECT_EQ(pending, 0);
+  auto ps = v1::PsService::NewStub(
+      grpc::CreateChannel(*shard_address_, grpc::InsecureChannelCredentials()));
+  v1::GetShardInfoResponse info;
+  ASSERT_TRUE(Call([&](grpc::ClientContext* ctx) {
+                return ps->GetShardInfo(ctx, v1::GetShardInfoRequest(), &info);
+              }).ok());
+  EXPECT_THAT(info.tables(), ::testing::Contains("forwarded"));
 }
 
 TEST_F(ClusterTokenTest, KvPutNeedsTheToken) {

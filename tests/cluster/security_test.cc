@@ -209,13 +209,7 @@ class SecurityTest : public ::testing::Test {
   bool TableExists(const std::string& name) {
     auto stub = v1::CoordinatorService::NewStub(
         grpc::CreateChannel(c().coordinator_address, Credentials(c().certs, "client")));
-    v1::DescribeTableRequest request;
-    request.set_name(name);
-    v1::DescribeTableResponse response;
-    return Call([&](grpc::ClientContext* ctx) {
-             return stub->DescribeTable(ctx, request, &response);
-           })
-        .ok();
+    return CoordinatorHasTable(*stub, name);
   }
 
   HealthCheckResponse::ServingStatus Health(int port, const std::string& service) {
