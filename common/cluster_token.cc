@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "common/tls.h"
 #include "grpcpp/create_channel.h"
 
@@ -32,8 +33,10 @@ absl::StatusOr<std::string> LoadClusterToken(const ClusterTokenFlags& flags, boo
   if (!flags.token_file.empty()) {
     absl::StatusOr<std::string> read = ReadAdminTokenFile(flags.token_file);
     if (!read.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--cluster_token_file: ", read.status().message()));
+      // The reader names the file as an admin token's; this one is not.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--cluster_token_file: ",
+          absl::StrReplaceAll(read.status().message(), {{"admin token file", "file"}})));
     }
     token = *std::move(read);
   }

@@ -587,7 +587,10 @@ grpc::ServerUnaryReactor* PsServiceImpl::CreateTable(grpc::CallbackServerContext
   std::string who;
   absl::Status status =
       AuthorizeMember(*context, cluster_token_, admin_policy_, "CreateTable", &who);
-  if (!status.ok()) EMBER_LOG(WARNING) << "refused CreateTable: " << status.message();
+  if (!status.ok()) {
+    EMBER_LOG(WARNING) << "refused CreateTable from " << context->peer() << ": "
+                       << status.message();
+  }
   if (status.ok()) status = DoCreateTable(*request, response);
   return FinishCall(context, &PsMetrics::create_table, "CreateTable", start, status, *request,
                     *response);
