@@ -17,28 +17,32 @@ namespace {
 
 class AddToken : public grpc::experimental::Interceptor {
  public:
-  explicit AddToken(const std::string* token) : token_(token) {}
+  AddToken(const std::string* key, const std::string* token) : key_(key), token_(token) {}
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
-      methods->GetSendInitialMetadata()->emplace(kAdminTokenMetadataKey, *token_);
+      methods->GetSendInitialMetadata()->emplace(*key_, *token_);
     }
     methods->Proceed();
   }
 
  private:
-  const std::string* token_;  // owned by the factory, which outlives the channel's calls
+  // Owned by the factory, which outlives the channel's calls.
+  const std::string* key_;
+  const std::string* token_;
 };
 
 class AddTokenFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
  public:
-  explicit AddTokenFactory(std::string token) : token_(std::move(token)) {}
+  AddTokenFactory(std::string key, std::string token)
+      : key_(std::move(key)), token_(std::move(token)) {}
   grpc::experimental::Interceptor* CreateClientInterceptor(
       grpc::experimental::ClientRpcInfo* info) override {
-    return new AddToken(&token_);
+    return new AddToken(&key_, &token_);
   }
 
  private:
+  const std::string key_;
   const std::string token_;
 };
 
@@ -160,8 +164,13 @@ absl::StatusOr<std::string> ReadAdminTokenFile(const std::string& path) {
 
 std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
 AdminTokenInterceptors(const std::string& token) {
+  return MetadataInterceptors(kAdminTokenMetadataKey, token);
+}
+
+std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+MetadataInterceptors(const std::string& key, const std::string& value) {
   std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> out;
-  if (!token.empty()) out.push_back(std::make_unique<AddTokenFactory>(token));
+  if (!value.empty()) out.push_back(std::make_unique<AddTokenFactory>(key, value));
   return out;
 }
 

@@ -110,6 +110,11 @@ absl::StatusOr<std::string> ReadAdminTokenFile(const std::string& path);
 std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
 AdminTokenInterceptors(const std::string& token);
 
+// Client interceptors that add metadata `key`=`value` to every call of a channel (none
+// for an empty value): the admin token's and the cluster token's (common/cluster_token.h).
+std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>>
+MetadataInterceptors(const std::string& key, const std::string& value);
+
 }  // namespace ember
 
 #endif  // EMBER_COMMON_ADMIN_AUTH_H_

@@ -34,6 +34,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "common/cluster_token.h"
 #include "common/float16.h"
 #include "common/grpc_status.h"
 #include "common/hash.h"
@@ -568,8 +569,8 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
     impl->shards = std::move(shards);
   }
   if (!options.coordinator_address.empty()) {
-    impl->coordinator = v1::CoordinatorService::NewStub(
-        grpc::CreateChannel(options.coordinator_address, OrInsecure(options.channel_credentials)));
+    impl->coordinator = v1::CoordinatorService::NewStub(CreateClusterChannel(
+        options.coordinator_address, options.channel_credentials, options.cluster_token));
   }
   // The first fetch starts with the first map load (Impl::Refresh).
   impl->hot_set = std::make_unique<HotSetCache>(

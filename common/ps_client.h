@@ -95,6 +95,10 @@ struct PsClientOptions {
   // Credentials of every channel, to the coordinator and the shards (common/tls.h);
   // null: insecure.
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
+  // The cluster token (common/cluster_token.h), sent with every call to the coordinator
+  // and the shards: a plaintext cluster with one requires it of CreateTable.
+  // Default: none.
+  std::string cluster_token;
   // Address ("host:port") of every shard the slot map may name. Required without a
   // coordinator.
   std::map<uint32_t, std::string> shard_addresses;

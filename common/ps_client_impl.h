@@ -24,6 +24,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/cluster_token.h"
 #include "common/ps_client.h"
 #include "common/ps_client_cluster.h"
 #include "common/ps_client_hot_set.h"
@@ -92,13 +93,18 @@ struct PsClient::Impl {
   }
 
   Shard NewShard(const std::string& address) const {
-    std::shared_ptr<grpc::Channel> channel =
-        options.shard_interceptors
-            ? grpc::experimental::CreateCustomChannelWithInterceptors(
-                  address, OrInsecure(options.channel_credentials), channel_args,
-                  options.shard_interceptors())
-            : grpc::CreateCustomChannel(address, OrInsecure(options.channel_credentials),
-                                        channel_args);
+    std::shared_ptr<grpc::Channel> channel;
+    if (options.shard_interceptors) {
+      auto interceptors = options.shard_interceptors();
+      for (auto& token : ClusterTokenInterceptors(options.cluster_token)) {
+        interceptors.push_back(std::move(token));
+      }
+      channel = grpc::experimental::CreateCustomChannelWithInterceptors(
+          address, OrInsecure(options.channel_credentials), channel_args, std::move(interceptors));
+    } else {
+      channel = CreateClusterChannel(address, options.channel_credentials, options.cluster_token,
+                                     channel_args);
+    }
     return Shard{address, v1::PsService::NewStub(channel), std::make_shared<PullStub>(channel)};
   }
 

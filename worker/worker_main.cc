@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "common/cluster_token.h"
 #include "common/flags.h"
 #include "common/model/model_config.h"
 #include "common/status_macros.h"
@@ -46,6 +47,7 @@ struct WorkerFlags {
   TrainerOptions trainer;
   std::string config_path;
   TlsOptions tls;
+  std::string token_file;  // --cluster_token_file, else $EMBER_CLUSTER_TOKEN_FILE
   // Overrides of the config's training and skew sections; unset (or empty): the config's.
   std::string train, test;
   std::optional<uint32_t> batch_size, epochs, eval_every_steps, log_every_steps, staleness;
@@ -198,6 +200,10 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
   flags.Number("hot_cache_steps", &w.hot_cache_steps, "N",
                "reuse pulled hot rows for up to N steps (SSP/ASP; 0 = off)");
   DeclareTlsFlags(flags, &w.tls);
+  flags.String("cluster_token_file", &w.token_file, "FILE",
+               "the cluster token, sent with every call (default: $EMBER_CLUSTER_TOKEN_FILE): a "
+               "plaintext coordinator or shard started with one requires it of CreateTable and "
+               "the rendezvous KvPut (docs/SECURITY.md)");
 }
 
 // --workers=MIN:MAX (elastic), exclusive with --rank and --world_size.
@@ -277,6 +283,12 @@ absl::Status FinishFlags(WorkerFlags& w) {
   }
   EMBER_ASSIGN_OR_RETURN(const TlsCredentials credentials, TlsCredentials::Load(w.tls));
   if (credentials.enabled()) o.channel_credentials = credentials.Channel();
+  if (w.token_file.empty()) {
+    if (const char* env = std::getenv("EMBER_CLUSTER_TOKEN_FILE")) w.token_file = env;
+  }
+  EMBER_ASSIGN_OR_RETURN(
+      o.cluster_token,
+      LoadClusterToken({.token = "", .token_file = w.token_file}, credentials.enabled()));
   EMBER_ASSIGN_OR_RETURN(v1::ModelConfig config, model::LoadModelConfig(w.config_path));
   v1::TrainingConfig* t = config.mutable_training();
   if (!w.train.empty()) config.mutable_data()->set_train_path(w.train);

@@ -18,6 +18,8 @@
 #   cluster.env          EMBER_COORDINATOR=host:port, EMBER_ADMIN_TOKEN_FILE and the
 #                        shard/metrics addresses (`set -a; . cluster.env` for emberctl)
 #   admin_token          the coordinator's admin token (mode 600)
+#   cluster_token        without --tls: the token the coordinator requires of shards and
+#                        workers (RegisterShard, CreateTable, KvPut...; mode 600)
 #   certs/               with `up --tls`: the test CA and certificates (tools/gen-certs.sh);
 #                        every later command of the run directory then speaks mutual TLS,
 #                        and cluster.env names the admin certificate (EMBER_TLS_*)
@@ -131,6 +133,14 @@ mkdir -p "$run_dir/pids" "$run_dir/logs" "$run_dir/data"
 
 # tls_flags ROLE: the --tls_* flags of ROLE's certificate (server, client, admin) when
 # the run directory's cluster runs with TLS (`up --tls` made certs/), else nothing.
+# cluster_token_flag: a plaintext run's cluster token (docs/SECURITY.md), for the
+# coordinator, the shards and the workers: without TLS it is what tells them from a
+# stranger on the network. Nothing with TLS (the certificates decide).
+cluster_token_flag() {
+  [[ -f "$run_dir/certs/ca.pem" ]] && return 0
+  echo "--cluster_token_file=$run_dir/cluster_token"
+}
+
 tls_flags() {
   [[ -f "$run_dir/certs/ca.pem" ]] || return 0
   echo "--tls_ca=$run_dir/certs/ca.pem --tls_cert=$run_dir/certs/$1.pem --tls_key=$run_dir/certs/$1.key"
@@ -226,7 +236,8 @@ add_shard() {
   [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
   start "ps-$id" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$id" --port=0 \
     --shard_id="$id" --coordinator="$coordinator" --metrics_port=0 \
-    --admin_token_file="$run_dir/admin_token" $(tls_flags server) "${extra[@]}" $ps_args
+    --admin_token_file="$run_dir/admin_token" $(tls_flags server) $(cluster_token_flag) \
+    "${extra[@]}" $ps_args
   address="$(wait_for "ps-$id" "listening on")"
   metrics="$(wait_for "ps-$id" "metrics on")"
   sed -i "/^EMBER_PS_${id}=/d;/^EMBER_PS_${id}_METRICS=/d" "$run_dir/cluster.env"
@@ -258,7 +269,7 @@ start_worker() {
   start "worker-$1" "$bin/ember-worker" --config="$config" --coordinator="$coordinator" \
     --workers="$min_workers:$max_workers" --member="worker-$1" --run_id="$run_id" \
     --run_dir="$run_dir/job" $( (($1 == 0)) && echo "--metrics_port=0" ) $(tls_flags client) \
-    $worker_args
+    $(cluster_token_flag) $worker_args
   echo "next_worker=$(($1 + 1))" >>"$run_dir/elastic.env"  # the last assignment wins
 }
 
@@ -338,15 +349,22 @@ case "$cmd" in
     if [[ ! -s "$run_dir/admin_token" ]]; then
       (umask 077; od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$run_dir/admin_token")
     fi
+    # The shards' and workers' credential in a plaintext run (kept across restarts).
+    if [[ ! -s "$run_dir/cluster_token" ]]; then
+      (umask 077; od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$run_dir/cluster_token")
+    fi
     start coordinator "$bin/ember-coordinator" --data_dir="$run_dir/data/coordinator" \
       --port=@PORT@ --expected_shards="$shards" --checkpoint_dir="$run_dir/checkpoints" \
       --admin_token_file="$run_dir/admin_token" --metrics_port=0 --audit_log="$run_dir/audit.jsonl" \
-      $(tls_flags server) $coordinator_args
+      $(tls_flags server) $(cluster_token_flag) $coordinator_args
     coordinator="$(wait_for coordinator "listening on")"
     coordinator_metrics="$(wait_for coordinator "metrics on")"
     echo "${coordinator##*:}" >"$run_dir/coordinator.port"
     echo "EMBER_COORDINATOR=$coordinator" >"$run_dir/cluster.env"
     echo "EMBER_ADMIN_TOKEN_FILE=$(cd "$run_dir" && pwd)/admin_token" >>"$run_dir/cluster.env"
+    if [[ ! -f "$run_dir/certs/ca.pem" ]]; then
+      echo "EMBER_CLUSTER_TOKEN_FILE=$(cd "$run_dir" && pwd)/cluster_token" >>"$run_dir/cluster.env"
+    fi
     echo "EMBER_COORDINATOR_METRICS=$coordinator_metrics" >>"$run_dir/cluster.env"
     if [[ -f "$run_dir/certs/ca.pem" ]]; then
       { echo "EMBER_TLS_CA=$run_dir/certs/ca.pem"; echo "EMBER_TLS_CERT=$run_dir/certs/admin.pem"
@@ -359,7 +377,7 @@ case "$cmd" in
       [[ -n "$memory_budget_mb" ]] && extra+=(--memory_budget_mb="$memory_budget_mb")
       start "ps-$i" "$bin/ember-ps" --data_dir="$run_dir/data/ps-$i" --port=0 --shard_id="$i" \
         --coordinator="$coordinator" --metrics_port=0 --admin_token_file="$run_dir/admin_token" \
-        $(tls_flags server) "${extra[@]}" $ps_args
+        $(tls_flags server) $(cluster_token_flag) "${extra[@]}" $ps_args
     done
     for ((i = 0; i < shards; i++)); do
       address="$(wait_for "ps-$i" "listening on")"
@@ -446,7 +464,7 @@ case "$cmd" in
       start "worker-$r" "$bin/ember-worker" --config="$config" --coordinator="$coordinator" \
         --rank="$r" --world_size="$workers" --generation="$generation" \
         --run_dir="$run_dir/job" $( ((r == 0)) && echo "--metrics_port=0" ) $(tls_flags client) \
-        $worker_args
+        $(cluster_token_flag) $worker_args
     done
     echo "training with $workers worker(s); progress: $run_dir/logs/worker-0.log"
     # The log is appended to run after run: show this run's lines only.

@@ -76,6 +76,10 @@ py::array_t<float, py::array::c_style> FloatsFromArray(const py::handle& array,
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& ca,
                                                              const std::string& cert,
                                                              const std::string& key);
+// The cluster token of a plaintext cluster (common/cluster_token.h), from the file
+// $EMBER_CLUSTER_TOKEN_FILE names, as ember-worker reads it; "" when unset or with TLS
+// (`tls`: the certificates decide). INVALID_ARGUMENT for an unreadable or empty file.
+std::string ClusterTokenFromEnv(bool tls);
 
 // The Gloo collective behind a Python `Collective` object (worker_bindings.cc);
 // INVALID_ARGUMENT for any other object.

@@ -3,6 +3,7 @@
 // PYBIND11_MODULE(_ember): the error translation, array helpers, model configs and the
 // dataset reader (bindings.h).
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/build_info.h"
+#include "common/cluster_token.h"
 #include "common/hash.h"
 #include "common/model/example_batch.h"
 #include "common/model/model_config.h"
@@ -375,6 +377,12 @@ std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const std::string& 
   TlsOptions options{ca, cert, key};
   if (!options.enabled()) return nullptr;
   return ValueOrThrow(TlsCredentials::Load(options)).Channel();
+}
+
+std::string ClusterTokenFromEnv(bool tls) {
+  const char* path = std::getenv("EMBER_CLUSTER_TOKEN_FILE");
+  if (tls || path == nullptr || *path == '\0') return "";
+  return ValueOrThrow(LoadClusterToken({.token = "", .token_file = path}, /*tls=*/false));
 }
 
 PYBIND11_MODULE(_ember, m) {

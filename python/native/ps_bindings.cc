@@ -52,6 +52,7 @@ class Client {
     PsClientOptions options;
     options.coordinator_address = coordinator;
     options.channel_credentials = ChannelCredentials(tls_ca, tls_cert, tls_key);
+    options.cluster_token = ClusterTokenFromEnv(options.channel_credentials != nullptr);
     options.shard_addresses = shards;
     if (coordinator.empty()) {
       std::vector<uint32_t> ids;

@@ -25,6 +25,7 @@ class PyCollective {
     worker::CollectiveOptions options;
     options.coordinator_address = coordinator;
     options.channel_credentials = ChannelCredentials(tls_ca, tls_cert, tls_key);
+    options.cluster_token = ClusterTokenFromEnv(options.channel_credentials != nullptr);
     options.job = job;
     options.generation = generation;
     options.rank = rank;

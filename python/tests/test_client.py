@@ -97,3 +97,20 @@ def test_no_coordinator_fails_with_unavailable_within_the_timeout():
     with pytest.raises(errors.UnavailableError):
         ember.Client(f"127.0.0.1:{port}", connect_timeout_s=1.0, deadline_s=1.0)
     assert time.monotonic() - t0 < 15
+
+
+def test_a_cluster_token_from_the_environment(tmp_path, monkeypatch):
+    """A plaintext cluster with --cluster_token_file (docs/SECURITY.md): table creation
+    without the token is UnauthenticatedError naming the variable; with
+    $EMBER_CLUSTER_TOKEN_FILE set it works."""
+    token = tmp_path / "cluster_token"
+    token.write_text("python-test-token\n")
+    flag = [f"--cluster_token_file={token}"]
+    with ember.local.LocalCluster(shards=1, coordinator_flags=flag, ps_flags=flag) as c:
+        monkeypatch.delenv("EMBER_CLUSTER_TOKEN_FILE", raising=False)
+        with pytest.raises(errors.UnauthenticatedError) as e:
+            ember.Client(c.coordinator).create_table(ember.Table("t", dim=4))
+        assert "EMBER_CLUSTER_TOKEN_FILE" in str(e.value)
+        assert "python-test-token" not in str(e.value)
+        monkeypatch.setenv("EMBER_CLUSTER_TOKEN_FILE", str(token))
+        ember.Client(c.coordinator).create_table(ember.Table("t", dim=4))

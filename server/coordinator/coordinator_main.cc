@@ -28,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
+#include "common/cluster_token.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -54,6 +55,8 @@ struct CoordinatorMainOptions {
   ServerFlags server;
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
+  ClusterTokenFlags cluster_token_flags;
+  std::string cluster_token;  // from cluster_token_flags
   HotSetOptions hot_set;
   ShardPolicyOptions policy;
 };
@@ -150,6 +153,12 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
                      "ember-admin. With TLS, shards register with the token or such a "
                      "certificate"},
       &o.security);
+  DeclareClusterTokenFlags(
+      flags,
+      "plaintext clusters: RegisterShard, Heartbeat, LeaveCluster, CreateTable and KvPut "
+      "must carry this token (metadata ember-cluster-token) or the admin token; without it "
+      "and without TLS anyone who reaches the port can change the cluster's shape",
+      &o.cluster_token_flags);
 
   flags.Section("Fault tests only:");
   flags.Choice<std::string>("test_crash_migration_at", &o.migration.test_crash_at,
@@ -168,6 +177,8 @@ absl::Status FinishFlags(CoordinatorMainOptions& o) {
       o.admin,
       CheckServerSecurityFlags(
           o.security, "any certificate of the CA (a worker's) could register a shard address"));
+  EMBER_ASSIGN_OR_RETURN(o.cluster_token,
+                         LoadClusterToken(o.cluster_token_flags, o.security.tls.enabled()));
   return absl::OkStatus();
 }
 
@@ -180,6 +191,13 @@ absl::Status Run(const CoordinatorMainOptions& o) {
   service_options.admin_token = o.admin.token;  // shards with a token require it of us
   service_options.channel_credentials = tls.Channel();
   if (tls.enabled()) service_options.shard_registration = o.admin;
+  service_options.cluster_token = o.cluster_token;
+  service_options.admin = o.admin;
+  if (!tls.enabled() && o.cluster_token.empty()) {
+    EMBER_LOG(WARNING) << "no --cluster_token_file and no TLS: the cluster's shape is open; "
+                          "anyone who reaches this port can register or re-register a shard, "
+                          "create tables and write rendezvous keys (docs/SECURITY.md)";
+  }
   CoordinatorServiceImpl service(state.get(), service_options);
   AdminServiceImpl admin(state.get(), o.admin);
   auto stubs = [&service](const std::string& address) { return service.StubFor(address); };

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
 #include "common/clip.h"
+#include "common/cluster_token.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -95,18 +96,23 @@ std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
+    // The admin token for the shards' admin calls, the cluster token for the
+    // CreateTable this coordinator forwards.
     stub = v1::PsService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
         address, OrInsecure(options_.channel_credentials), args,
-        AdminTokenInterceptors(options_.admin_token)));
+        AdminAndClusterTokenInterceptors(options_.admin_token, options_.cluster_token)));
   }
   return stub;
 }
 
-absl::Status CoordinatorServiceImpl::AuthorizeShard(const grpc::CallbackServerContext* context,
-                                                    const char* method, std::string* who) const {
+absl::Status CoordinatorServiceImpl::Authorize(const grpc::CallbackServerContext* context,
+                                               const char* method, bool shard_call,
+                                               std::string* who) const {
   *who = Who(context);
-  if (!options_.shard_registration.has_value()) return absl::OkStatus();
-  absl::Status allowed = AuthorizeAdmin(*context, *options_.shard_registration, who);
+  const absl::Status allowed =
+      shard_call && options_.shard_registration.has_value()
+          ? AuthorizeAdmin(*context, *options_.shard_registration, who)
+          : AuthorizeMember(*context, options_.cluster_token, options_.admin, method, who);
   if (!allowed.ok()) {
     EMBER_LOG(WARNING) << "refused " << method << " from " << context->peer() << ": "
                        << allowed.message();
@@ -118,7 +124,7 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::RegisterShard(
     grpc::CallbackServerContext* context, const v1::RegisterShardRequest* request,
     v1::RegisterShardResponse* response) {
   std::string who;
-  if (absl::Status s = AuthorizeShard(context, "RegisterShard", &who); !s.ok()) {
+  if (absl::Status s = Authorize(context, "RegisterShard", /*shard_call=*/true, &who); !s.ok()) {
     return FinishNow(context, s);
   }
   absl::StatusOr<v1::RegisterShardResponse> result =
@@ -141,7 +147,7 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::Heartbeat(grpc::CallbackServer
   // A forged heartbeat could report a shard restart (ending the job's attempt) or
   // fake hot keys.
   std::string who;
-  if (absl::Status s = AuthorizeShard(context, "Heartbeat", &who); !s.ok()) {
+  if (absl::Status s = Authorize(context, "Heartbeat", /*shard_call=*/true, &who); !s.ok()) {
     return FinishNow(context, s);
   }
   absl::StatusOr<v1::HeartbeatResponse> result = state_->Heartbeat(*request);
@@ -189,7 +195,11 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::DescribeTable(
 grpc::ServerUnaryReactor* CoordinatorServiceImpl::CreateTable(
     grpc::CallbackServerContext* context, const v1::CoordinatorCreateTableRequest* request,
     v1::CoordinatorCreateTableResponse* response) {
-  absl::StatusOr<v1::TableConfig> config = state_->CreateTable(request->config(), Who(context));
+  std::string who;
+  if (absl::Status s = Authorize(context, "CreateTable", /*shard_call=*/false, &who); !s.ok()) {
+    return FinishNow(context, s);
+  }
+  absl::StatusOr<v1::TableConfig> config = state_->CreateTable(request->config(), who);
   if (!config.ok()) return FinishNow(context, config.status());
   *response->mutable_config() = *config;
 
@@ -235,6 +245,12 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::CreateTable(
 grpc::ServerUnaryReactor* CoordinatorServiceImpl::KvPut(grpc::CallbackServerContext* context,
                                                         const v1::KvPutRequest* request,
                                                         v1::KvPutResponse* response) {
+  // Workers trust the rendezvous keys: a forged address would join a stranger to the
+  // all-reduce.
+  std::string who;
+  if (absl::Status s = Authorize(context, "KvPut", /*shard_call=*/false, &who); !s.ok()) {
+    return FinishNow(context, s);
+  }
   const absl::Status status = state_->KvPut(request->key(), request->value());
   if (status.ok()) waiters_.Notify(request->key(), request->value());
   return FinishNow(context, status);
@@ -319,7 +335,7 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::LeaveCluster(
     v1::LeaveClusterResponse* response) {
   // A forged request would drain a healthy shard.
   std::string who;
-  if (absl::Status s = AuthorizeShard(context, "LeaveCluster", &who); !s.ok()) {
+  if (absl::Status s = Authorize(context, "LeaveCluster", /*shard_call=*/true, &who); !s.ok()) {
     return FinishNow(context, s);
   }
   if (policy_ == nullptr) return FinishNow(context, absl::UnimplementedError("no shard policy"));

@@ -55,11 +55,18 @@ struct CoordinatorServiceOptions {
   std::string admin_token;
   // Credentials of the channels to shards (common/tls.h); null: insecure.
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
-  // When set (the coordinator runs with TLS), RegisterShard and Heartbeat need an admin
-  // credential of this policy (common/admin_auth.h: the token, which shards send when
-  // they have one, or an admin certificate): a worker's certificate must not register
-  // a shard address or forge a shard's heartbeat. Default: none (any caller)
+  // When set (the coordinator runs with TLS), RegisterShard, Heartbeat and LeaveCluster
+  // need an admin credential of this policy (common/admin_auth.h: the token, which
+  // shards send when they have one, or an admin certificate): a worker's certificate
+  // must not register a shard address or forge a shard's heartbeat. Default: none
   std::optional<AdminPolicy> shard_registration;
+  // Plaintext only (common/cluster_token.h): when not empty, RegisterShard, Heartbeat,
+  // LeaveCluster, CreateTable and KvPut need this token or an admin credential of
+  // `admin`; StubFor's calls carry it (shards with the token require it of the
+  // CreateTable forwarded to them). Empty: any caller (the cluster's shape is open).
+  // Default: empty
+  std::string cluster_token;
+  AdminPolicy admin;
 };
 
 class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackService {
@@ -135,10 +142,12 @@ class CoordinatorServiceImpl final : public v1::CoordinatorService::CallbackServ
                                          v1::LeaveClusterResponse* response) override;
 
  private:
-  // OK (with *who, the caller's audit name) when the call may act for a shard:
-  // always without options_.shard_registration, else by AuthorizeAdmin.
-  absl::Status AuthorizeShard(const grpc::CallbackServerContext* context, const char* method,
-                              std::string* who) const;
+  // OK (with *who, the caller's audit name) when the call may go on. A call for a shard
+  // (`shard_call`) with options_.shard_registration: by AuthorizeAdmin; otherwise by
+  // AuthorizeMember with options_.cluster_token (always OK without one). Refusals are
+  // logged with the caller's address.
+  absl::Status Authorize(const grpc::CallbackServerContext* context, const char* method,
+                         bool shard_call, std::string* who) const;
 
   CoordinatorState* const state_;
   const CoordinatorServiceOptions options_;

@@ -46,6 +46,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/admin_auth.h"
+#include "common/cluster_token.h"
 #include "common/flags.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -88,6 +89,8 @@ struct PsMainOptions {
   int crash_after_checkpoints = 0;
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
+  ClusterTokenFlags cluster_token_flags;
+  std::string cluster_token;  // from cluster_token_flags
   std::string crash_on_migration_method;
   int crash_on_migration_count = 0;
   HotKeyOptions hot_keys;
@@ -195,6 +198,12 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
                      "ember-admin,ember-server). With TLS, a token or identities are "
                      "required: a worker's certificate must not move slots"},
       &o.security);
+  DeclareClusterTokenFlags(
+      flags,
+      "plaintext clusters: CreateTable must carry this token (metadata ember-cluster-token) "
+      "or the admin token, and the shard sends it to the coordinator (give every process "
+      "the coordinator's)",
+      &o.cluster_token_flags);
 
   flags.Section("Fault tests only:");
   flags.Number("test_crash_after_checkpoints", &o.crash_after_checkpoints, "N",
@@ -239,6 +248,8 @@ absl::Status FinishFlags(PsMainOptions& o) {
       o.admin,
       CheckServerSecurityFlags(
           o.security, "any certificate of the CA (a worker's) could move this shard's slots"));
+  EMBER_ASSIGN_OR_RETURN(o.cluster_token,
+                         LoadClusterToken(o.cluster_token_flags, o.security.tls.enabled()));
   return absl::OkStatus();
 }
 
@@ -326,6 +337,7 @@ absl::Status Run(const PsMainOptions& o) {
   service.EnableCheckpoints(storage.get());
   EMBER_ASSIGN_OR_RETURN(const TlsCredentials tls, TlsCredentials::Load(o.security.tls));
   service.RequireAdmin(o.admin);
+  service.RequireClusterToken(o.cluster_token);
   service.SetPeerCredentials(tls.Channel());
   service.SetHotKeyOptions(o.hot_keys);
   bool bound_inflight = false;
@@ -377,6 +389,7 @@ absl::Status Run(const PsMainOptions& o) {
     agent_options.incarnation = service.incarnation();
     agent_options.channel_credentials = tls.Channel();
     agent_options.admin_token = o.admin.token;
+    agent_options.cluster_token = o.cluster_token;
     agent = std::make_unique<ShardAgent>(
         agent_options, [&service](const SlotMap& map) { service.SetSlotMap(map); },
         [&service](const v1::TableConfig& config) {

@@ -13,6 +13,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/cluster_token.h"
 #include "common/float16.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -583,8 +584,16 @@ grpc::ServerUnaryReactor* PsServiceImpl::CreateTable(grpc::CallbackServerContext
                                                      const v1::CreateTableRequest* request,
                                                      v1::CreateTableResponse* response) {
   const int64_t start = CallStart();
-  return FinishCall(context, &PsMetrics::create_table, "CreateTable", start,
-                    DoCreateTable(*request, response), *request, *response);
+  std::string who;
+  absl::Status status =
+      AuthorizeMember(*context, cluster_token_, admin_policy_, "CreateTable", &who);
+  if (!status.ok()) {
+    EMBER_LOG(WARNING) << "refused CreateTable from " << context->peer() << ": "
+                       << status.message();
+  }
+  if (status.ok()) status = DoCreateTable(*request, response);
+  return FinishCall(context, &PsMetrics::create_table, "CreateTable", start, status, *request,
+                    *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::GetShardInfo(grpc::CallbackServerContext* context,

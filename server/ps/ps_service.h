@@ -254,6 +254,9 @@ class PsServiceImpl final
   // not required. PutReplicas (shard to shard) requires it too, and this shard's copies
   // carry the token. Call before the server starts.
   void RequireAdmin(AdminPolicy policy);
+  // CreateTable needs the cluster token (common/cluster_token.h) or the admin credential
+  // (a plaintext shard started with --cluster_token_file). Call before the server starts.
+  void RequireClusterToken(std::string token) { cluster_token_ = std::move(token); }
   // The credentials of this shard's channels to other shards (replica copies);
   // default insecure. Call before the server starts.
   void SetPeerCredentials(std::shared_ptr<grpc::ChannelCredentials> credentials);
@@ -390,7 +393,8 @@ class PsServiceImpl final
                                                               25,  50,   100, 250, 500, 1000, 5000};
   std::array<std::atomic<uint64_t>, kLatencyBoundsMs.size() + 1> latency_counts_{};
 
-  AdminPolicy admin_policy_;  // set before serving, then read-only
+  AdminPolicy admin_policy_;   // set before serving, then read-only
+  std::string cluster_token_;  // likewise; empty: CreateTable is open
   std::shared_ptr<grpc::ChannelCredentials> peer_credentials_;  // likewise
 
   // The update stream (WatchUpdates); guarded by store_mu_ (a restore replaces it).

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/admin_auth.h"
+#include "common/cluster_token.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
 #include "common/tls.h"
@@ -55,10 +56,11 @@ absl::Status ShardAgent::Start() {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
-  // The admin token proves to a TLS coordinator that this is a shard (RegisterShard).
+  // The admin token proves to a TLS coordinator that this is a shard (RegisterShard),
+  // the cluster token to a plaintext one.
   stub_ = v1::CoordinatorService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
       options_.coordinator_address, OrInsecure(options_.channel_credentials), args,
-      AdminTokenInterceptors(options_.admin_token)));
+      AdminAndClusterTokenInterceptors(options_.admin_token, options_.cluster_token)));
   thread_ = std::thread([this] { Loop(); });
   return absl::OkStatus();
 }

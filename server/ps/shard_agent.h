@@ -75,6 +75,9 @@ struct ShardAgentOptions {
   // The admin token sent with every coordinator call (a TLS coordinator requires an
   // admin credential of RegisterShard). Default: none
   std::string admin_token;
+  // The cluster token sent with every coordinator call (a plaintext coordinator with
+  // --cluster_token_file requires it of RegisterShard and Heartbeat). Default: none
+  std::string cluster_token;
 };
 
 class ShardAgent {

@@ -40,6 +40,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/http_get.h"
 #include "tests/support/ports.h"
+#include "tests/support/token_call.h"
 #include "tests/support/usage_errors.h"
 #include "tools/harness/process.h"
 
@@ -63,20 +64,10 @@ std::string ReadFile(const std::string& path) {
 
 template <typename Rpc>
 absl::Status Call(Rpc rpc, const std::string& token = "") {
-  grpc::ClientContext context;
-  SetDeadline(&context, kRpcTimeout);
-  if (!token.empty()) context.AddMetadata(kAdminTokenMetadataKey, token);
-  return FromGrpcStatus(rpc(&context), &context);
+  return CallWithToken(rpc, kRpcTimeout, kAdminTokenMetadataKey, token);
 }
 
-v1::TableConfig Table(const std::string& name) {
-  v1::TableConfig config;
-  config.set_name(name);
-  config.set_dim(4);
-  config.mutable_optimizer()->set_kind(v1::OptimizerConfig::SGD);
-  config.mutable_optimizer()->set_learning_rate(0.5f);
-  return config;
-}
+v1::TableConfig Table(const std::string& name) { return SmallSgdTable(name); }
 
 // The shared cluster: started once for the suite (process starts dominate its time).
 struct Cluster {
@@ -218,13 +209,7 @@ class SecurityTest : public ::testing::Test {
   bool TableExists(const std::string& name) {
     auto stub = v1::CoordinatorService::NewStub(
         grpc::CreateChannel(c().coordinator_address, Credentials(c().certs, "client")));
-    v1::DescribeTableRequest request;
-    request.set_name(name);
-    v1::DescribeTableResponse response;
-    return Call([&](grpc::ClientContext* ctx) {
-             return stub->DescribeTable(ctx, request, &response);
-           })
-        .ok();
+    return CoordinatorHasTable(*stub, name);
   }
 
   HealthCheckResponse::ServingStatus Health(int port, const std::string& service) {
@@ -491,6 +476,8 @@ TEST_F(SecurityTest, BadTlsFlagsExitWithUsageErrors) {
        "holds no PEM PRIVATE KEY"},
       {data + ca + cert + key, "give --admin_token_file or --admin_identities"},
       {data + ca + cert + key + token + " --health_port=70000", "--health_port"},
+      // The cluster token is for plaintext clusters (cluster_token_test.cc).
+      {data + ca + cert + key + token + " --cluster_token=x", "is for plaintext clusters"},
   };
   ExpectUsageErrors(EMBER_PS_BINARY, cases, UsageErrorChecks().MessageAnywhere());
   RunResult coordinator =

@@ -10,6 +10,8 @@
 //  - SSP and ASP jobs finish and learn;
 //  - a worker killed mid-job makes the others fail clearly within the collective
 //    deadline instead of hanging;
+//  - a plaintext cluster with a cluster token trains workers that hold it and refuses
+//    one that does not;
 //  - bad flags and a bad config are rejected with exit code 2.
 
 #include <sys/wait.h>
@@ -234,6 +236,34 @@ TEST_F(TrainingTest, AKilledWorkerFailsTheOthersWithinTheDeadline) {
 
 // A metrics address the worker cannot serve fails the worker once, saying why; it used
 // to count as a recoverable attempt failure and loop through recoveries.
+// A plaintext cluster with a cluster token (docs/SECURITY.md): a two-worker job whose
+// workers hold it trains (its table creation and rendezvous KvPut carry the token); a
+// worker without it is refused at table creation, naming the flag.
+TEST_F(TrainingTest, AClusterWithATokenTrainsWorkersThatHoldIt) {
+  const std::string token = absl::StrCat("--cluster_token_file=", dir_, "/cluster_token");
+  std::ofstream(dir_ + "/cluster_token") << "training-test-token\n";
+  LocalClusterOptions cluster_options;
+  cluster_options.dir = dir_ + "/t";
+  cluster_options.shards = 2;
+  cluster_options.coordinator_flags = {token};
+  cluster_options.shard_flags = {token};
+  cluster_ = std::make_unique<LocalCluster>(std::move(cluster_options));
+  const absl::Status started = cluster_->Start();
+  ASSERT_TRUE(started.ok()) << started;
+
+  const std::string result =
+      RunJob(2, dir_ + "/run", {"--batch_size=256", "--max_steps=40", "--skip_eval", token});
+  EXPECT_EQ(JsonValue(result, "steps"), "40") << result;
+
+  const RunResult refused = RunBinary(
+      EMBER_WORKER_BINARY,
+      OneOffWorker(absl::StrCat("--train=", *data_dir_, "/train --max_steps=1 --skip_eval ",
+                                "--max_recoveries=0 --run_dir=", dir_, "/refused")));
+  EXPECT_NE(refused.exit_code, 0) << refused.output;
+  EXPECT_THAT(refused.output, ::testing::HasSubstr("CreateTable")) << refused.output;
+  EXPECT_THAT(refused.output, ::testing::HasSubstr("--cluster_token_file")) << refused.output;
+}
+
 TEST_F(TrainingTest, AnUnservableMetricsAddressFailsTheWorkerOnce) {
   ASSERT_NO_FATAL_FAILURE(StartCluster(1, "m"));
   // 192.0.2.1 (TEST-NET-1) is no address of this machine: the bind fails.

@@ -35,6 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/cluster_token.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
 #include "gloo/allreduce.h"
@@ -405,10 +406,11 @@ absl::StatusOr<std::unique_ptr<Collective>> Collective::Connect(const Collective
   }));
 
   // Rank r's Gloo addresses live under "rdzv/<job>/<generation>/gloo/rank_<r>".
-  CoordinatorStore store(
-      grpc::CreateChannel(options.coordinator_address, OrInsecure(options.channel_credentials)),
-      options.coordinator_address,
-      absl::StrCat("rdzv/", options.job, "/", options.generation, "/gloo/"), deadline);
+  CoordinatorStore store(CreateClusterChannel(options.coordinator_address,
+                                              options.channel_credentials, options.cluster_token),
+                         options.coordinator_address,
+                         absl::StrCat("rdzv/", options.job, "/", options.generation, "/gloo/"),
+                         deadline);
   auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.world_size);
   absl::Status s = RunGloo("Connect", [&] {
     context->setTimeout(absl::ToChronoMilliseconds(options.timeout));

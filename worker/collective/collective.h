@@ -54,6 +54,9 @@ struct CollectiveOptions {
   // Credentials of the coordinator channel (common/tls.h); null: insecure. Gloo's own
   // TCP connections between workers are not encrypted (see docs/SECURITY.md).
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
+  // The cluster token (common/cluster_token.h), sent with the rendezvous KvPut: a
+  // plaintext coordinator with one requires it. Default: none.
+  std::string cluster_token;
   // Job name and generation: rendezvous keys are "rdzv/<job>/<generation>/...", so a
   // restarted job (new generation) never meets stale entries. Default: "ember", 0.
   std::string job = "ember";

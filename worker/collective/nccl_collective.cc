@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/cluster_token.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
 #include "grpcpp/create_channel.h"
@@ -135,10 +136,11 @@ absl::StatusOr<std::unique_ptr<DeviceCollective>> DeviceCollective::Connect(
     EMBER_RETURN_IF_ERROR(NcclStatus(nccl->get_unique_id(&id), "making the NCCL unique id"));
   }
   if (options.world_size > 1) {
-    CoordinatorStore store(
-        grpc::CreateChannel(options.coordinator_address, OrInsecure(options.channel_credentials)),
-        options.coordinator_address,
-        absl::StrCat("rdzv/", options.job, "/", options.generation, "/nccl/"), deadline);
+    CoordinatorStore store(CreateClusterChannel(options.coordinator_address,
+                                                options.channel_credentials, options.cluster_token),
+                           options.coordinator_address,
+                           absl::StrCat("rdzv/", options.job, "/", options.generation, "/nccl/"),
+                           deadline);
     if (options.rank == 0) {
       EMBER_RETURN_IF_ERROR(
           store.Set("id", absl::string_view(reinterpret_cast<const char*>(&id), sizeof(id))));

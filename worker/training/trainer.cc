@@ -117,6 +117,7 @@ absl::Status Trainer::ConnectPs() {
   PsClientOptions ps;
   ps.coordinator_address = options_.coordinator_address;
   ps.channel_credentials = options_.channel_credentials;
+  ps.cluster_token = options_.cluster_token;
   ps.worker_id = Mix64(static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
                        (static_cast<uint64_t>(getpid()) << 20) ^ options_.rank);
   ps.deadline = options_.ps_deadline;
@@ -160,6 +161,7 @@ absl::Status Trainer::ConnectWorkers() {
   CollectiveOptions collective;
   collective.coordinator_address = options_.coordinator_address;
   collective.channel_credentials = options_.channel_credentials;
+  collective.cluster_token = options_.cluster_token;
   collective.host = options_.collective_host;
   // Every attempt meets under its own name: attempts are unique across runs.
   collective.job = absl::StrCat(config_.name(), ".a", join_.attempt());

@@ -44,6 +44,8 @@ struct TrainerOptions {
   // Credentials of every channel to the coordinator and the shards (common/tls.h);
   // null: insecure.
   std::shared_ptr<grpc::ChannelCredentials> channel_credentials;
+  // The cluster token (--cluster_token_file), sent to the coordinator and the shards.
+  std::string cluster_token;
   // The address other workers reach this one at for the all-reduce (Gloo TCP): a
   // name or numeric address of this machine (a pod's IP). Default: loopback.
   std::string collective_host = "127.0.0.1";
