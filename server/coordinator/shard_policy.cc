@@ -138,9 +138,12 @@ absl::StatusOr<v1::LeaveClusterResponse> ShardPolicy::Leave(uint32_t shard_id,
                        known->second, ", not ", incarnation, ": another process has the id"));
     }
     if (owned > 0) {
-      const bool has_target = std::any_of(others.begin(), others.end(), [&](const auto& s) {
-        return s.state() == v1::ShardInfo::ALIVE && !leaving_.contains(s.shard_id());
-      });
+      // A loop, not a lambda: the thread-safety analysis sees mu_ held here only.
+      bool has_target = false;
+      for (const v1::ShardInfo& s : others) {
+        has_target =
+            has_target || (s.state() == v1::ShardInfo::ALIVE && !leaving_.contains(s.shard_id()));
+      }
       if (!has_target) {
         return absl::FailedPreconditionError(absl::StrCat(
             "LeaveCluster: shard ", shard_id,
