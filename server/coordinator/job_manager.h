@@ -164,6 +164,10 @@ class JobManager {
   void FormLocked(Job& job, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The rank of `member` in the attempt's world; -1 when it has none.
   static int RankOf(const Job& job, const std::string& member);
+  // The alive shards that own slots, or UNAVAILABLE naming a slot owner that is not alive.
+  static absl::StatusOr<std::vector<v1::ShardInfo>> SlotOwners(const CoordinatorState& state);
+  // Checkpoints a job record lists (the newest; older ones drop off the list).
+  static constexpr int kMaxRecordedCheckpoints = 64;
   // What a waiting worker waits for (JoinJobResponse.waiting_for).
   std::string WaitingForLocked(const Job& job, const std::string& member) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
