@@ -225,8 +225,8 @@ else
 fi
 
 # 4. End to end: quickstart job, 1 worker + 1 PS on this machine: CPU, CUDA, CUDA again.
-steps=200
-((quick)) && steps=60
+steps=200 train_limit=300
+((quick)) && steps=60 train_limit=120
 e2e="$out_dir/e2e"
 rm -rf "$e2e" && mkdir -p "$e2e"
 say "== end to end: quickstart, 1 worker + 1 PS, batch 4096, $steps steps"
@@ -239,7 +239,7 @@ train() {  # train NAME DEVICE: one job on a fresh cluster; result in $out_dir/e
     fail "cluster up ($name)"
     return 1
   fi
-  timeout -k 10 300 deploy/local/cluster.sh train --run_dir="$cluster" --build_dir="$bin_dir/.." \
+  timeout -k 10 "$train_limit" deploy/local/cluster.sh train --run_dir="$cluster" --build_dir="$bin_dir/.." \
     --workers=1 --config=configs/quickstart.pbtxt --worker_args="--device=$device \
     --batch_size=4096 --max_steps=$steps --train=$e2e/data/train --test=$e2e/data/test \
     --log_every_steps=20" </dev/null >"$e2e/train-$name.log" 2>&1
@@ -261,7 +261,7 @@ train() {  # train NAME DEVICE: one job on a fresh cluster; result in $out_dir/e
 if timeout 120 "$bin_dir/ember-datagen" --out="$e2e/data" --train_examples=$((4096 * steps + 4096)) \
     --test_examples=20000 >"$e2e/datagen.log" 2>&1; then
   if train cpu cpu && train cuda cuda && train cuda-again cuda; then
-    python3 - "$out_dir" <<'EOF' | tee -a "$summary" || failed=1
+    python3 - "$out_dir" <<'EOF' 2>&1 | tee -a "$summary" || { failed=1; say "FAIL: end to end"; }
 import json, sys
 d = sys.argv[1]
 cpu, cuda, again = (json.load(open(f"{d}/e2e-{n}.json")) for n in ("cpu", "cuda", "cuda-again"))
@@ -276,7 +276,7 @@ for k in ("dense_checksum", "sparse_checksum"):
     same = cuda[k] == again[k]
     print(f"   CUDA run repeated: {k} {'equal' if same else 'DIFFERS'} ({cuda[k]} / {again[k]})")
     if not same: bad.append(k + " of the repeated run")
-if bad: print("FAIL: end to end: " + ", ".join(bad))
+if bad: print("   differ: " + ", ".join(bad))
 sys.exit(1 if bad else 0)
 EOF
   fi
@@ -284,7 +284,7 @@ else
   fail "ember-datagen"
 fi
 
-if ((failed)); then say "== gpu-check FAILED"; else say "== gpu-check passed"; fi
+if ((failed)); then say "== gpu-check FAILED ($SECONDS s)"; else say "== gpu-check passed ($SECONDS s)"; fi
 if [[ -n "$collect" ]]; then
   mkdir -p "$collect" && cp "$summary" "$collect/" &&
     tar -C "$out_dir" --exclude='cluster-*' --exclude='data' -czf "$collect/gpu-check-logs.tar.gz" . ||

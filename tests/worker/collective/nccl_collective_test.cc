@@ -7,8 +7,7 @@
 // process, rank r on device r (NCCL allows several ranks per process on distinct
 // devices; the rendezvous goes through a real ember-coordinator as in a job). On a
 // machine with one GPU only the one-rank test and the peer that never comes (rank 0 of
-// two, alone) run; the two-rank tests skip, naming why. tools/gpu-check.sh also runs a
-// two-worker job with --device=cuda where two GPUs are visible.
+// two, alone) run; the two-rank tests skip, naming why.
 
 #include <cuda_runtime_api.h>
 
