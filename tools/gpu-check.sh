@@ -203,11 +203,12 @@ run_test() {
     grep -m1 'needs a GPU' "$out_dir/$name.log" | tee -a "$summary"
     fail "$name skipped cases on a GPU machine"
   fi
-  grep -B1 'needs 2 GPUs' "$out_dir/$name.log" | grep -o '^\[  SKIPPED \] [A-Za-z0-9_./]*' |
+  grep -A1 'needs 2 GPUs' "$out_dir/$name.log" | grep -o '^\[  SKIPPED \] [A-Za-z0-9_./]*' |
     sed 's/^\[  SKIPPED \]/   not run (needs 2 GPUs):/' | tee -a "$summary"
 }
 run_test cuda_status_test 30
 run_test cuda_dense_test 240
+grep -m2 '^tf32 reference errors' "$out_dir/cuda_dense_test.log" | sed 's/^/   /' | tee -a "$summary"
 run_test cuda_tower_faults_test 120
 run_test nccl_collective_test 120
 run_test dense_device_test 60

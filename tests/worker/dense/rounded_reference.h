@@ -14,8 +14,9 @@
 //
 // What it cannot know: how cuBLAS's tf32 kernels turn fp32 into tf32 (not documented:
 // a conversion to nearest, or the tensor core reading the top 19 bits, i.e.
-// truncation). The reference takes the rounding as a parameter, and the test holds the
-// GPU to the closer of the two.
+// truncation; for some shapes it may even pick a kernel without tensor cores). The
+// reference takes the rounding as a parameter, and the test holds the GPU to the
+// closest of the three, and names the error against each.
 
 #ifndef EMBER_TESTS_WORKER_DENSE_ROUNDED_REFERENCE_H_
 #define EMBER_TESTS_WORKER_DENSE_ROUNDED_REFERENCE_H_
@@ -31,7 +32,9 @@
 
 namespace ember::worker::testing {
 
-enum class Rounding { kNearestEven, kTruncate };
+// How tf32 operands are made: to nearest even, by truncation, or not at all (kFp32: a
+// cuBLAS kernel without tensor cores, which FAST_TF32 allows for some shapes).
+enum class Rounding { kNearestEven, kTruncate, kFp32 };
 
 // x with its low `drop` mantissa bits rounded away.
 inline float RoundMantissa(float x, int drop, Rounding rounding) {
@@ -51,7 +54,7 @@ inline float RoundMantissa(float x, int drop, Rounding rounding) {
 inline std::vector<float> RoundOperands(DensePrecision precision, Rounding tf32_rounding,
                                         const float* x, size_t n) {
   std::vector<float> out(x, x + n);
-  if (precision == DensePrecision::kTf32) {
+  if (precision == DensePrecision::kTf32 && tf32_rounding != Rounding::kFp32) {
     for (float& v : out) v = RoundMantissa(v, 13, tf32_rounding);
   } else if (precision == DensePrecision::kBf16) {
     for (float& v : out) v = RoundMantissa(v, 16, Rounding::kNearestEven);
