@@ -24,8 +24,9 @@
 #       Results: OUT/gpu-check.txt (summary), OUT/*.json and OUT/*.log. Exit 1 if any
 #       check failed. Binaries come from --bin_dir (default: build/bin, else the
 #       bundle below); with neither, it builds with cmake (needs tools/install-deps.sh).
-#       --quick: the lease-sized run (about 3 minutes on an H100 with 16 cores, plus
-#       the machine's start): shorter benchmark, 60 training steps. Each test binary is
+#       --quick: the lease-sized run (estimated at about 3 minutes on an H100 with 16
+#       cores, plus the machine's start; not yet run on one): shorter benchmark, 60
+#       training steps (the same steps ran here in 45 s without a GPU). Each test binary is
 #       bounded by `timeout` (a hang fails it instead of eating the lease).
 #       --collect=DIR: also copies gpu-check.txt and one gpu-check-logs.tar.gz of OUT
 #       into DIR (two files: what a device tool that returns few files can bring back).
@@ -55,7 +56,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,54p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,55p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "gpu-check: $*" >&2; exit 2; }
 
 bin_dir="" out_dir="run/gpu-check" bundle="" quick=0 collect=""
