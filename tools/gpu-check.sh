@@ -26,7 +26,7 @@
 #       bundle below); with neither, it builds with cmake (needs tools/install-deps.sh).
 #       --quick: the lease-sized run (estimated at about 3 minutes on an H100 with 16
 #       cores, plus the machine's start; not yet run on one): shorter benchmark, 60
-#       training steps (the same steps ran here in 45 s without a GPU). Each test binary is
+#       training steps (a dry run here without a GPU finished within 45 s). Each test binary is
 #       bounded by `timeout` (a hang fails it instead of eating the lease).
 #       --collect=DIR: also copies gpu-check.txt and one gpu-check-logs.tar.gz of OUT
 #       into DIR (two files: what a device tool that returns few files can bring back).
