@@ -21,6 +21,7 @@
 //    with the next client's grpc_init and with connections still closing.
 
 #include "common/ps_client.h"
+#include "common/keepalive.h"
 
 #include <algorithm>
 #include <atomic>
@@ -559,6 +560,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
   impl->next_sequence.store(options.first_sequence);
   impl->channel_args.SetMaxReceiveMessageSize(options.max_message_bytes);
   impl->channel_args.SetMaxSendMessageSize(options.max_message_bytes);
+  SetClientKeepalive(&impl->channel_args);
   auto shards = std::make_shared<Shards>();
   for (const auto& [shard, address] : options.shard_addresses) {
     (*shards)[shard] = impl->NewShard(address);

@@ -1,6 +1,7 @@
 // Copyright 2026 The Ember Authors.
 
 #include "server/coordinator/coordinator_service.h"
+#include "common/keepalive.h"
 
 #include <algorithm>
 #include <chrono>
@@ -96,6 +97,7 @@ std::shared_ptr<v1::PsService::Stub> CoordinatorServiceImpl::StubFor(const std::
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(256 << 20);
     args.SetMaxSendMessageSize(256 << 20);
+    SetClientKeepalive(&args);
     // The admin token for the shards' admin calls, the cluster token for the
     // CreateTable this coordinator forwards.
     stub = v1::PsService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(

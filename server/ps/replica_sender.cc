@@ -1,6 +1,7 @@
 // Copyright 2026 The Ember Authors.
 
 #include "server/ps/replica_sender.h"
+#include "common/keepalive.h"
 
 #include <algorithm>
 #include <map>
@@ -103,6 +104,7 @@ void ReplicaSender::Send(uint32_t holder, const std::string& address,
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(state_->options.max_message_bytes);
       args.SetMaxSendMessageSize(state_->options.max_message_bytes);
+      SetClientKeepalive(&args);
       stub = v1::PsService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(
           address, OrInsecure(state_->options.channel_credentials), args,
           AdminTokenInterceptors(state_->options.admin_token)));

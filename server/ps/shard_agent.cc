@@ -1,6 +1,7 @@
 // Copyright 2026 The Ember Authors.
 
 #include "server/ps/shard_agent.h"
+#include "common/keepalive.h"
 
 #include <algorithm>
 #include <utility>
@@ -56,6 +57,7 @@ absl::Status ShardAgent::Start() {
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
+  SetClientKeepalive(&args);
   // The admin token proves to a TLS coordinator that this is a shard (RegisterShard),
   // the cluster token to a plaintext one.
   stub_ = v1::CoordinatorService::NewStub(grpc::experimental::CreateCustomChannelWithInterceptors(

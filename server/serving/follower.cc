@@ -4,6 +4,7 @@
 // The per-shard streams are in follower_stream.cc.
 
 #include "server/serving/follower.h"
+#include "common/keepalive.h"
 
 #include <algorithm>
 #include <chrono>
@@ -81,6 +82,7 @@ absl::Status Follower::Open() {
 
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  SetClientKeepalive(&args);
   coordinator_ = v1::CoordinatorService::NewStub(grpc::CreateCustomChannel(
       options_.coordinator, OrInsecure(options_.channel_credentials), args));
 

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/clip.h"
+#include "common/keepalive.h"
 #include "common/log.h"
 #include "common/slot.h"
 #include "common/status_macros.h"
@@ -323,6 +324,7 @@ void Follower::RunShard(uint32_t shard_id) {
     if (address != stub_address) {
       grpc::ChannelArguments args;
       args.SetMaxReceiveMessageSize(kMaxMessageBytes);
+      SetClientKeepalive(&args);
       stub = v1::PsService::NewStub(
           grpc::CreateCustomChannel(address, OrInsecure(options_.channel_credentials), args));
       stub_address = address;

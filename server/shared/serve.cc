@@ -1,6 +1,7 @@
 // Copyright 2026 The Ember Authors.
 
 #include "server/shared/serve.h"
+#include "common/keepalive.h"
 
 #include <iostream>
 
@@ -51,6 +52,7 @@ absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
   EnableHealthService();
   grpc::ServerBuilder builder;
   calls.Install(&builder);
+  SetServerKeepalive(&builder);
   int port = 0;
   builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), o.credentials, &port);
   if (o.max_receive_message_bytes >= 0) {

@@ -1,6 +1,7 @@
 // Copyright 2026 The Ember Authors.
 
 #include "worker/job/job_client.h"
+#include "common/keepalive.h"
 
 #include <algorithm>
 #include <utility>
@@ -44,6 +45,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Create(
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(256 << 20);  // worker state carries the dense model
   args.SetMaxSendMessageSize(256 << 20);
+  SetClientKeepalive(&args);
   const bool tls = credentials != nullptr;
   return std::unique_ptr<JobClient>(
       new JobClient(v1::CoordinatorService::NewStub(
