@@ -160,6 +160,13 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
   flags.String("resume_from", &o.resume_from, "NAME",
                "a new run starts from checkpoint NAME of the job, or \"latest\"; empty: from "
                "the PS shards' rows");
+  flags.Choice<v1::JoinJobRequest::StartRows>(
+      "rows", &o.start_rows,
+      {{"continue", v1::JoinJobRequest::START_ROWS_CONTINUE},
+       {"fresh", v1::JoinJobRequest::START_ROWS_FRESH}},
+      "a new run without --resume_from: continue trains on from the rows the PS tables "
+      "hold, fresh empties every table first; required once any run trained on the "
+      "cluster");
   flags
       .Number("max_recoveries", &o.max_recoveries, "N",
               "failed attempts this worker rejoins before giving up")
@@ -247,6 +254,11 @@ absl::Status FinishFlags(WorkerFlags& w) {
   if (o.dense_device.device == model::DenseDevice::kCpu &&
       o.dense_device.precision != DensePrecision::kFp32) {
     return CheckDenseDevice(o.dense_device);  // explains that the CPU computes in fp32
+  }
+  if (o.start_rows == v1::JoinJobRequest::START_ROWS_FRESH && !o.resume_from.empty()) {
+    return absl::InvalidArgumentError(
+        "--rows=fresh with --resume_from: the checkpoint's rows replace the PS rows anyway; "
+        "give one of them");
   }
   if (!o.run_id.empty() && o.generation != 0) {
     return absl::InvalidArgumentError(

@@ -30,6 +30,9 @@ def parser(description, config, run_dir):
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world_size", type=int, default=1)
     p.add_argument("--generation", type=int, default=0)
+    p.add_argument("--rows", choices=("continue", "fresh"), default=None,
+                   help="a new run on a cluster an earlier run trained on: train on from the "
+                        "PS rows (continue) or empty every table first (fresh)")
     p.add_argument("--tls_ca", default="", help="mutual TLS: the CA (with --tls_cert, --tls_key)")
     p.add_argument("--tls_cert", default="", help="this worker's certificate (e.g. client.pem)")
     p.add_argument("--tls_key", default="", help="its private key")
@@ -59,7 +62,7 @@ def start_job(args, config):
         cluster = LocalCluster(shards=args.shards).start()
         args.coordinator = cluster.coordinator
     job = Job(config, args.coordinator, rank=args.rank, world_size=args.world_size,
-              generation=args.generation, run_dir=args.run_dir,
+              generation=args.generation, rows=args.rows, run_dir=args.run_dir,
               tls=(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None)
     return job, cluster
 

@@ -51,21 +51,32 @@ class Job:
     """A training job on the cluster of ``coordinator``. ``config``: the model config
     (data, tables, features, training schedule; ember.load_config). ``name`` defaults to
     the config's. Every run of a job on one coordinator needs its own ``generation``.
-    ``resume_from``: "" (the PS rows as they are), "latest" or a checkpoint name."""
+    ``resume_from``: "" (the PS rows as they are), "latest" or a checkpoint name.
+    ``rows`` (a new run without ``resume_from``): "continue" trains on from the rows the
+    PS tables hold, "fresh" empties every table first; required once any run trained on
+    the cluster (the coordinator refuses to guess)."""
 
     def __init__(self, config, coordinator, rank=0, world_size=1, generation=0, name=None,
-                 resume_from="", collective_host="127.0.0.1", collective_timeout_s=60.0,
+                 resume_from="", rows=None, collective_host="127.0.0.1",
+                 collective_timeout_s=60.0,
                  ps_deadline_s=30.0, recovery_timeout_s=600.0, max_recoveries=100,
                  run_dir=None, tls=None, log=_say):
         if not isinstance(world_size, int) or world_size < 1 or not 0 <= rank < world_size:
             raise InvalidArgumentError(f"rank {rank} is not in [0, world_size {world_size})")
         if not coordinator:
             raise InvalidArgumentError("a Job needs the coordinator's address")
+        if rows not in (None, "continue", "fresh"):
+            raise InvalidArgumentError(f'rows must be "continue", "fresh" or None, not {rows!r}')
+        if rows == "fresh" and resume_from:
+            raise InvalidArgumentError(
+                'rows="fresh" with resume_from: the checkpoint\'s rows replace the PS rows '
+                "anyway; give one of them")
         self.config = config
         self.name = name or config.name
         self.coordinator = coordinator
         self.rank, self.world_size, self.generation = rank, world_size, generation
         self.resume_from = resume_from
+        self.rows = rows or ""
         self.collective_host = collective_host
         self.collective_timeout_s = collective_timeout_s
         self.ps_deadline_s = ps_deadline_s
@@ -91,7 +102,8 @@ class Job:
                                   after_attempt=after, reason=reason,
                                   timeout_s=self.recovery_timeout_s,
                                   unreachable_timeout_s=self.collective_timeout_s,
-                                  report=lambda line: self.log(f"worker {self.rank}: {line}"))
+                                  report=lambda line: self.log(f"worker {self.rank}: {line}"),
+                                  rows=self.rows)
             if recoveries > 0:
                 try:
                     record = self.jobs.get_job(self.name, 2.0)

@@ -158,8 +158,16 @@ class PyJobClient {
   py::dict Join(const std::string& job, uint64_t generation, uint32_t rank, uint32_t world_size,
                 const std::string& resume_from, uint64_t config_digest, const py::bytes& config,
                 uint64_t after_attempt, const std::string& reason, double timeout_s,
-                double unreachable_timeout_s, py::object report) {
+                double unreachable_timeout_s, py::object report, const std::string& rows) {
     v1::JoinJobRequest request;
+    if (rows == "continue") {
+      request.set_rows(v1::JoinJobRequest::START_ROWS_CONTINUE);
+    } else if (rows == "fresh") {
+      request.set_rows(v1::JoinJobRequest::START_ROWS_FRESH);
+    } else if (!rows.empty()) {
+      ThrowInvalid(absl::StrCat("rows must be \"continue\" or \"fresh\" (or empty), not '",
+                                rows.substr(0, 64), "'"));
+    }
     request.set_job(job);
     request.set_generation(generation);
     request.set_rank(rank);
@@ -306,7 +314,7 @@ void BindWorker(py::module_& m) {
            py::arg("world_size"), py::arg("resume_from") = "", py::arg("config_digest") = 0,
            py::arg("config") = py::bytes(), py::arg("after_attempt") = 0, py::arg("reason") = "",
            py::arg("timeout_s") = 600.0, py::arg("unreachable_timeout_s") = 60.0,
-           py::arg("report") = py::none())
+           py::arg("report") = py::none(), py::arg("rows") = "")
       .def("checkpoint", &PyJobClient::Checkpoint, py::arg("job"), py::arg("generation"),
            py::arg("attempt"), py::arg("state"), py::arg("timeout_s") = 600.0)
       .def("get_job", &PyJobClient::GetJob, py::arg("job"), py::arg("timeout_s") = 5.0)

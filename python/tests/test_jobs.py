@@ -165,3 +165,21 @@ def test_a_missing_peer_fails_a_fresh_job_once_naming_the_fix(quickstart_data, t
         with pytest.raises(errors.FailedPreconditionError, match="start every rank 0..1"):
             job.run(lambda attempt: pytest.fail("an attempt ran without its peer"))
         assert time.monotonic() - t0 < 30  # one rendezvous timeout, not 100 recoveries
+
+
+def test_a_second_run_says_what_it_does_with_the_rows(quickstart_data):
+    import ember
+    from ember import errors
+    config = ember.load_config(quickstart_data[0])
+    with pytest.raises(errors.InvalidArgumentError, match="rows must be"):
+        ember.Job(config, "127.0.0.1:1", rows="maybe", log=None)
+    with pytest.raises(errors.InvalidArgumentError, match="resume_from"):
+        ember.Job(config, "127.0.0.1:1", rows="fresh", resume_from="latest", log=None)
+    with ember.local.LocalCluster(shards=1) as cluster:
+        first = ember.Job(config, cluster.coordinator, generation=1, log=None)
+        assert first.run(lambda attempt: "first") == "first"  # a new cluster: no choice
+        unsaid = ember.Job(config, cluster.coordinator, generation=2, log=None)
+        with pytest.raises(errors.FailedPreconditionError, match="--rows=continue"):
+            unsaid.run(lambda attempt: pytest.fail("a run that said nothing trained"))
+        fresh = ember.Job(config, cluster.coordinator, generation=3, rows="fresh", log=None)
+        assert fresh.run(lambda attempt: "fresh") == "fresh"

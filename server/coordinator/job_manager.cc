@@ -148,6 +148,7 @@ void JobManager::FailLocked(Job& job, const std::string& reason) {
 }
 
 absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
+  EMBER_RETURN_IF_ERROR(CheckStartRowsLocked(request, !request.resume_from().empty()));
   std::string resume;
   if (!request.resume_from().empty()) {
     if (options_.checkpoint_dir.empty()) {
@@ -185,6 +186,7 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   job.record.set_min_workers(request.min_workers());
   job.record.set_max_workers(request.max_workers());
   job.record.set_resume_from(resume);
+  job.record.set_rows(request.rows());
   job.record.set_config_digest(request.config_digest());
   job.record.set_config(request.config());
   EMBER_RETURN_IF_ERROR(PersistLocked(job));
@@ -194,10 +196,49 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
                           ? absl::StrCat(request.min_workers(), " to ", request.max_workers())
                           : absl::StrCat(request.world_size()))
                   << " worker(s)"
-                  << (resume.empty() ? std::string(" from the shards' rows")
-                                     : absl::StrCat(" from checkpoint ", resume));
+                  << (!resume.empty() ? absl::StrCat(" from checkpoint ", resume)
+                      : request.rows() == v1::JoinJobRequest::START_ROWS_FRESH
+                          ? std::string(" from empty tables")
+                          : std::string(" from the shards' rows"));
   jobs_[request.job()] = std::move(job);
   return absl::OkStatus();
+}
+
+absl::Status JobManager::CheckStartRowsLocked(const v1::JoinJobRequest& request,
+                                              bool resumes) const {
+  if (resumes) {
+    if (request.rows() == v1::JoinJobRequest::START_ROWS_FRESH) {
+      return absl::InvalidArgumentError(
+          "rows=fresh with resume_from: the checkpoint's rows replace the shards' anyway; "
+          "give one of them");
+    }
+    return absl::OkStatus();  // the checkpoint's rows replace the shards'
+  }
+  // The newest run of any job: the one whose rows the shards may hold.
+  const v1::JobRecord* earlier = nullptr;
+  for (const auto& [name, job] : jobs_) {
+    const v1::JobRecord& r = job.record;
+    const bool running =
+        r.phase() == v1::GetJobResponse::RUNNING || r.phase() == v1::GetJobResponse::RECOVERING;
+    if (request.rows() == v1::JoinJobRequest::START_ROWS_FRESH && running &&
+        name != request.job()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "rows=fresh would empty the tables under job '", name, "' (generation ", r.generation(),
+          ", ", v1::GetJobResponse::Phase_Name(r.phase()),
+          "), which trains on this PS cluster: one job per PS cluster (docs/OPERATIONS.md)"));
+    }
+    earlier = &r;
+  }
+  if (request.rows() != v1::JoinJobRequest::START_ROWS_UNSPECIFIED || earlier == nullptr) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "a new run of job '", ClipForMessage(request.job()), "' (generation ", request.generation(),
+      ") would train on the rows an earlier run left on the shards (job '", earlier->job(),
+      "' generation ", earlier->generation(), ", ",
+      v1::GetJobResponse::Phase_Name(earlier->phase()),
+      "): say which with --rows=continue (train on from them), --rows=fresh (empty every "
+      "table first) or --resume_from=NAME|latest (start from a checkpoint)"));
 }
 
 absl::StatusOr<uint64_t> JobManager::GenerationOfRunLocked(const v1::JoinJobRequest& request) {
@@ -527,7 +568,14 @@ void JobManager::Recover(const std::string& name) {
     attempt = *next;
   }
   std::map<uint32_t, uint64_t> incarnations;
-  if (status.ok()) status = RestoreShards(name, candidate, attempt, &incarnations);
+  // A fresh run empties the tables at its start, and again if it fails before its
+  // first checkpoint (the failed attempt's rows go too).
+  bool clear = false;
+  {
+    absl::MutexLock lock(&mu_);
+    clear = candidate.empty() && jobs_[name].record.rows() == v1::JoinJobRequest::START_ROWS_FRESH;
+  }
+  if (status.ok()) status = RestoreShards(name, candidate, attempt, &incarnations, clear);
 
   absl::MutexLock lock(&mu_);
   Job& job = jobs_[name];
@@ -559,14 +607,15 @@ void JobManager::Recover(const std::string& name) {
   job.last_arrival = std::max(job.last_arrival, absl::Now());
   PersistLocked(job).IgnoreError();
   EMBER_LOG(INFO) << "job " << name << " attempt " << attempt << " ready"
-                  << (candidate.empty() ? std::string(" (shards keep their rows)")
-                                        : absl::StrCat(" from checkpoint ", candidate));
+                  << (candidate.empty()
+                          ? std::string(clear ? " (tables emptied)" : " (shards keep their rows)")
+                          : absl::StrCat(" from checkpoint ", candidate));
   FormLocked(job, absl::Now());
 }
 
 absl::Status JobManager::RestoreShards(const std::string& job, const std::string& checkpoint,
-                                       uint64_t attempt,
-                                       std::map<uint32_t, uint64_t>* incarnations) {
+                                       uint64_t attempt, std::map<uint32_t, uint64_t>* incarnations,
+                                       bool clear) {
   // No slot migration switches owners while shards restore for one map.
   std::optional<absl::MutexLock> topology;
   if (options_.topology_mu != nullptr) topology.emplace(options_.topology_mu);
@@ -576,6 +625,7 @@ absl::Status JobManager::RestoreShards(const std::string& job, const std::string
   request.set_attempt(attempt);
   request.set_epoch(map.epoch());
   request.set_slot_owners(PackSlotOwners(map));
+  request.set_clear(clear);
   if (!checkpoint.empty()) {
     EMBER_ASSIGN_OR_RETURN(std::vector<v1::CheckpointManifest> chain,
                            catalog_.Chain(job, checkpoint));

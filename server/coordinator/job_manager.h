@@ -213,10 +213,16 @@ class JobManager {
   void DetectFailures();
   // Tries to restore one recovering job into a new attempt.
   void Recover(const std::string& job);
-  // Restores every slot-owning shard to `checkpoint` ("" keeps rows) for `attempt`.
-  // Fills shard incarnations.
+  // Restores every slot-owning shard to `checkpoint` ("" keeps rows; with `clear`,
+  // empties every table) for `attempt`. Fills shard incarnations.
   absl::Status RestoreShards(const std::string& job, const std::string& checkpoint,
-                             uint64_t attempt, std::map<uint32_t, uint64_t>* incarnations);
+                             uint64_t attempt, std::map<uint32_t, uint64_t>* incarnations,
+                             bool clear = false);
+  // A new run's JoinJobRequest.rows against the runs this coordinator knows: refuses an
+  // unspecified choice once any run trained on the cluster, and a fresh start while
+  // another job's run is under way (its rows would go too).
+  absl::Status CheckStartRowsLocked(const v1::JoinJobRequest& request, bool resumes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   CoordinatorState* const state_;
   const JobManagerOptions options_;

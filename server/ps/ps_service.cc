@@ -409,6 +409,9 @@ absl::Status PsServiceImpl::DoCheckpointShard(const v1::CheckpointShardRequest& 
 absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& request,
                                            v1::RestoreShardResponse* response) {
   if (request.attempt() == 0) return absl::InvalidArgumentError("RestoreShard needs attempt >= 1");
+  if (request.clear() && request.chain_size() > 0) {
+    return absl::InvalidArgumentError("RestoreShard: clear with a checkpoint chain");
+  }
   if (request.chain_size() != request.chain_dirs_size()) {
     return absl::InvalidArgumentError(absl::StrCat("RestoreShard: ", request.chain_size(),
                                                    " manifests but ", request.chain_dirs_size(),
@@ -445,6 +448,19 @@ absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& reques
     BeginStreamAfterRestore(request, map);
     response->set_rows(report->rows);
     response->set_seconds(report->seconds);
+  } else if (request.clear()) {
+    if (storage_ == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shard ", shard_id_, " cannot empty its tables for a fresh run: memory-only shard"));
+    }
+    const absl::Status cleared = storage_->Clear();
+    // A new store even when it failed (the old one reopened): a new stream either way.
+    store_ = storage_->store();
+    StartNewStream();
+    stream_origin_empty_ = cleared.ok();
+    EMBER_RETURN_IF_ERROR(cleared);
+    EMBER_LOG(INFO) << "shard " << shard_id_ << ": tables emptied for a fresh run (attempt "
+                    << request.attempt() << ")";
   }
   // Pushes deduplicated before the rollback say nothing about the restored rows.
   dedup_.Clear();

@@ -169,21 +169,9 @@ absl::StatusOr<ShardRestoreReport> ShardStorage::CommitRestore(const StagedResto
   // Swap: close the live store, move the staging database into its place. From here
   // on the shard must end with an open store, the restored one or (when a rename fails)
   // the old one: callers keep serving from store().
-  std::vector<v1::TableConfig> live_tables;
-  for (const std::string& t : store_->ListTables()) {
-    EMBER_ASSIGN_OR_RETURN(v1::TableConfig config, store_->GetTableConfig(t));
-    live_tables.push_back(std::move(config));
-  }
-  store_.reset();
-  rocksdb_ = nullptr;
+  EMBER_ASSIGN_OR_RETURN(const std::vector<v1::TableConfig> live_tables, TableConfigs());
+  EMBER_RETURN_IF_ERROR(CloseAndMoveAside(live_tables));
   const fs::path old(options_.rocksdb.path + ".old");
-  fs::remove_all(old, ec);
-  fs::rename(live, old, ec);
-  if (ec) {
-    const absl::Status failed = FsError(ec, "cannot move aside", live);
-    ReopenOrDie(live_tables);
-    return failed;
-  }
   fs::rename(staged_path, live, ec);
   if (ec) {
     const absl::Status failed = FsError(ec, "cannot move the restored database to", live);
@@ -202,6 +190,42 @@ absl::StatusOr<ShardRestoreReport> ShardStorage::CommitRestore(const StagedResto
   out.version = store_->version();
   out.seconds = staged.seconds + absl::ToDoubleSeconds(absl::Now() - start);
   return out;
+}
+
+absl::Status ShardStorage::Clear() {
+  EMBER_ASSIGN_OR_RETURN(const std::vector<v1::TableConfig> tables, TableConfigs());
+  EMBER_RETURN_IF_ERROR(CloseAndMoveAside(tables));
+  std::error_code ec;
+  fs::remove_all(options_.rocksdb.path + ".old", ec);  // else the next Clear or restore does
+  ReopenOrDie(tables);
+  last_checkpoint_.clear();
+  last_checkpoint_version_ = 0;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<v1::TableConfig>> ShardStorage::TableConfigs() const {
+  std::vector<v1::TableConfig> tables;
+  for (const std::string& t : store_->ListTables()) {
+    EMBER_ASSIGN_OR_RETURN(v1::TableConfig config, store_->GetTableConfig(t));
+    tables.push_back(std::move(config));
+  }
+  return tables;
+}
+
+absl::Status ShardStorage::CloseAndMoveAside(const std::vector<v1::TableConfig>& tables) {
+  const fs::path live(options_.rocksdb.path);
+  const fs::path old(options_.rocksdb.path + ".old");
+  store_.reset();
+  rocksdb_ = nullptr;
+  std::error_code ec;
+  fs::remove_all(old, ec);
+  fs::rename(live, old, ec);
+  if (ec) {
+    const absl::Status failed = FsError(ec, "cannot move aside", live);
+    ReopenOrDie(tables);
+    return failed;
+  }
+  return absl::OkStatus();
 }
 
 void ShardStorage::ReopenOrDie(const std::vector<v1::TableConfig>& tables) {

@@ -102,6 +102,12 @@ class ShardStorage {
                                              const std::function<bool(uint32_t slot)>& owns);
   absl::StatusOr<ShardRestoreReport> CommitRestore(const StagedRestore& staged);
 
+  // Empties every table, as on a new shard (a run started with rows=fresh): the tables
+  // stay with their configs, their rows, admission sketches and version go, and the
+  // next checkpoint is full. store() changes; IO errors leave the rows as they were.
+  // The caller excludes every other store call, as for Restore.
+  absl::Status Clear();
+
   // Flushes and closes the store.
   absl::Status Close();
 
@@ -113,6 +119,11 @@ class ShardStorage {
   // fails now and then); aborts the process when the store still does not open, since
   // the live store is closed by then and nothing could be served.
   void ReopenOrDie(const std::vector<v1::TableConfig>& tables);
+  // The live store's table configs.
+  absl::StatusOr<std::vector<v1::TableConfig>> TableConfigs() const;
+  // Closes the store and renames its database to PATH.old; when the rename fails,
+  // reopens it in place (ReopenOrDie) and returns the error.
+  absl::Status CloseAndMoveAside(const std::vector<v1::TableConfig>& tables);
   static constexpr int kReopenAttempts = 10;
 
   const ShardStorageOptions options_;

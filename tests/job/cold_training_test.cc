@@ -196,8 +196,8 @@ TEST_F(ColdTrainingTest, AnSspJobServesHotRowsFromItsCache) {
   EXPECT_EQ(JsonValue(first, "hot_cache_hit_ratio"), "null") << first;
   ASSERT_GT(WaitForHotSet(c.address_), 0u) << "no hot set was published";
   for (int r = 0; r < kWorkers; ++r) {
-    ASSERT_NO_FATAL_FAILURE(
-        c.StartWorker(r, JobFlags({"--consistency=ssp", "--hot_cache_steps=2", "--generation=2"})));
+    ASSERT_NO_FATAL_FAILURE(c.StartWorker(r, JobFlags({"--consistency=ssp", "--hot_cache_steps=2",
+                                                       "--generation=2", "--rows=continue"})));
   }
   const std::string result = c.Finish();
   ASSERT_EQ(JsonValue(result, "steps"), absl::StrCat(kColdSteps)) << result;

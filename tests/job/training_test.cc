@@ -109,8 +109,9 @@ class TrainingTest : public ::testing::Test {
           absl::StrCat("--coordinator=", cluster_->coordinator_address()),
           absl::StrCat("--rank=", r), absl::StrCat("--world_size=", world),
           absl::StrCat("--run_dir=", run_dir), "--log_every_steps=10",
-          // Every job on a coordinator rendezvouses under its own generation.
-          absl::StrCat("--generation=", generation_)};
+          // Every job on a coordinator rendezvouses under its own generation, and the
+          // jobs of a suite train on from each other's rows (--rows: a choice is required).
+          absl::StrCat("--generation=", generation_), "--rows=continue"};
       args.insert(args.end(), flags.begin(), flags.end());
       absl::StatusOr<std::unique_ptr<Process>> w =
           Process::Start(EMBER_WORKER_BINARY, args, "worker ", absl::Seconds(60));
@@ -139,7 +140,7 @@ class TrainingTest : public ::testing::Test {
   std::string OneOffWorker(const std::string& extra) {
     return absl::StrCat("--config=", EMBER_SOURCE_DIR,
                         "/configs/quickstart.pbtxt --coordinator=", cluster_->coordinator_address(),
-                        " --generation=", ++generation_, " ", extra);
+                        " --generation=", ++generation_, " --rows=continue ", extra);
   }
 
   static std::string* data_dir_;
@@ -367,7 +368,7 @@ TEST_F(TrainingTest, ACrossTowerAbove4MiBCheckpoints) {
   const RunResult run = RunBinary(
       EMBER_WORKER_BINARY,
       absl::StrCat("--config=", config, " --coordinator=", cluster_->coordinator_address(),
-                   " --generation=", ++generation_,
+                   " --generation=", ++generation_, " --rows=continue",
                    " --rank=0 --world_size=1 --metrics_port=-1 --max_steps=3 --batch_size=256",
                    " --skip_eval --train=", *data_dir_, "/train --test=", *data_dir_,
                    "/test --run_dir=", dir_, "/big-run"));
@@ -416,6 +417,9 @@ TEST(WorkerFlagsTest, BadFlagsAndBadConfigsExitWithUsageErrors) {
           {base + " --run_id=abc --generation=3", "--run_id"},
           {base + " --run_id=", ""},
           {base + " --run_id=" + std::string(129, 'r'), "--run_id"},
+          // A new run's rows: one of two words, and not fresh with a checkpoint.
+          {base + " --rows=maybe", "--rows"},
+          {base + " --rows=fresh --resume_from=latest", "--rows=fresh with --resume_from"},
           // Elastic runs: a range MIN:MAX with 1 <= MIN <= MAX, not with a rank or world
           // size; the elastic flags need it; no per-worker skew state.
           {base + " --workers=3:2", "--workers"},

@@ -63,7 +63,7 @@ check "the audit file names the certificates" audited
 # cluster.sh itself: a second run shows only its own worker lines, and one shard can
 # be stopped (it stays down) and started again.
 deploy/local/cluster.sh train --run_dir="$cluster" --build_dir="$build" --workers=2 \
-  --worker_args="--train=$work/data/train --test=$work/data/test --epochs=5 --max_steps=10" \
+  --worker_args="--train=$work/data/train --test=$work/data/test --epochs=5 --max_steps=10 --rows=continue" \
   </dev/null >"$work/train2.log" 2>&1 || { tail -20 "$work/train2.log"; }
 check "a second train shows only its own run's lines" \
   bash -c "grep -c 'joining job' '$work/train2.log' | grep -qx 1"

@@ -85,12 +85,15 @@ absl::Status Trainer::Setup() {
          << training_.batch_size() << " per worker, " << tower_->parameters().size()
          << " dense parameters"
          << (estimated_steps_ > 0 ? absl::StrCat(", about ", estimated_steps_, " steps") : "")
-         // A rerun without --resume_from trains on the rows an earlier run left: say so.
+         // Where the rows come from (coordinator.proto JoinJobRequest.rows).
          << (!join_.checkpoint().empty() ? absl::StrCat(", from checkpoint ", join_.checkpoint())
+             : options_.start_rows == v1::JoinJobRequest::START_ROWS_FRESH
+                 ? ", from empty tables (--rows=fresh) and a fresh dense tower"
+             : options_.start_rows == v1::JoinJobRequest::START_ROWS_CONTINUE
+                 ? ", from the rows the PS tables hold (--rows=continue) and a fresh dense "
+                   "tower"
              : result_.recoveries == 0
-                 ? ", from the rows the PS tables hold now (none on a fresh cluster) and "
-                   "a fresh dense tower; --resume_from=latest continues the newest "
-                   "checkpoint"
+                 ? ", from the empty tables of a new cluster and a fresh dense tower"
                  : ", from the rows the PS tables hold now (no checkpoint to restore)")
          << std::endl;
   }

@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "ember/v1/coordinator.pb.h"
 #include "ember/v1/model.pb.h"
 #include "grpcpp/security/credentials.h"
 #include "worker/dense/dense_device.h"
@@ -98,6 +99,10 @@ struct TrainerOptions {
   // A new run of the job starts from: "" the PS shards' current rows, "latest" the
   // job's newest checkpoint, or a checkpoint name. Default: "".
   std::string resume_from;
+  // A new run without resume_from: train on from the rows the shards hold (CONTINUE) or
+  // empty every table first (FRESH). Unspecified: refused by the coordinator once any
+  // run trained on the cluster (coordinator.proto JoinJobRequest.rows).
+  v1::JoinJobRequest::StartRows start_rows = v1::JoinJobRequest::START_ROWS_UNSPECIFIED;
   // Recoveries (rejoining a restored attempt after a failure) before the worker gives
   // up. Default: 100.
   int max_recoveries = 100;

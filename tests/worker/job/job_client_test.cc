@@ -7,6 +7,7 @@
 // DEADLINE_EXCEEDED when nobody finishes; FinishJob refuses a rolled-back attempt and
 // accepts a retry of a finished one. Rank 0's progress reports (ReportProgress) reach
 // GetJob and the coordinator's ember_job_* metrics, and bad or stale reports are refused.
+// A new run says what it does with the rows an earlier run left (JoinJobRequest.rows).
 
 #include "worker/job/job_client.h"
 
@@ -35,6 +36,8 @@ v1::JoinJobRequest JoinRequest(uint64_t generation, uint64_t after_attempt) {
   join.set_rank(0);
   join.set_world_size(1);
   join.set_after_attempt(after_attempt);
+  // The runs here train nothing: each says it continues from the shards' rows.
+  join.set_rows(v1::JoinJobRequest::START_ROWS_CONTINUE);
   return join;
 }
 
@@ -162,6 +165,45 @@ TEST_F(JobClientTest, TheCoordinatorGivesEachRunIdItsGeneration) {
   absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(kJob, absl::Seconds(10));
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->generation(), 3u);  // nothing refused changed the run
+}
+
+TEST_F(JobClientTest, ANewRunSaysWhatItDoesWithTheShardsRows) {
+  const uint64_t a1 = StartAndJoin({absl::StrCat("--checkpoint_dir=", dir_.path(), "/ckpt")});
+  ASSERT_NE(a1, 0u);  // the first run on a new cluster: any choice is fine
+
+  // Run 2 says nothing: refused, naming the earlier run and every way out.
+  v1::JoinJobRequest unsaid = JoinRequest(2, 0);
+  unsaid.clear_rows();
+  absl::StatusOr<v1::JoinJobResponse> refused = jobs_->Join(unsaid, wait_);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  for (const char* word : {"generation 1", "--rows=continue", "--rows=fresh", "--resume_from"}) {
+    EXPECT_NE(refused.status().message().find(word), std::string::npos)
+        << word << ": " << refused.status();
+  }
+  // Fresh with a checkpoint to resume from: contradictory, refused before either is used.
+  v1::JoinJobRequest both = JoinRequest(2, 0);
+  both.set_rows(v1::JoinJobRequest::START_ROWS_FRESH);
+  both.set_resume_from("latest");
+  EXPECT_EQ(jobs_->Join(both, wait_).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Fresh: the run starts (the shard empties its tables for it).
+  v1::JoinJobRequest fresh = JoinRequest(2, 0);
+  fresh.set_rows(v1::JoinJobRequest::START_ROWS_FRESH);
+  absl::StatusOr<v1::JoinJobResponse> started = jobs_->Join(fresh, wait_);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_GT(started->attempt(), a1);
+
+  // Another job may not empty the tables under the running one.
+  v1::JoinJobRequest other = JoinRequest(1, 0);
+  other.set_job("another-job");
+  other.set_rows(v1::JoinJobRequest::START_ROWS_FRESH);
+  absl::StatusOr<v1::JoinJobResponse> clash = jobs_->Join(other, wait_);
+  EXPECT_EQ(clash.status().code(), absl::StatusCode::kFailedPrecondition) << clash.status();
+  EXPECT_NE(clash.status().message().find(kJob), std::string::npos) << clash.status();
+  absl::StatusOr<v1::GetJobResponse> job = jobs_->GetJob(kJob, absl::Seconds(10));
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->generation(), 2u);
+  EXPECT_EQ(job->phase(), v1::GetJobResponse::RUNNING);
 }
 
 v1::ReportProgressRequest ProgressRequest(uint64_t generation, uint64_t attempt) {
