@@ -367,7 +367,8 @@ if [[ -n "$disk_faults" ]]; then
   rpc_errors="$(cat "$run_dir"/ps-*.metrics | awk '/^ember_rpc_total/ && !/code="OK"/ {s += $NF} END {print s + 0}')"
   rpc_codes="$(cat "$run_dir"/ps-*.metrics | awk '/^ember_rpc_total/ && !/code="OK"/ && $NF > 0 {match($0, /code="[A-Z_]*"/); c[substr($0, RSTART + 6, RLENGTH - 7)] += $NF} END {for (k in c) printf "%s %d, ", k, c[k]}')"
   writeback_errors="$(cat "$run_dir"/ps-*.metrics | awk '/^ember_writeback_errors_total/ {s += $NF} END {print s + 0}')"
-  reopens="$(cat "$run_dir"/ps-*.metrics | awk '/^ember_rocksdb_reopens_total/ {s += $NF} END {print s + 0}')"
+  # From the logs: ember_rocksdb_reopens_total starts over with each store a restore opens.
+  reopens="$(cat "$soak"/logs/ps-*.log | grep -c 'rocksdb: reopened' || true)"
   failed_attempts="$(cat "$soak"/logs/worker-*.log | grep -c 'failed, rejoining' || true)"
   down "$soak"  # the shards log their injected-fault counts when the window ends or they stop
   # Each process logs its running count every second; the last line of each counts.
