@@ -206,7 +206,7 @@ TEST_F(RocksDbBackendTest, WriteFaultsFailCleanlyAndRecover) {
   EXPECT_EQ(Get(*backend, b, "failed1"), std::nullopt);
 
   fs->SetWriteFailure(false);
-  EMBER_ASSERT_OK(WriteRows(*backend, a, "after", 20));  // resumes first
+  EMBER_ASSERT_OK(WriteRows(*backend, a, "after", 20));  // reopens first
   EMBER_ASSERT_OK(backend->Write({Put(b, "after-b", "y")}));
   EMBER_ASSERT_OK(backend->Flush());
 
