@@ -9,7 +9,8 @@
 // (EMBER_RANK, then JOB_COMPLETION_INDEX as set by a Kubernetes Indexed Job;
 // EMBER_WORLD_SIZE; EMBER_COORDINATOR), read here and nowhere else. Rank 0 prints
 // progress to stdout and writes the run directory. Exit codes: 0 done, 1 the job
-// failed (the message says which stage), 2 bad flags or a bad config.
+// failed (the message says which stage), 2 bad flags or a bad config, 75 the CUDA
+// context is lost (worker/cuda/context_lost.h: restart the process).
 //
 // Elastic runs (docs/ARCHITECTURE.md "Elastic runs"): --workers=MIN:MAX instead of
 // --rank and --world_size; the coordinator gives each attempt's ranks. SIGTERM then
@@ -37,6 +38,7 @@
 #include "common/model/model_config.h"
 #include "common/status_macros.h"
 #include "common/tls.h"
+#include "worker/cuda/context_lost.h"
 #include "worker/training/trainer.h"
 
 namespace ember::worker {
@@ -361,6 +363,15 @@ absl::Status Run(const WorkerFlags& flags) {
     sigaction(SIGTERM, &action, nullptr);
   }
   absl::StatusOr<TrainResult> result = Train(options);
+  if (!result.ok() && CudaContextLost()) {
+    // Exit here, not through RunMain's exit 1: the supervisor restarts a worker that
+    // exits 75, and the new process gets a new CUDA context. _exit: no static
+    // destructors in a process whose CUDA context and NCCL threads are in a bad state.
+    std::cerr << "ember-worker: " << result.status() << "; exiting " << kExitCudaContextLost
+              << " (restart me)" << std::endl;
+    std::cout.flush();
+    _exit(kExitCudaContextLost);
+  }
   if (!result.ok()) return result.status();
   if (result->left) return absl::OkStatus();
   if (result->rank == 0 && !options.run_dir.empty()) {

@@ -12,14 +12,15 @@
 //
 // Every wait has the options' deadline: the rendezvous, the communicator's set-up and
 // each all-reduce (NCCL runs non-blocking and is polled; a stuck or dead peer makes the
-// call abort the communicator and fail with DEADLINE_EXCEEDED, or UNAVAILABLE when NCCL
-// reports the peer's error). After an error the collective is broken and every later
-// call fails with FAILED_PRECONDITION; a job reconnects with a new generation.
+// call abort the communicator before it returns, and fail with DEADLINE_EXCEEDED, or
+// UNAVAILABLE when NCCL reports the peer's error; the abort ends the reduction's kernel,
+// so the caller's stream runs on). After an error the collective is broken and every
+// later call fails with FAILED_PRECONDITION; a job reconnects with a new generation.
 // Every rank gets the same bits (NCCL's ring reduces each chunk once and broadcasts it),
 // but not the bits of the Gloo path. One GPU per rank: NCCL itself refuses two ranks
 // on one GPU.
 //
-// Thread-safety: one call at a time.
+// Thread-safety: one call at a time, from any thread (each call selects the device).
 
 #ifndef EMBER_WORKER_COLLECTIVE_DEVICE_COLLECTIVE_H_
 #define EMBER_WORKER_COLLECTIVE_DEVICE_COLLECTIVE_H_

@@ -2,7 +2,10 @@
 //
 // DeviceCollective over NCCL (device_collective.h). NCCL runs in non-blocking mode
 // (ncclConfig_t.blocking = 0) so every wait is a poll with a deadline; NCCL and CUDA
-// results become absl::Status in worker/cuda/cuda_status.cc only.
+// results become absl::Status in worker/cuda/cuda_status.cc only. A failed or late
+// all-reduce aborts the communicator there and then (ncclCommAbort ends its kernel on
+// the caller's stream, so the tower's later work on that stream does not wait behind
+// it forever), and each call selects the collective's device on the calling thread.
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -51,15 +54,17 @@ absl::Status WaitComm(const NcclApi& nccl, ncclComm_t comm, absl::Time deadline,
 class NcclCollective final : public DeviceCollective {
  public:
   NcclCollective(const NcclApi& nccl, int rank, int world_size, absl::Duration timeout,
-                 ncclComm_t comm)
-      : nccl_(nccl), rank_(rank), world_size_(world_size), timeout_(timeout), comm_(comm) {}
+                 int cuda_device, ncclComm_t comm)
+      : nccl_(nccl),
+        rank_(rank),
+        world_size_(world_size),
+        timeout_(timeout),
+        cuda_device_(cuda_device),
+        comm_(comm) {}
   ~NcclCollective() override {
-    if (comm_ == nullptr) return;
-    if (broken_) {
-      nccl_.comm_abort(comm_);
-    } else {
-      nccl_.comm_destroy(comm_);
-    }
+    if (comm_ == nullptr) return;  // aborted at its failure
+    cudaSetDevice(cuda_device_);
+    nccl_.comm_destroy(comm_);
   }
 
   int rank() const override { return rank_; }
@@ -72,9 +77,13 @@ class NcclCollective final : public DeviceCollective {
     if (data.empty()) return absl::OkStatus();
     const absl::Time deadline = absl::Now() + timeout_;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    absl::Status status = NcclStatus(
-        nccl_.all_reduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm_, s),
-        "the dense gradient all-reduce");
+    absl::Status status = CudaStatus(cudaSetDevice(cuda_device_),
+                                     absl::StrCat("selecting CUDA device ", cuda_device_));
+    if (status.ok()) {
+      status = NcclStatus(
+          nccl_.all_reduce(data.data(), data.data(), data.size(), ncclFloat, ncclSum, comm_, s),
+          "the dense gradient all-reduce");
+    }
     if (status.ok()) status = WaitComm(nccl_, comm_, deadline, "the dense gradient all-reduce");
     // The enqueued reduction runs on the stream; wait for it with the same deadline, and
     // watch for a peer's failure meanwhile.
@@ -99,16 +108,26 @@ class NcclCollective final : public DeviceCollective {
       }
       absl::SleepFor(absl::Microseconds(20));  // polling pace
     }
-    if (!status.ok()) broken_ = true;
+    if (!status.ok()) Abort();
     return status;
   }
 
  private:
+  // Ends the communicator at once: its kernels on the callers' streams return, and
+  // peers blocked in it see it fail. The collective stays broken.
+  void Abort() {
+    broken_ = true;
+    if (comm_ == nullptr) return;
+    nccl_.comm_abort(comm_);  // its result: the communicator is gone either way
+    comm_ = nullptr;
+  }
+
   const NcclApi& nccl_;
   const int rank_;
   const int world_size_;
   const absl::Duration timeout_;
-  ncclComm_t comm_;
+  const int cuda_device_;
+  ncclComm_t comm_;  // null once aborted
   bool broken_ = false;
 };
 
@@ -167,7 +186,7 @@ absl::StatusOr<std::unique_ptr<DeviceCollective>> DeviceCollective::Connect(
     return s;
   }
   return std::make_unique<NcclCollective>(*nccl, options.rank, options.world_size, options.timeout,
-                                          comm);
+                                          cuda_device, comm);
 }
 
 }  // namespace ember::worker

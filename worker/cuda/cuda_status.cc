@@ -4,16 +4,47 @@
 
 #include <nccl.h>
 
+#include "worker/cuda/context_lost.h"
 #include "worker/cuda/cuda_libraries.h"
 
 #include "absl/strings/str_cat.h"
 
 namespace ember::worker::cuda_internal {
 
+bool IsStickyCudaError(cudaError_t error) {
+  switch (static_cast<int>(error)) {
+    case cudaErrorECCUncorrectable:
+    case cudaErrorNvlinkUncorrectable:
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorAssert:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorLaunchFailure:
+    // By number: these names are newer than the CUDA 12.x of the worker image.
+    case 226:  // cudaErrorContained
+    case 721:  // cudaErrorTensorMemoryLeak
+    case 810:  // cudaErrorMpsClientTerminated
+    case 911:  // cudaErrorExternalDevice
+      return true;
+    default:
+      return false;
+  }
+}
+
 absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
   if (error == cudaSuccess) return absl::OkStatus();
-  const std::string message = absl::StrCat("CUDA error while ", what, ": ", cudaGetErrorName(error),
-                                           " (", cudaGetErrorString(error), ")");
+  std::string message = absl::StrCat("CUDA error while ", what, ": ", cudaGetErrorName(error), " (",
+                                     cudaGetErrorString(error), ")");
+  if (IsStickyCudaError(error)) {
+    // The process cannot use CUDA again; retries in it fail the same way.
+    absl::StrAppend(&message, "; the CUDA context is lost: the process must restart");
+    MarkCudaContextLost(message);
+    return absl::UnavailableError(message);
+  }
   switch (error) {
     case cudaErrorMemoryAllocation:
       return absl::ResourceExhaustedError(message);
@@ -28,11 +59,6 @@ absl::Status CudaStatus(cudaError_t error, absl::string_view what) {
     case cudaErrorDeviceUninitialized:
     case cudaErrorUnsupportedPtxVersion:
     case cudaErrorNoKernelImageForDevice:
-    case cudaErrorLaunchTimeout:
-    case cudaErrorECCUncorrectable:
-    case cudaErrorHardwareStackError:
-    case cudaErrorIllegalInstruction:
-    case cudaErrorLaunchFailure:
       return absl::UnavailableError(message);
     default:
       return absl::InternalError(message);
@@ -94,8 +120,12 @@ absl::Status NcclStatus(int result, absl::string_view what) {
     case ncclSystemError:
     case ncclRemoteError:
       return absl::UnavailableError(message);
-    case ncclUnhandledCudaError:
+    case ncclUnhandledCudaError: {
+      // A CUDA error inside NCCL: a sticky one is still there to peek at.
+      const cudaError_t cuda = cudaPeekAtLastError();
+      if (IsStickyCudaError(cuda)) return CudaStatus(cuda, what);
       return absl::UnavailableError(message);
+    }
     default:
       return absl::InternalError(message);
   }

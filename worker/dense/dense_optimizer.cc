@@ -151,7 +151,8 @@ std::unique_ptr<DenseOptimizer> CreateDenseOptimizer(const v1::DenseOptimizerCon
                                                      model::DenseTower& tower) {
   const size_t n = tower.step_parameters().size();
   if (tower.device() == model::DenseDevice::kCuda) {
-    return cuda_internal::CreateCudaDenseOptimizer(config, n, tower.cuda_stream());
+    const int device = cuda_internal::DeviceOfPointer(tower.step_parameters().data());
+    return cuda_internal::CreateCudaDenseOptimizer(config, n, tower.cuda_stream(), device);
   }
   return DenseOptimizer::Create(config, n);
 }

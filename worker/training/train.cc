@@ -18,6 +18,7 @@
 #include "common/model/column_statistics.h"
 #include "common/model/model_config.h"
 #include "common/status_macros.h"
+#include "worker/cuda/context_lost.h"
 #include "worker/data/file_source.h"
 #include "worker/data/statistics_pass.h"
 #include "worker/training/trainer_internal.h"
@@ -283,6 +284,9 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
     if (!Recoverable(result.status()) || recoveries >= options.max_recoveries) {
       return result.status();
     }
+    // A lost CUDA context fails every attempt of this process the same way: only a new
+    // process (worker_main exits kExitCudaContextLost for its supervisor) can rejoin.
+    if (CudaContextLost()) return result.status();
     if (finishing && met_nobody) {
       // A rejoin after the final barrier met nobody within the collective timeout: the
       // other workers have finished or failed and will not come back.

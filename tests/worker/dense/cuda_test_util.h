@@ -1,7 +1,8 @@
 // Copyright 2026 The Ember Authors.
 //
-// Helpers of the CUDA dense tests: skipping without a GPU, random inputs, relative
-// errors, and device buffers filled from / read into host vectors.
+// Helpers of the CUDA dense and NCCL tests: skipping without a GPU (or without enough
+// of them), random inputs, relative errors, and device buffers filled from / read into
+// host vectors.
 
 #ifndef EMBER_TESTS_WORKER_DENSE_CUDA_TEST_UTIL_H_
 #define EMBER_TESTS_WORKER_DENSE_CUDA_TEST_UTIL_H_
@@ -27,6 +28,15 @@
     }                                                                                \
   } while (0)
 
+// Skips the test, naming the reason, with fewer than `n` visible CUDA devices.
+#define EMBER_SKIP_WITH_FEWER_GPUS(n)                                                     \
+  do {                                                                                    \
+    int gpus_ = 0;                                                                        \
+    if (cudaGetDeviceCount(&gpus_) != cudaSuccess) gpus_ = 0;                             \
+    cudaGetLastError();                                                                   \
+    if (gpus_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs; " << gpus_ << " visible"; \
+  } while (0)
+
 namespace ember::worker::testing {
 
 using ::ember::model::test::Random;
@@ -49,30 +59,41 @@ double RelativeError(const V& got, const V& want) {
   return RelativeError(got.data(), want.data(), std::min(got.size(), want.size()));
 }
 
-// A device copy of a host vector; Read() copies back. Aborts the test on CUDA errors.
+// A device copy of a host vector; Read() copies back. Fails the test on CUDA errors.
+// Both copies run on `stream` (the stream the code under test uses: a tower's or
+// optimizer's streams are non-blocking, so they do not wait for the legacy default
+// stream that cudaMemcpy uses) and are waited for before returning.
 template <typename T>
 class DeviceVector {
  public:
-  explicit DeviceVector(const std::vector<T>& host) : n_(host.size()) {
+  explicit DeviceVector(const std::vector<T>& host, cudaStream_t stream = nullptr)
+      : n_(host.size()), stream_(stream) {
     EXPECT_EQ(cudaMalloc(&data_, std::max<size_t>(n_, 1) * sizeof(T)), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(data_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(data_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice, stream_),
+              cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
   }
-  explicit DeviceVector(size_t n, T poison) : DeviceVector(std::vector<T>(n, poison)) {}
+  DeviceVector(size_t n, T poison, cudaStream_t stream = nullptr)
+      : DeviceVector(std::vector<T>(n, poison), stream) {}
   ~DeviceVector() { cudaFree(data_); }
   DeviceVector(const DeviceVector&) = delete;
   DeviceVector& operator=(const DeviceVector&) = delete;
 
   T* get() const { return static_cast<T*>(data_); }
+  // After every stream's work so far (cudaDeviceSynchronize), then on `stream`.
   std::vector<T> Read() const {
     std::vector<T> host(n_);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(cudaMemcpy(host.data(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cudaMemcpyAsync(host.data(), data_, n_ * sizeof(T), cudaMemcpyDeviceToHost, stream_),
+              cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
     return host;
   }
 
  private:
   void* data_ = nullptr;
   size_t n_;
+  cudaStream_t stream_;
 };
 
 }  // namespace ember::worker::testing

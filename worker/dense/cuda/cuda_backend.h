@@ -38,10 +38,16 @@ absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateCudaDenseTower(
     model::dense_internal::TowerLayout layout, std::vector<float> parameters,
     const DenseTowerOptions& options);
 
-// An optimizer over `num_parameters` floats of device memory, stepping on `stream` (a
-// cudaStream_t). nullptr for an unknown kind.
+// An optimizer over `num_parameters` floats of device memory on `cuda_device`, stepping
+// on `stream` (a cudaStream_t). nullptr for an unknown kind.
 std::unique_ptr<DenseOptimizer> CreateCudaDenseOptimizer(const v1::DenseOptimizerConfig& config,
-                                                         size_t num_parameters, void* stream);
+                                                         size_t num_parameters, void* stream,
+                                                         int cuda_device);
+
+// The device that holds `device_pointer` (memory a CUDA tower allocated), for the
+// optimizer that steps on it; 0 when it cannot be told (only with a lost CUDA context,
+// where every later call fails anyway).
+int DeviceOfPointer(const void* device_pointer);
 
 }  // namespace ember::worker::cuda_internal
 

@@ -4,7 +4,9 @@
 // their moments in device memory and the element updates in kernels.cu (bitwise the
 // CPU's for the same inputs). The step scalars are computed on the host exactly as the
 // CPU optimizer computes them. SaveState / LoadState use the CPU layout, so a
-// checkpoint written on one backend restores on the other.
+// checkpoint written on one backend restores on the other. Every entry point selects the
+// optimizer's device on the calling thread first (cudaSetDevice is per thread), and every
+// transfer runs on the optimizer's stream (the tower's compute stream), then is waited for.
 
 #include <cuda_runtime_api.h>
 
@@ -29,13 +31,14 @@ float OrDefault(float value, float default_value) { return value == 0.0f ? defau
 class CudaDenseOptimizer final : public DenseOptimizer {
  public:
   CudaDenseOptimizer(const v1::DenseOptimizerConfig& config, v1::DenseOptimizerConfig::Kind kind,
-                     size_t n, cudaStream_t stream)
+                     size_t n, cudaStream_t stream, int device)
       : kind_(kind),
         n_(n),
         moments_(kind == v1::DenseOptimizerConfig::SGD       ? 0
                  : kind == v1::DenseOptimizerConfig::ADAGRAD ? 1
                                                              : 2),
         stream_(stream),
+        device_(device),
         lr_(OrDefault(config.learning_rate(), 0.001f)),
         eps_(OrDefault(config.epsilon(), 1e-8f)),
         beta1_(OrDefault(config.beta1(), 0.9f)),
@@ -45,16 +48,17 @@ class CudaDenseOptimizer final : public DenseOptimizer {
 
   void Init() {
     if (moments_ == 0 || n_ == 0) return;
-    status_ = state_.Reserve(n_ * moments_, "optimizer state");
+    status_ = OnDevice();
+    if (status_.ok()) status_ = state_.Reserve(n_ * moments_, "optimizer state");
     if (!status_.ok()) return;
     std::vector<float> init(n_ * moments_,
                             kind_ == v1::DenseOptimizerConfig::ADAGRAD ? initial_accumulator_ : 0);
-    status_ = CudaStatus(
-        cudaMemcpy(state_.data(), init.data(), init.size() * sizeof(float), cudaMemcpyHostToDevice),
-        "initializing the optimizer state");
+    status_ = Upload(init.data(), "initializing the optimizer state");
   }
 
   void Step(absl::Span<float> p, absl::Span<const float> g) override {
+    if (!status_.ok()) return;
+    status_ = OnDevice();
     if (!status_.ok()) return;
     switch (kind_) {
       case v1::DenseOptimizerConfig::SGD:
@@ -82,6 +86,8 @@ class CudaDenseOptimizer final : public DenseOptimizer {
         model::dense_internal::OptimizerStateHeader(kind_, step_, n_ * moments_);
     if (moments_ > 0 && n_ > 0 && status_.ok()) {
       // A failure leaves the moments zero; status() reports it and the caller checks it.
+      status_ = OnDevice();
+      if (!status_.ok()) return out;
       const cudaError_t e =
           cudaMemcpyAsync(out.data() + model::dense_internal::kOptimizerStateHeader, state_.data(),
                           n_ * moments_ * sizeof(float), cudaMemcpyDeviceToHost, stream_);
@@ -96,13 +102,9 @@ class CudaDenseOptimizer final : public DenseOptimizer {
     EMBER_ASSIGN_OR_RETURN(const uint64_t step,
                            model::dense_internal::CheckOptimizerState(state, kind_, n_ * moments_));
     if (moments_ > 0 && n_ > 0) {
-      EMBER_RETURN_IF_ERROR(CudaStatus(
-          cudaMemcpyAsync(state_.data(),
-                          state.data() + model::dense_internal::kOptimizerStateHeader,
-                          n_ * moments_ * sizeof(float), cudaMemcpyHostToDevice, stream_),
-          "uploading the optimizer state"));
-      EMBER_RETURN_IF_ERROR(
-          CudaStatus(cudaStreamSynchronize(stream_), "uploading the optimizer state"));
+      EMBER_RETURN_IF_ERROR(OnDevice());
+      EMBER_RETURN_IF_ERROR(Upload(state.data() + model::dense_internal::kOptimizerStateHeader,
+                                   "uploading the optimizer state"));
     }
     step_ = step;
     return absl::OkStatus();
@@ -111,10 +113,24 @@ class CudaDenseOptimizer final : public DenseOptimizer {
   absl::Status status() const override { return status_; }
 
  private:
+  absl::Status OnDevice() const {
+    return CudaStatus(cudaSetDevice(device_), absl::StrCat("selecting CUDA device ", device_));
+  }
+
+  // n_ * moments_ floats from the host into the state, on stream_, waited for.
+  absl::Status Upload(const float* host, const char* what) {
+    EMBER_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(state_.data(), host, n_ * moments_ * sizeof(float),
+                                   cudaMemcpyHostToDevice, stream_),
+                   what));
+    return CudaStatus(cudaStreamSynchronize(stream_), what);
+  }
+
   const v1::DenseOptimizerConfig::Kind kind_;
   const size_t n_;
   const int moments_;
   const cudaStream_t stream_;
+  const int device_;
   const float lr_, eps_, beta1_, beta2_, initial_accumulator_;
   uint64_t step_ = 0;
   DeviceBuffer<float> state_;  // the moments, one n_-block each (Adam: m then v)
@@ -124,7 +140,8 @@ class CudaDenseOptimizer final : public DenseOptimizer {
 }  // namespace
 
 std::unique_ptr<DenseOptimizer> CreateCudaDenseOptimizer(const v1::DenseOptimizerConfig& config,
-                                                         size_t num_parameters, void* stream) {
+                                                         size_t num_parameters, void* stream,
+                                                         int cuda_device) {
   v1::DenseOptimizerConfig::Kind kind = config.kind();
   switch (kind) {
     case v1::DenseOptimizerConfig::KIND_UNSPECIFIED:
@@ -137,8 +154,8 @@ std::unique_ptr<DenseOptimizer> CreateCudaDenseOptimizer(const v1::DenseOptimize
     default:
       return nullptr;
   }
-  auto optimizer = std::make_unique<CudaDenseOptimizer>(config, kind, num_parameters,
-                                                        static_cast<cudaStream_t>(stream));
+  auto optimizer = std::make_unique<CudaDenseOptimizer>(
+      config, kind, num_parameters, static_cast<cudaStream_t>(stream), cuda_device);
   optimizer->Init();  // a failure shows in status(), which callers check after each step
   return optimizer;
 }

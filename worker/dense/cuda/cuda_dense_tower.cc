@@ -4,7 +4,11 @@
 // Products through cuBLAS (cublasGemmEx: fp32, tf32 or bf16 operands, fp32
 // accumulate); bias+activation, ReLU backward, bias gradients, the interactions and the
 // loss through kernels.cu. Inputs travel host -> pinned buffer -> device on a copy
-// stream; compute runs on one compute stream that waits on the copy's event.
+// stream; compute runs on one compute stream that waits on the copy's event. Every
+// transfer and memset is on one of these two streams (never the legacy default stream,
+// which the non-blocking streams do not wait for), and every entry point first selects
+// the tower's device on the calling thread (cudaSetDevice is per thread: the trainer,
+// its evaluation and the tests may call from other threads than the one that made it).
 //
 // Row-major matrices through column-major cuBLAS: a row-major [r x c] matrix is a
 // column-major [c x r] one, so y = x W^T is, column-major, y' = W'^T x', and so on.
@@ -38,6 +42,7 @@ class CudaDenseTower final : public model::DenseTower {
       : layout_(std::move(layout)), options_(options) {}
 
   ~CudaDenseTower() override {
+    cudaSetDevice(options_.cuda_device);  // errors: the calls below fail alike, harmlessly
     if (compute_ != nullptr) cudaStreamSynchronize(compute_);
     if (copy_ != nullptr) cudaStreamSynchronize(copy_);
     if (cublas_ != nullptr) blas_->destroy(cublas_);
@@ -47,7 +52,7 @@ class CudaDenseTower final : public model::DenseTower {
   }
 
   absl::Status Init(const std::vector<float>& parameters) {
-    EMBER_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(options_.cuda_device), "selecting the device"));
+    EMBER_RETURN_IF_ERROR(OnDevice());
     EMBER_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking),
                                      "creating the compute stream"));
     EMBER_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking),
@@ -70,10 +75,12 @@ class CudaDenseTower final : public model::DenseTower {
     bottom_out_.resize(layout_.bottom.size());
     top_out_.resize(layout_.top.size());
     layer_in_bf16_.resize(layout_.bottom.size() + layout_.top.size());
-    EMBER_RETURN_IF_ERROR(CudaStatus(
-        cudaMemcpy(params_.data(), parameters.data(), n * sizeof(float), cudaMemcpyHostToDevice),
-        "uploading the parameters"));
-    return CudaStatus(cudaMemset(grads_.data(), 0, n * sizeof(float)), "zeroing the gradients");
+    // On the compute stream, then waited for: every later step is ordered after them.
+    EMBER_RETURN_IF_ERROR(
+        CudaStatus(cudaMemcpyAsync(params_.data(), host_params_.data(), n * sizeof(float),
+                                   cudaMemcpyHostToDevice, compute_),
+                   "uploading the parameters"));
+    return ZeroGradients();
   }
 
   model::DenseDevice device() const override { return model::DenseDevice::kCuda; }
@@ -175,7 +182,14 @@ class CudaDenseTower final : public model::DenseTower {
   template <typename F>
   void Record(F&& step) {
     if (!status_.ok()) return;
-    status_ = step();
+    status_ = OnDevice();
+    if (status_.ok()) status_ = step();
+  }
+
+  // Selects the tower's device on the calling thread (cudaSetDevice is per thread).
+  absl::Status OnDevice() const {
+    return CudaStatus(cudaSetDevice(options_.cuda_device),
+                      absl::StrCat("selecting CUDA device ", options_.cuda_device));
   }
 
   void Download(const float* device, std::vector<float>* host, const char* what) {

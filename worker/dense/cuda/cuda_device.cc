@@ -42,4 +42,13 @@ absl::StatusOr<std::string> DescribeDevice(int ordinal) {
                          static_cast<double>(prop.totalGlobalMem) / (1 << 30), driver, runtime);
 }
 
+int DeviceOfPointer(const void* device_pointer) {
+  cudaPointerAttributes attributes;
+  if (cudaPointerGetAttributes(&attributes, device_pointer) != cudaSuccess) {
+    cudaGetLastError();  // not sticky (a sticky one shows again at the next call)
+    return 0;
+  }
+  return attributes.device;
+}
+
 }  // namespace ember::worker::cuda_internal

@@ -25,8 +25,9 @@ absl::StatusOr<std::unique_ptr<model::DenseTower>> CreateCudaDenseTower(
 }
 
 std::unique_ptr<DenseOptimizer> CreateCudaDenseOptimizer(const v1::DenseOptimizerConfig&, size_t,
-                                                         void*) {
+                                                         void*, int) {
   return nullptr;
 }
+int DeviceOfPointer(const void*) { return 0; }
 
 }  // namespace ember::worker::cuda_internal
