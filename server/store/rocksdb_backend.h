@@ -22,11 +22,11 @@
 // to the WAL writer that saw the error, which aborts the process (facebook/rocksdb#12448).
 // The reopen replays the WAL, so every acknowledged write survives it. With the WAL off,
 // DB::Resume() is used as before (a reopen would drop the unflushed memtables, which
-// readers still expect to see). docs/RELIABILITY.md ("Disk faults under a training job") has the
-// measurements.
+// readers still expect to see). The measurements are in docs/RELIABILITY.md ("Disk
+// faults under a training job").
 //
 // While the database is being reopened: reads wait for it (a reopen is a close and an
-// open, normally milliseconds; up to kReopenAttempts opens with short pauses when the
+// open, well under a second; up to kReopenAttempts opens with short pauses when the
 // disk keeps failing); writes answer UNAVAILABLE ("... is being reopened after a write
 // error; retry"). If every attempt fails, the backend opens the database read-only
 // (which writes nothing): reads go on, writes answer UNAVAILABLE, and the next write
@@ -36,7 +36,8 @@
 // Thread-safety: every method may be called concurrently (see row_backend.h). Every use
 // of the database and its column-family handles holds db_mu_ shared; a reopen holds it
 // exclusively. Scan does not hold it while calling its callback (which may write to
-// this backend): it reads in chunks from one RocksDB snapshot.
+// this backend): it reads in chunks from one RocksDB snapshot, and a reopen between two
+// chunks ends the scan with UNAVAILABLE.
 
 #ifndef EMBER_SERVER_STORE_ROCKSDB_BACKEND_H_
 #define EMBER_SERVER_STORE_ROCKSDB_BACKEND_H_
