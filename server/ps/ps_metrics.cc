@@ -210,38 +210,49 @@ void PsStoreCollector::CollectStore(const EmbeddingStore& store, std::vector<Met
           static_cast<double>(s.disk_bytes));
 }
 
-void PsStoreCollector::CollectRocksDb(const RocksDbBackend& rocksdb,
-                                      std::vector<MetricFamily>* out) {
-  rocksdb::DB* db = rocksdb.db();
-  if (db == nullptr) return;
-  FamilyWriter w(out);
+namespace {
+
+// RocksDB's own figures, read from the open database.
+void CollectRocksDbProperties(rocksdb::DB& db, FamilyWriter& w) {
   uint64_t value = 0;
   // Per-column-family estimates, summed over every column family.
-  if (db->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimateNumKeys, &value)) {
+  if (db.GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimateNumKeys, &value)) {
     w.Gauge("ember_rocksdb_estimate_num_keys", "RocksDB's estimate of its keys.",
             static_cast<double>(value));
   }
-  if (db->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimatePendingCompactionBytes,
-                                   &value)) {
+  if (db.GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimatePendingCompactionBytes,
+                                  &value)) {
     w.Gauge("ember_rocksdb_pending_compaction_bytes",
             "RocksDB's estimate of bytes compaction must rewrite.", static_cast<double>(value));
   }
   // The block cache is shared by every column family: any one reports it.
-  if (db->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &value)) {
+  if (db.GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &value)) {
     w.Gauge("ember_rocksdb_block_cache_usage_bytes", "Bytes in RocksDB's block cache.",
             static_cast<double>(value));
   }
-  if (db->GetIntProperty(rocksdb::DB::Properties::kBlockCacheCapacity, &value)) {
+  if (db.GetIntProperty(rocksdb::DB::Properties::kBlockCacheCapacity, &value)) {
     w.Gauge("ember_rocksdb_block_cache_capacity_bytes", "Capacity of RocksDB's block cache.",
             static_cast<double>(value));
   }
-  const std::shared_ptr<rocksdb::Statistics> stats = db->GetDBOptions().statistics;
+  const std::shared_ptr<rocksdb::Statistics> stats = db.GetDBOptions().statistics;
   if (stats != nullptr) {
     w.Counter("ember_rocksdb_block_cache_hits_total", "RocksDB block cache hits.",
               static_cast<double>(stats->getTickerCount(rocksdb::BLOCK_CACHE_HIT)));
     w.Counter("ember_rocksdb_block_cache_misses_total", "RocksDB block cache misses.",
               static_cast<double>(stats->getTickerCount(rocksdb::BLOCK_CACHE_MISS)));
   }
+}
+
+}  // namespace
+
+void PsStoreCollector::CollectRocksDb(const RocksDbBackend& rocksdb,
+                                      std::vector<MetricFamily>* out) {
+  FamilyWriter w(out);
+  w.Counter("ember_rocksdb_reopens_total",
+            "Reopens of the RocksDB database after a write error (WAL on).",
+            static_cast<double>(rocksdb.reopens()));
+  // Held open for the scrape: a reopen after a write error replaces the database.
+  rocksdb.VisitDb([&w](rocksdb::DB& db) { CollectRocksDbProperties(db, w); });
 }
 
 }  // namespace ember

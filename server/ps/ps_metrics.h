@@ -42,6 +42,7 @@
 //      ember_rocksdb_block_cache_usage_bytes / _capacity_bytes  gauges
 //      ember_rocksdb_block_cache_hits_total / _misses_total  counters, only when the
 //                                                   DB was opened with statistics
+//      ember_rocksdb_reopens_total                  counter, reopens after a write error
 //
 //   auto registry = std::make_shared<prometheus::Registry>();
 //   PsMetrics metrics(*registry);

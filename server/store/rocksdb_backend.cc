@@ -3,12 +3,15 @@
 #include "server/store/rocksdb_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdarg>
 #include <filesystem>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/clip.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/convenience.h"
@@ -24,6 +27,10 @@ namespace ember {
 namespace {
 
 constexpr char kMetaColumnFamily[] = "__ember_meta";
+
+// Rows (or bytes) Scan copies per chunk before calling its callback without the lock.
+constexpr size_t kScanChunkRows = 1024;
+constexpr size_t kScanChunkBytes = size_t{1} << 20;
 
 rocksdb::Slice ToSlice(std::string_view s) { return rocksdb::Slice(s.data(), s.size()); }
 
@@ -81,8 +88,8 @@ rocksdb::DBOptions MakeDbOptions(const RocksDbOptions& options, rocksdb::Env* en
   // Without a WAL only an atomic flush keeps a batch that spans column families whole
   // across a crash.
   db.atomic_flush = !options.enable_wal;
-  // The backend resumes on the next Write/Flush (MaybeResume); RocksDB's own retry
-  // thread would race with it and make DB::Resume() return Busy.
+  // The backend recovers on the next write (PrepareWrite: a reopen, or DB::Resume()
+  // with the WAL off); RocksDB's own retry thread would race with it.
   db.max_bgerror_resume_count = 0;
   return db;
 }
@@ -137,10 +144,10 @@ absl::StatusOr<std::unique_ptr<RocksDbBackend>> RocksDbBackend::Open(
   if (options.file_system != nullptr) env = rocksdb::NewCompositeEnv(options.file_system);
   std::unique_ptr<RocksDbBackend> backend(new RocksDbBackend(options, std::move(env)));
   backend->cf_options_ = cf_options;
-  const rocksdb::DBOptions db_options = MakeDbOptions(options, backend->env_.get());
+  backend->db_options_ = MakeDbOptions(options, backend->env_.get());
 
   std::vector<std::string> names;
-  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(db_options, options.path, &names);
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(backend->db_options_, options.path, &names);
   if (s.IsPathNotFound()) {
     names.clear();  // no database yet; DB::Open creates it or reports it missing
   } else if (!s.ok()) {
@@ -158,42 +165,167 @@ absl::StatusOr<std::unique_ptr<RocksDbBackend>> RocksDbBackend::Open(
     return absl::ResourceExhaustedError(
         absl::StrCat(options.path, " holds ", names.size(), " tables; at most ", kMaxTables));
   }
-  names.insert(names.begin(), {rocksdb::kDefaultColumnFamilyName, kMetaColumnFamily});
-
-  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
-  descriptors.reserve(names.size());
-  for (const std::string& name : names) descriptors.emplace_back(name, cf_options);
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* db = nullptr;
-  // A read-only open must name every column family the database holds; the list above
-  // does (and includes the meta family, which every Ember database has).
-  s = options.read_only
-          ? rocksdb::DB::OpenForReadOnly(db_options, options.path, descriptors, &handles, &db)
-          : rocksdb::DB::Open(db_options, options.path, descriptors, &handles, &db);
-  if (!s.ok()) return FromRocksDb(s, absl::StrCat("open rocksdb at ", options.path));
-  backend->db_.reset(db);
-  backend->default_cf_ = handles[0];
-  backend->meta_cf_ = handles[1];
-  absl::MutexLock lock(&backend->mu_);
-  for (size_t i = 2; i < handles.size(); ++i) backend->Publish(names[i], handles[i]);
+  absl::WriterMutexLock lock(&backend->db_mu_);
+  EMBER_RETURN_IF_ERROR(backend->OpenDb(names, options.read_only));
   return backend;
 }
 
-RocksDbBackend::~RocksDbBackend() {
+absl::Status RocksDbBackend::OpenDb(const std::vector<std::string>& tables, bool read_only) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors;
+  descriptors.reserve(tables.size() + 2);
+  descriptors.emplace_back(rocksdb::kDefaultColumnFamilyName, cf_options_);
+  descriptors.emplace_back(kMetaColumnFamily, cf_options_);
+  for (const std::string& name : tables) descriptors.emplace_back(name, cf_options_);
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  // A read-only open must name every column family the database holds; the list does
+  // (and includes the meta family, which every Ember database has).
+  const rocksdb::Status s =
+      read_only
+          ? rocksdb::DB::OpenForReadOnly(db_options_, options_.path, descriptors, &handles, &db)
+          : rocksdb::DB::Open(db_options_, options_.path, descriptors, &handles, &db);
+  if (!s.ok()) return FromRocksDb(s, absl::StrCat("open rocksdb at ", options_.path));
+  db_.reset(db);
+  read_only_fallback_ = read_only && !options_.read_only;
+  default_cf_ = handles[0];
+  meta_cf_ = handles[1];
+  ++generation_;
+  absl::MutexLock lock(&mu_);
+  const int published = num_tables_.load(std::memory_order_relaxed);
+  for (size_t i = 2; i < handles.size(); ++i) {
+    const int id = static_cast<int>(i - 2);
+    if (id < published) {
+      handles_[id].store(handles[i], std::memory_order_relaxed);  // a reopen: same id
+    } else {
+      Publish(tables[id], handles[i]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void RocksDbBackend::CloseDb() {
   if (db_ == nullptr) return;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const rocksdb::Snapshot* snapshot : snapshots_) db_->ReleaseSnapshot(snapshot);
+    snapshots_.clear();
+  }
   for (rocksdb::ColumnFamilyHandle* handle : AllHandles()) {
     db_->DestroyColumnFamilyHandle(handle).PermitUncheckedError();
   }
-  // A close error cannot be acted on here; acknowledged writes are already durable.
+  // A close error cannot be acted on here; acknowledged writes are already in the WAL
+  // or in SST files.
   db_->Close().PermitUncheckedError();
   db_.reset();
+  default_cf_ = nullptr;
+  meta_cf_ = nullptr;
+  const int n = num_tables_.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i) handles_[i].store(nullptr, std::memory_order_relaxed);
 }
+
+RocksDbBackend::~RocksDbBackend() {
+  absl::WriterMutexLock lock(&db_mu_);
+  CloseDb();
+}
+
+absl::Status RocksDbBackend::ClosedError(absl::string_view what) const {
+  return absl::UnavailableError(absl::StrCat(what, ": the database at ", options_.path,
+                                             " is closed after a write error (its reopen "
+                                             "failed; the next call tries again); retry"));
+}
+
+absl::Status RocksDbBackend::CheckWritable(absl::string_view what) const {
+  if (db_ == nullptr) return ClosedError(what);
+  if (read_only_fallback_) {
+    return absl::UnavailableError(absl::StrCat(
+        what, ": the database at ", options_.path,
+        " serves reads only after a write error (its reopen failed; the next write tries "
+        "again); retry"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RocksDbBackend::Reopen() {
+  if (reopening_.exchange(true, std::memory_order_acq_rel)) {
+    return absl::UnavailableError(absl::StrCat("the database at ", options_.path,
+                                               " is being reopened after a write error; retry"));
+  }
+  absl::Status status;
+  {
+    absl::WriterMutexLock lock(&db_mu_);
+    // Another thread may have reopened it between our check and the lock.
+    if (needs_recovery_.load(std::memory_order_acquire)) {
+      std::vector<std::string> tables;
+      {
+        absl::MutexLock names_lock(&mu_);
+        tables = names_;
+      }
+      CloseDb();
+      auto pause = std::chrono::milliseconds(5);
+      for (int attempt = 1; attempt <= kReopenAttempts; ++attempt) {
+        status = OpenDb(tables, /*read_only=*/false);
+        if (status.ok()) break;
+        if (attempt < kReopenAttempts) std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(40));
+      }
+      if (status.ok()) {
+        needs_recovery_.store(false, std::memory_order_release);
+        closed_.store(false, std::memory_order_release);
+        const int64_t n = reopens_.fetch_add(1, std::memory_order_relaxed) + 1;
+        EMBER_LOG(WARNING) << "rocksdb: reopened " << options_.path
+                           << " after a write error (reopen " << n << " since start)";
+      } else {
+        // Reads go on from a read-only open, which writes nothing (the disk may be
+        // refusing writes); needs_recovery_ stays set, so the next write tries again.
+        const absl::Status read_only = OpenDb(tables, /*read_only=*/true);
+        closed_.store(!read_only.ok(), std::memory_order_release);
+        EMBER_LOG(ERROR) << "rocksdb: reopen of " << options_.path << " after a write error failed "
+                         << kReopenAttempts << " times (" << status << "); "
+                         << (read_only.ok() ? "serving reads from a read-only open"
+                                            : "the read-only open failed too: closed")
+                         << " until the next try";
+        status = absl::UnavailableError(absl::StrCat(
+            "reopen of ", options_.path, " after a write error failed ", kReopenAttempts,
+            " times (the next write tries again): ", status.message()));
+      }
+    }
+  }
+  reopening_.store(false, std::memory_order_release);
+  return status;
+}
+
+absl::Status RocksDbBackend::PrepareWrite() {
+  if (!needs_recovery_.load(std::memory_order_acquire)) return absl::OkStatus();
+  if (options_.enable_wal) return Reopen();
+  // Without a WAL a reopen would lose the memtables; no WAL writer can have seen the
+  // error either, so DB::Resume() is safe here.
+  absl::ReaderMutexLock lock(&db_mu_);
+  EMBER_RETURN_IF_ERROR(CheckWritable("resume"));
+  rocksdb::Status s = db_->Resume();
+  // Busy: another thread is resuming right now; the caller's own IO tells the outcome.
+  if (s.IsBusy()) return absl::OkStatus();
+  if (!s.ok()) return FromRocksDb(s, "resume after background error");
+  needs_recovery_.store(false, std::memory_order_release);
+  return absl::OkStatus();
+}
+
+void RocksDbBackend::PrepareRead() {
+  // Reads keep working on a database that a write error stopped; only a closed one (a
+  // failed reopen) needs another try. While a reopen runs, the read waits for it on
+  // db_mu_ instead.
+  if (closed_.load(std::memory_order_acquire) && !reopening_.load(std::memory_order_acquire)) {
+    Reopen().IgnoreError();  // the read reports the outcome
+  }
+}
+
+void RocksDbBackend::WriteFailed() { needs_recovery_.store(true, std::memory_order_release); }
 
 BackendTable RocksDbBackend::Publish(const std::string& name, rocksdb::ColumnFamilyHandle* handle) {
   const int id = num_tables_.load(std::memory_order_relaxed);
   handles_[id].store(handle, std::memory_order_relaxed);
   num_tables_.store(id + 1, std::memory_order_release);
   tables_.emplace(name, id);
+  names_.push_back(name);
   return id;
 }
 
@@ -222,7 +354,9 @@ absl::StatusOr<BackendTable> RocksDbBackend::OpenTable(const std::string& table)
     if (it != tables_.end()) return it->second;
   }
   if (options_.read_only) return ReadOnlyError(absl::StrCat("create table ", table), options_.path);
+  EMBER_RETURN_IF_ERROR(PrepareWrite());
   absl::MutexLock create_lock(&create_mu_);
+  absl::ReaderMutexLock db_lock(&db_mu_);
   {
     absl::MutexLock lock(&mu_);
     auto it = tables_.find(table);
@@ -231,9 +365,13 @@ absl::StatusOr<BackendTable> RocksDbBackend::OpenTable(const std::string& table)
       return absl::ResourceExhaustedError(absl::StrCat("more than ", kMaxTables, " tables"));
     }
   }
+  EMBER_RETURN_IF_ERROR(CheckWritable(absl::StrCat("create table ", table)));
   rocksdb::ColumnFamilyHandle* handle = nullptr;
   rocksdb::Status s = db_->CreateColumnFamily(cf_options_, table, &handle);
-  if (!s.ok()) return FromRocksDb(s, absl::StrCat("create column family ", table));
+  if (!s.ok()) {
+    WriteFailed();
+    return FromRocksDb(s, absl::StrCat("create column family ", table));
+  }
   absl::MutexLock lock(&mu_);
   return Publish(table, handle);
 }
@@ -242,8 +380,7 @@ std::vector<std::string> RocksDbBackend::ListTables() const {
   std::vector<std::string> names;
   {
     absl::MutexLock lock(&mu_);
-    names.reserve(tables_.size());
-    for (const auto& [name, id] : tables_) names.push_back(name);
+    names = names_;
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -251,12 +388,17 @@ std::vector<std::string> RocksDbBackend::ListTables() const {
 
 absl::Status RocksDbBackend::MultiGet(BackendTable table, absl::Span<const std::string> keys,
                                       std::vector<std::string>* values, std::vector<bool>* found) {
+  PrepareRead();
+  absl::ReaderMutexLock lock(&db_mu_);
   rocksdb::ColumnFamilyHandle* cf = Handle(table);
-  if (cf == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown table ", table));
+  if (cf == nullptr && db_ != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown table ", table));
+  }
   const size_t n = keys.size();
   values->resize(n);
   found->assign(n, false);
   if (n == 0) return absl::OkStatus();
+  if (db_ == nullptr) return ClosedError(absl::StrCat("multiget in table ", table));
 
   std::vector<rocksdb::Slice> slices;
   slices.reserve(n);
@@ -284,22 +426,15 @@ absl::Status RocksDbBackend::MultiGet(BackendTable table, absl::Span<const std::
   return absl::OkStatus();
 }
 
-absl::Status RocksDbBackend::MaybeResume() {
-  if (!needs_resume_.load(std::memory_order_acquire)) return absl::OkStatus();
-  rocksdb::Status s = db_->Resume();
-  // Busy: another thread is resuming right now; the caller's own IO tells the outcome.
-  if (s.IsBusy()) return absl::OkStatus();
-  if (!s.ok()) return FromRocksDb(s, "resume after background error");
-  needs_resume_.store(false, std::memory_order_release);
-  return absl::OkStatus();
-}
-
 absl::Status RocksDbBackend::Write(const BackendWriteBatch& batch) {
   if (options_.read_only) return ReadOnlyError("write", options_.path);
   if (batch.empty()) return absl::OkStatus();
+  EMBER_RETURN_IF_ERROR(PrepareWrite());
   size_t bytes = 16;
   for (const BackendWrite& w : batch) bytes += w.key.size() + w.value.size() + 16;
   rocksdb::WriteBatch wb(bytes);
+  absl::ReaderMutexLock lock(&db_mu_);
+  EMBER_RETURN_IF_ERROR(CheckWritable("write batch"));
   for (const BackendWrite& w : batch) {
     rocksdb::ColumnFamilyHandle* cf = Handle(w.table);
     if (cf == nullptr) {
@@ -308,45 +443,107 @@ absl::Status RocksDbBackend::Write(const BackendWriteBatch& batch) {
     rocksdb::Status s = w.erase ? wb.Delete(cf, w.key) : wb.Put(cf, w.key, w.value);
     if (!s.ok()) return FromRocksDb(s, "build write batch");
   }
-  EMBER_RETURN_IF_ERROR(MaybeResume());
   rocksdb::Status s = db_->Write(write_options_, &wb);
   if (!s.ok()) {
-    needs_resume_.store(true, std::memory_order_release);
+    WriteFailed();
     return FromRocksDb(s, "write batch");
   }
   return absl::OkStatus();
 }
 
-absl::Status RocksDbBackend::Scan(
-    BackendTable table, std::string_view begin, std::string_view end,
-    const std::function<bool(std::string_view key, std::string_view value)>& fn) {
+const rocksdb::Snapshot* RocksDbBackend::TakeSnapshot(uint64_t* generation) {
+  absl::ReaderMutexLock lock(&db_mu_);
+  if (db_ == nullptr) return nullptr;
+  const rocksdb::Snapshot* snapshot = db_->GetSnapshot();
+  *generation = generation_;
+  absl::MutexLock snapshots_lock(&mu_);
+  snapshots_.insert(snapshot);
+  return snapshot;
+}
+
+void RocksDbBackend::ReleaseSnapshot(const rocksdb::Snapshot* snapshot, uint64_t generation) {
+  absl::ReaderMutexLock lock(&db_mu_);
+  if (db_ == nullptr || generation != generation_) return;  // released by the reopen
+  {
+    absl::MutexLock snapshots_lock(&mu_);
+    snapshots_.erase(snapshot);
+  }
+  db_->ReleaseSnapshot(snapshot);
+}
+
+absl::Status RocksDbBackend::ScanChunk(BackendTable table, uint64_t generation,
+                                       const rocksdb::Snapshot* snapshot, std::string* next,
+                                       std::string_view end,
+                                       std::vector<std::pair<std::string, std::string>>* rows,
+                                       bool* done) {
+  rows->clear();
+  absl::ReaderMutexLock lock(&db_mu_);
+  if (db_ == nullptr) return ClosedError(absl::StrCat("scan table ", table));
+  if (generation != generation_) {
+    return absl::UnavailableError(
+        absl::StrCat("scan table ", table, ": the database at ", options_.path,
+                     " was reopened after a write error during the scan; retry"));
+  }
   rocksdb::ColumnFamilyHandle* cf = Handle(table);
   if (cf == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown table ", table));
   rocksdb::ReadOptions read_options;
+  read_options.snapshot = snapshot;
   // Scans copy whole slots; keep them from evicting the hot rows' blocks.
   read_options.fill_cache = false;
   const rocksdb::Slice upper = ToSlice(end);
   if (!end.empty()) read_options.iterate_upper_bound = &upper;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(read_options, cf));
-  for (it->Seek(ToSlice(begin)); it->Valid(); it->Next()) {
-    const rocksdb::Slice key = it->key();
-    const rocksdb::Slice value = it->value();
-    if (!fn(std::string_view(key.data(), key.size()),
-            std::string_view(value.data(), value.size()))) {
-      break;
+  size_t bytes = 0;
+  for (it->Seek(ToSlice(*next)); it->Valid(); it->Next()) {
+    if (rows->size() >= kScanChunkRows || bytes >= kScanChunkBytes) {
+      next->assign(it->key().data(), it->key().size());
+      return absl::OkStatus();
+    }
+    rows->emplace_back(it->key().ToString(), it->value().ToString());
+    bytes += rows->back().first.size() + rows->back().second.size();
+  }
+  *done = true;
+  return FromRocksDb(it->status(), absl::StrCat("scan table ", table));
+}
+
+absl::Status RocksDbBackend::Scan(
+    BackendTable table, std::string_view begin, std::string_view end,
+    const std::function<bool(std::string_view key, std::string_view value)>& fn) {
+  PrepareRead();
+  uint64_t generation = 0;
+  const rocksdb::Snapshot* snapshot = TakeSnapshot(&generation);
+  if (snapshot == nullptr) return ClosedError(absl::StrCat("scan table ", table));
+  // The callback runs without db_mu_ (it may write to this backend, which can reopen
+  // the database); the snapshot keeps the chunks one consistent view.
+  std::string next(begin);
+  std::vector<std::pair<std::string, std::string>> rows;
+  absl::Status status;
+  bool done = false;
+  bool stopped = false;
+  while (status.ok() && !done && !stopped) {
+    status = ScanChunk(table, generation, snapshot, &next, end, &rows, &done);
+    for (const auto& [key, value] : rows) {
+      if (!fn(key, value)) {
+        stopped = true;
+        break;
+      }
     }
   }
-  return FromRocksDb(it->status(), absl::StrCat("scan table ", table));
+  ReleaseSnapshot(snapshot, generation);
+  return stopped ? absl::OkStatus() : status;
 }
 
 absl::Status RocksDbBackend::DeleteRange(BackendTable table, std::string_view begin,
                                          std::string_view end) {
   if (options_.read_only) return ReadOnlyError("delete range", options_.path);
-  rocksdb::ColumnFamilyHandle* cf = Handle(table);
-  if (cf == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown table ", table));
   if (!end.empty() && end < begin) {
     return absl::InvalidArgumentError("delete range: end sorts before begin");
   }
+  EMBER_RETURN_IF_ERROR(PrepareWrite());
+  absl::ReaderMutexLock lock(&db_mu_);
+  EMBER_RETURN_IF_ERROR(CheckWritable(absl::StrCat("delete range in table ", table)));
+  rocksdb::ColumnFamilyHandle* cf = Handle(table);
+  if (cf == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown table ", table));
   std::string last_key;
   if (end.empty()) {
     // A range tombstone needs an end: the successor of the table's last key.
@@ -362,10 +559,9 @@ absl::Status RocksDbBackend::DeleteRange(BackendTable table, std::string_view be
   rocksdb::WriteBatch wb;
   rocksdb::Status s = wb.DeleteRange(cf, ToSlice(begin), ToSlice(end));
   if (!s.ok()) return FromRocksDb(s, "build delete range batch");
-  EMBER_RETURN_IF_ERROR(MaybeResume());
   s = db_->Write(write_options_, &wb);
   if (!s.ok()) {
-    needs_resume_.store(true, std::memory_order_release);
+    WriteFailed();
     return FromRocksDb(s, absl::StrCat("delete range in table ", table));
   }
   // Compacting the range drops the deleted rows' files now: a drained shard's disk
@@ -378,9 +574,11 @@ absl::Status RocksDbBackend::DeleteRange(BackendTable table, std::string_view be
 }
 
 uint64_t RocksDbBackend::EstimateKeys(BackendTable table) const {
+  absl::ReaderMutexLock lock(&db_mu_);
   rocksdb::ColumnFamilyHandle* cf = Handle(table);
   uint64_t keys = 0;
-  if (cf == nullptr || !db_->GetIntProperty(cf, rocksdb::DB::Properties::kEstimateNumKeys, &keys)) {
+  if (db_ == nullptr || cf == nullptr ||
+      !db_->GetIntProperty(cf, rocksdb::DB::Properties::kEstimateNumKeys, &keys)) {
     return 0;
   }
   return keys;
@@ -388,7 +586,9 @@ uint64_t RocksDbBackend::EstimateKeys(BackendTable table) const {
 
 absl::Status RocksDbBackend::Flush() {
   if (options_.read_only) return ReadOnlyError("flush", options_.path);
-  EMBER_RETURN_IF_ERROR(MaybeResume());
+  EMBER_RETURN_IF_ERROR(PrepareWrite());
+  absl::ReaderMutexLock lock(&db_mu_);
+  EMBER_RETURN_IF_ERROR(CheckWritable("flush"));
   rocksdb::Status s;
   if (options_.enable_wal) {
     // An empty synced write syncs every live WAL. Unlike DB::SyncWAL() it goes through the
@@ -405,13 +605,15 @@ absl::Status RocksDbBackend::Flush() {
     s = db_->Flush(flush_options, AllHandles());
   }
   if (!s.ok()) {
-    needs_resume_.store(true, std::memory_order_release);
+    WriteFailed();
     return FromRocksDb(s, "flush");
   }
   return absl::OkStatus();
 }
 
 int64_t RocksDbBackend::DiskBytes() const {
+  absl::ReaderMutexLock lock(&db_mu_);
+  if (db_ == nullptr) return 0;
   uint64_t total = 0;
   for (rocksdb::ColumnFamilyHandle* cf : AllHandles()) {
     uint64_t sst = 0;
@@ -432,7 +634,9 @@ absl::Status RocksDbBackend::CreateCheckpoint(const std::string& dir) {
   if (std::filesystem::exists(dir, error)) {
     return absl::AlreadyExistsError(absl::StrCat("checkpoint directory ", dir, " exists"));
   }
-  EMBER_RETURN_IF_ERROR(MaybeResume());
+  EMBER_RETURN_IF_ERROR(PrepareWrite());
+  absl::ReaderMutexLock lock(&db_mu_);
+  EMBER_RETURN_IF_ERROR(CheckWritable(absl::StrCat("checkpoint into ", dir)));
   rocksdb::Checkpoint* raw = nullptr;
   rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &raw);
   if (!s.ok()) return FromRocksDb(s, "create checkpoint object");
@@ -441,15 +645,21 @@ absl::Status RocksDbBackend::CreateCheckpoint(const std::string& dir) {
   // files (hard links) rather than a WAL to replay, and is complete with the WAL off.
   s = checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0);
   if (!s.ok()) {
-    needs_resume_.store(true, std::memory_order_release);
+    WriteFailed();
     return FromRocksDb(s, absl::StrCat("checkpoint into ", dir));
   }
   return absl::OkStatus();
 }
 
+void RocksDbBackend::VisitDb(const std::function<void(rocksdb::DB& db)>& fn) const {
+  absl::ReaderMutexLock lock(&db_mu_);
+  if (db_ != nullptr) fn(*db_);
+}
+
 std::string RocksDbBackend::Property(std::string_view name) const {
+  absl::ReaderMutexLock lock(&db_mu_);
   std::string value;
-  if (!db_->GetProperty(ToSlice(name), &value)) return "";
+  if (db_ == nullptr || !db_->GetProperty(ToSlice(name), &value)) return "";
   return value;
 }
 

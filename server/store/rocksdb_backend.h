@@ -14,29 +14,49 @@
 //   EMBER_RETURN_IF_ERROR(backend->Write({{t, RowKey(slot, id), row_bytes}}));
 //
 // Errors: every rocksdb::Status is translated by FromRocksDb (rocksdb_status.h). After a
-// failed write RocksDB stops accepting writes (a "background error"); the next Write or
-// Flush calls DB::Resume() first, so the backend recovers by itself once the disk does.
-// An error RocksDB classes as fatal (e.g. a non-retryable IO error on the WAL) cannot be
-// resumed: Write and Flush keep failing until the backend is reopened, and the reopen
-// recovers every acknowledged write.
+// failed write RocksDB stops accepting writes (a "background error"). With the WAL on,
+// the next write-path call (Write, DeleteRange, Flush, CreateCheckpoint, OpenTable of a
+// new table) closes the database and opens it again (same path, column families, options
+// and file system) instead of calling DB::Resume(): Debian's librocksdb 7.8 keeps its
+// assertions, and Resume() after a failed WAL append can leave the next write appending
+// to the WAL writer that saw the error, which aborts the process (facebook/rocksdb#12448).
+// The reopen replays the WAL, so every acknowledged write survives it. With the WAL off,
+// DB::Resume() is used as before (a reopen would drop the unflushed memtables, which
+// readers still expect to see). The measurements are in docs/RELIABILITY.md ("Disk
+// faults under a training job").
 //
-// Thread-safety: every method may be called concurrently (see row_backend.h). Table
-// handle lookups on the read/write paths take no lock.
+// While the database is being reopened: reads wait for it (a reopen is a close and an
+// open, well under a second; up to kReopenAttempts opens with short pauses when the
+// disk keeps failing); writes answer UNAVAILABLE ("... is being reopened after a write
+// error; retry"). If every attempt fails, the backend opens the database read-only
+// (which writes nothing): reads go on, writes answer UNAVAILABLE, and the next write
+// tries the reopen again. Only when that open fails too is the backend closed (every
+// call answers UNAVAILABLE and the next call tries again).
+//
+// Thread-safety: every method may be called concurrently (see row_backend.h). Every use
+// of the database and its column-family handles holds db_mu_ shared; a reopen holds it
+// exclusively. Scan does not hold it while calling its callback (which may write to
+// this backend): it reads in chunks from one RocksDB snapshot, and a reopen between two
+// chunks ends the scan with UNAVAILABLE.
 
 #ifndef EMBER_SERVER_STORE_ROCKSDB_BACKEND_H_
 #define EMBER_SERVER_STORE_ROCKSDB_BACKEND_H_
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
@@ -120,6 +140,10 @@ class RocksDbBackend final : public RowBackend {
  public:
   // Most tables (column families) one backend can hold.
   static constexpr int kMaxTables = 4096;
+  // Opens tried by one reopen after a write error before it gives up (and opens the
+  // database read-only until the next write tries again); the pauses between them
+  // grow from 5 ms to 40 ms (at most about 0.2 s of pauses in all).
+  static constexpr int kReopenAttempts = 8;
 
   // Opens the database at options.path, creating it if allowed, with every column family
   // it holds. Errors: INVALID_ARGUMENT for an empty path, an unsupported compression or
@@ -165,49 +189,108 @@ class RocksDbBackend final : public RowBackend {
   // exists; FAILED_PRECONDITION on a read-only backend; IO errors as for Flush.
   absl::Status CreateCheckpoint(const std::string& dir);
 
-  // The database, for benchmarks and metrics. Owned by the backend; valid until it is
-  // destroyed.
-  rocksdb::DB* db() const { return db_.get(); }
+  // The database, for benchmarks only: a reopen after a write error destroys it, so the
+  // pointer must not be used where writes can fail. Null while the backend is closed.
+  rocksdb::DB* db() const ABSL_NO_THREAD_SAFETY_ANALYSIS { return db_.get(); }
+
+  // Calls fn with the open database, holding it open for the call; does nothing while
+  // the backend is closed (a reopen failed). For metrics.
+  void VisitDb(const std::function<void(rocksdb::DB& db)>& fn) const ABSL_LOCKS_EXCLUDED(db_mu_);
 
   // The value of DB-wide property `name` (e.g. "rocksdb.stats"), or "" if unknown.
-  std::string Property(std::string_view name) const;
+  std::string Property(std::string_view name) const ABSL_LOCKS_EXCLUDED(db_mu_);
+
+  // Successful reopens after a write error since Open (ember_rocksdb_reopens_total).
+  int64_t reopens() const { return reopens_.load(std::memory_order_relaxed); }
 
  private:
   RocksDbBackend(const RocksDbOptions& options, std::unique_ptr<rocksdb::Env> env);
 
-  // The handle of `table`, or null if it is not an open table. Lock-free.
-  rocksdb::ColumnFamilyHandle* Handle(BackendTable table) const;
+  // Opens the database with the column families default, meta and `tables` (table id i
+  // is tables[i]): publishes new table ids on the first open, replaces the handles of
+  // the same ids on a reopen.
+  absl::Status OpenDb(const std::vector<std::string>& tables, bool read_only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
+  // Releases the scans' snapshots, destroys every handle and closes the database.
+  void CloseDb() ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
+  // Closes and opens the database again, up to kReopenAttempts times. UNAVAILABLE when
+  // every open failed (the backend stays closed) or when another thread is reopening it.
+  absl::Status Reopen() ABSL_LOCKS_EXCLUDED(db_mu_);
+  // Before a write: reopens (WAL on) or resumes (WAL off) a database that a failed write
+  // left stopped. Returns that step's error.
+  absl::Status PrepareWrite() ABSL_LOCKS_EXCLUDED(db_mu_);
+  // Before a read: tries a reopen if the last one failed (the backend is closed).
+  void PrepareRead() ABSL_LOCKS_EXCLUDED(db_mu_);
+  // Records a failed write-path call on the open database: the next write recovers it.
+  void WriteFailed() ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // UNAVAILABLE naming `what`: the backend is closed because a reopen failed.
+  absl::Status ClosedError(absl::string_view what) const;
+  // OK when the open database takes writes; UNAVAILABLE naming `what` when it is closed
+  // or the read-only open that a failed reopen left.
+  absl::Status CheckWritable(absl::string_view what) const ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+
+  // The handle of `table`, or null if it is not an open table.
+  rocksdb::ColumnFamilyHandle* Handle(BackendTable table) const ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // Every open column family handle: default, meta and the tables.
-  std::vector<rocksdb::ColumnFamilyHandle*> AllHandles() const;
+  std::vector<rocksdb::ColumnFamilyHandle*> AllHandles() const ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // Publishes `handle` as a new table handle; returns its id. REQUIRES: mu_ held.
   BackendTable Publish(const std::string& name, rocksdb::ColumnFamilyHandle* handle)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Calls DB::Resume() if the last write or flush failed. Returns its error, if any.
-  absl::Status MaybeResume();
+  // One chunk of Scan: copies up to a chunk of rows from *next on into `rows`, and moves
+  // *next past them. Sets *done at the end of the range.
+  absl::Status ScanChunk(BackendTable table, uint64_t generation, const rocksdb::Snapshot* snapshot,
+                         std::string* next, std::string_view end,
+                         std::vector<std::pair<std::string, std::string>>* rows, bool* done)
+      ABSL_LOCKS_EXCLUDED(db_mu_);
+  // Takes / releases a scan's snapshot; a snapshot of an earlier generation (the
+  // database was reopened since) is already released.
+  const rocksdb::Snapshot* TakeSnapshot(uint64_t* generation) ABSL_LOCKS_EXCLUDED(db_mu_);
+  void ReleaseSnapshot(const rocksdb::Snapshot* snapshot, uint64_t generation)
+      ABSL_LOCKS_EXCLUDED(db_mu_);
 
   const RocksDbOptions options_;
   // Composite env over options_.file_system (null: Env::Default()). Outlives db_.
   const std::unique_ptr<rocksdb::Env> env_;
-  rocksdb::ColumnFamilyOptions cf_options_;  // for column families created later
+  // Built once by Open and reused by every reopen (one block cache, one statistics
+  // object, so the RocksDB counters keep counting across reopens).
+  rocksdb::DBOptions db_options_;
+  rocksdb::ColumnFamilyOptions cf_options_;
   rocksdb::WriteOptions write_options_;
-  std::unique_ptr<rocksdb::DB> db_;
-  rocksdb::ColumnFamilyHandle* default_cf_ = nullptr;
-  rocksdb::ColumnFamilyHandle* meta_cf_ = nullptr;
 
-  // handles_[t] is the handle of table t for t < num_tables_. A slot is written once,
-  // before num_tables_ is raised past it (release), and never changes until the
-  // destructor, so readers need no lock.
+  // Held shared by every use of db_ and the handles, exclusively by open and close.
+  // Acquired after create_mu_, before mu_.
+  mutable absl::Mutex db_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<rocksdb::DB> db_ ABSL_GUARDED_BY(db_mu_);
+  rocksdb::ColumnFamilyHandle* default_cf_ ABSL_GUARDED_BY(db_mu_) = nullptr;
+  rocksdb::ColumnFamilyHandle* meta_cf_ ABSL_GUARDED_BY(db_mu_) = nullptr;
+  // Set while db_ is the read-only open of a failed reopen (reads only).
+  bool read_only_fallback_ ABSL_GUARDED_BY(db_mu_) = false;
+  // Raised by every open; a scan's snapshot belongs to one generation.
+  uint64_t generation_ ABSL_GUARDED_BY(db_mu_) = 0;
+
+  // handles_[t] is the handle of table t for t < num_tables_. A slot is written before
+  // num_tables_ is raised past it (release); read and written under db_mu_ (shared
+  // for publishing a new table, exclusive for a reopen's replacement).
   std::unique_ptr<std::atomic<rocksdb::ColumnFamilyHandle*>[]> handles_;
   std::atomic<int> num_tables_{0};
 
-  // Set when a write or flush failed: the DB may be stopped by a background error.
-  std::atomic<bool> needs_resume_{false};
+  // Set when a write-path call failed on the open database: the next write reopens
+  // (WAL on) or resumes (WAL off) it.
+  std::atomic<bool> needs_recovery_{false};
+  // Set while a thread reopens the database (writes answer UNAVAILABLE meanwhile).
+  std::atomic<bool> reopening_{false};
+  // Set while the database is closed because every open of a reopen failed.
+  std::atomic<bool> closed_{false};
+  std::atomic<int64_t> reopens_{0};
 
   // Serializes column family creation (held across that IO; the data path never takes
-  // it). Acquired before mu_.
-  absl::Mutex create_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // it). Acquired before db_mu_ and mu_.
+  absl::Mutex create_mu_ ABSL_ACQUIRED_BEFORE(db_mu_);
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, BackendTable> tables_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> names_ ABSL_GUARDED_BY(mu_);  // names_[t]: table t's name
+  // Snapshots of scans in progress; a reopen releases them.
+  absl::flat_hash_set<const rocksdb::Snapshot*> snapshots_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ember
