@@ -12,7 +12,8 @@
 //     with such connections                             listener check exits 75; restarted, it serves
 //  3  sends 1,000 concurrent 2 MiB Pulls and reads      admits what --max_inflight_mb allows; the rest fail
 //     none of the answers                               RESOURCE_EXHAUSTED with ember-retry-after-ms; RSS
-//                                                       stays bounded; afterwards a normal Pull succeeds
+//                                                       stays bounded; afterwards a normal Pull succeeds;
+//                                                       with --memory_limit_mb=256 alone, RSS <= cap + 10%
 //  4  opens more WatchUpdates streams than              refuses the peer's extra ones RESOURCE_EXHAUSTED;
 //     --max_watches_per_peer from one address           another address still gets a stream
 //  5  opens a WatchUpdates stream and never reads it    closes it after --watch_stall_timeout_ms
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <iostream>
 #include <memory>
@@ -304,6 +306,37 @@ TEST_F(ShardBoundsTest, UnreadPullsAreBoundedInMemory) {
   ASSERT_GT(run.rss_before, 0);
   // Unbounded, the answers alone are 2,000 MiB.
   EXPECT_LT(run.rss_after - run.rss_before, int64_t{400} << 20);
+  EXPECT_TRUE(EventuallyOk([&] { return shard.Pull(Ids(1, kIdsPerPull)); }).ok());
+  EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
+}
+
+// Issue 28 section 5: with --memory_limit_mb alone, the same flood keeps the shard's
+// RSS (sampled every 50 ms from /proc/PID/status) within the cap + 10%. The cap's
+// in-flight share (1/8) admits answers of 1/16 of it: 8 of 2 MiB at 256 MiB.
+TEST_F(ShardBoundsTest, UnreadPullsStayWithinTheMemoryLimit) {
+  constexpr int64_t kLimitMb = 256;
+  Shard shard;
+  ASSERT_OK_START(shard, dir_.path(), {absl::StrCat("--memory_limit_mb=", kLimitMb)});
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> peak{0};
+  std::thread sampler([&] {
+    while (!done) {
+      peak = std::max<int64_t>(peak, ResidentBytes(shard.process().pid()).value_or(0));
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  });
+  const UnreadPulls run = RunUnreadPulls(shard, kPulls - 8);
+  done = true;
+  sampler.join();
+  const int64_t highest = std::max<int64_t>(peak, run.rss_after);
+  std::cout << "--memory_limit_mb=" << kLimitMb << ": RSS " << (run.rss_before >> 20) << " -> "
+            << (run.rss_after >> 20) << " MiB, peak " << (highest >> 20) << " MiB; refused "
+            << run.refused << " of " << kPulls << std::endl;
+  EXPECT_GE(run.refused, kPulls - 8);
+  EXPECT_EQ(run.hinted, run.refused);
+  EXPECT_EQ(run.other_errors, 0);
+  ASSERT_GT(run.rss_before, 0);
+  EXPECT_LE(highest, kLimitMb * 11 / 10 << 20);
   EXPECT_TRUE(EventuallyOk([&] { return shard.Pull(Ids(1, kIdsPerPull)); }).ok());
   EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
 }
