@@ -20,6 +20,10 @@
 // streams, idle connections; a listener that stopped accepting makes the shard stop as
 // above and exit 75 (server/shared/listener_check.h: restart me).
 //
+// One memory cap (server/ps/memory_limit.h): --memory_limit_mb divides one cap into
+// shares for the memory tier, RocksDB (block cache with memtables charged to it), the
+// change log, replicas and Pull answers in flight; a part's own flag replaces its share.
+//
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
 // 0..num_shards-1 at epoch 1.
 //
