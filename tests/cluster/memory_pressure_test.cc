@@ -331,7 +331,9 @@ void Say(const std::string& line) { std::fprintf(stderr, "[memory_pressure] %s\n
 
 // The flood against one shard: sized by its part flags (limit_mb 0) or capped as a
 // whole by --memory_limit_mb=limit_mb (server/ps/memory_limit.h).
-void RunFlood(int64_t limit_mb) {
+// `check_latency`: assert the post-flood latency (only the first case: the capped one
+// is about memory and reports its latency).
+void RunFlood(int64_t limit_mb, bool check_latency) {
   const absl::Duration flood_time = absl::Seconds(EnvInt("EMBER_MP_FLOOD_S", 8));
   const absl::Duration phase_time = absl::Seconds(EnvInt("EMBER_MP_PHASE_S", 3));
   const int64_t budget_mb = EnvInt("EMBER_MP_BUDGET_MB", 64);
@@ -614,7 +616,7 @@ void RunFlood(int64_t limit_mb) {
   const double before_p99 = before.MedianWindowP99();
   const double after_p99 = after.MedianWindowP99();
   const double latency_bound = std::max(3 * before_p99, before_p99 + 25.0);
-  if (std::getenv("EMBER_MP_NO_LATENCY_ASSERT") == nullptr) {
+  if (check_latency && std::getenv("EMBER_MP_NO_LATENCY_ASSERT") == nullptr) {
     EXPECT_LE(after_p99, latency_bound)
         << "post-flood p99 " << after_p99 << " ms vs pre-flood " << before_p99 << " ms";
   }
@@ -630,13 +632,13 @@ void RunFlood(int64_t limit_mb) {
 }
 
 TEST(MemoryPressureTest, FloodOfNewIdsStaysUnderCapAndLosesNothing) {
-  RunFlood(EnvInt("EMBER_MP_LIMIT_MB", 0));
+  RunFlood(EnvInt("EMBER_MP_LIMIT_MB", 0), /*check_latency=*/true);
 }
 
 // Issue 28 section 5: one cap for the whole shard. Peak RSS within --memory_limit_mb
 // + 10% (EMBER_MP_CAPPED_MB, default 256).
 TEST(MemoryPressureTest, FloodStaysWithinTheMemoryLimit) {
-  RunFlood(EnvInt("EMBER_MP_CAPPED_MB", 256));
+  RunFlood(EnvInt("EMBER_MP_CAPPED_MB", 256), /*check_latency=*/false);
 }
 
 }  // namespace
