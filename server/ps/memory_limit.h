@@ -8,7 +8,7 @@
 //
 //   part          share                 wired to (and what happens at the share)
 //   baseline      72 MiB                nothing: code, gRPC and RocksDB threads, the
-//                                       allocator's slack (an idle ember-ps holds ~65)
+//                                       allocator's slack (idle at a 256 MiB cap: ~40)
 //   inflight      C / 8                 InflightLimiter max_bytes = share / 2 (an answer
 //                                       is held twice while gRPC serializes it): Pulls
 //                                       beyond it fail RESOURCE_EXHAUSTED, retry hint
