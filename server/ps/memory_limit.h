@@ -34,7 +34,8 @@
 // memtables' half of the rocksdb share.
 //
 // The cap bounds what the shard allocates for data; the process's RSS also holds what
-// the allocator keeps after a free and requests gRPC has received before a handler runs
+// the allocator keeps after a free (glibc's per-thread arenas: the residual that grows
+// under a long flood) and requests gRPC has received before a handler runs
 // (shard_bounds.h). docs/RELIABILITY.md has the RSS measured against the cap.
 
 #ifndef EMBER_SERVER_PS_MEMORY_LIMIT_H_
@@ -94,7 +95,9 @@ std::string DescribeShares(const MemoryShares& shares);
 // What each part holds now (bytes), read at scrape time.
 struct MemoryUse {
   int64_t inflight = 0;
-  int64_t rocksdb = 0;  // the block cache's usage: blocks and charged memtables
+  // The block cache's usage (blocks, charged memtables, index and filter blocks) plus
+  // what table readers hold outside it.
+  int64_t rocksdb = 0;
   int64_t change_log = 0;
   int64_t replicas = 0;
   int64_t memory_tier = 0;

@@ -309,10 +309,16 @@ MemoryUse MemoryUseOf(PsServiceImpl& service, const MemoryShares& shares) {
   use.change_log = shares.change_log;  // a ring allocated whole at open
   service.WithStore([&use](const EmbeddingStore& store, const RocksDbBackend* rocksdb) {
     use.memory_tier = store.Stats().memory_bytes;
-    uint64_t cache = 0;
-    if (rocksdb != nullptr && rocksdb->db() != nullptr &&
-        rocksdb->db()->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &cache)) {
-      use.rocksdb = static_cast<int64_t>(cache);
+    if (rocksdb == nullptr || rocksdb->db() == nullptr) return;
+    // The block cache (blocks and charged memtables) and what table readers hold
+    // outside it, which no share bounds (it grows with the SST files).
+    uint64_t value = 0;
+    if (rocksdb->db()->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &value)) {
+      use.rocksdb = static_cast<int64_t>(value);
+    }
+    if (rocksdb->db()->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem,
+                                                &value)) {
+      use.rocksdb += static_cast<int64_t>(value);
     }
   });
   return use;
