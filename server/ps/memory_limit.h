@@ -7,8 +7,9 @@
 // The shares of a cap of C bytes, when no part is given explicitly:
 //
 //   part          share                 wired to (and what happens at the share)
-//   baseline      72 MiB                nothing: code, gRPC and RocksDB threads, the
-//                                       allocator's slack (idle at a 256 MiB cap: ~40)
+//   baseline      72 MiB                code, gRPC and RocksDB threads, the allocator's
+//                                       slack (idle at a 256 MiB cap: ~40); ember-ps
+//                                       limits glibc to 2 malloc arenas under a cap
 //   inflight      C / 8                 InflightLimiter max_bytes = share / 2 (an answer
 //                                       is held twice while gRPC serializes it): Pulls
 //                                       beyond it fail RESOURCE_EXHAUSTED, retry hint

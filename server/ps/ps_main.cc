@@ -32,6 +32,8 @@
 // reports them and brings the published hot set back, which the shard applies
 // (replica reads, PutReplicas, copies of its own hot rows to their holders).
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -79,6 +81,7 @@ namespace {
 constexpr int64_t kDefaultMemoryBudgetMb = 1024;
 constexpr int64_t kDefaultBlockCacheMb = 256;
 constexpr int64_t kDefaultWriteBufferMb = 64;
+constexpr int kCappedMallocArenas = 2;  // glibc arenas under --memory_limit_mb
 
 struct PsMainOptions {
   std::string data_dir;
@@ -373,6 +376,12 @@ class DiskFaultWindow {
 absl::Status Run(const PsMainOptions& o) {
   BlockStopSignals();  // before any thread starts
   EMBER_LOG(INFO) << RaiseOpenFileLimit();
+  if (o.memory_limit_mb > 0 && std::getenv("MALLOC_ARENA_MAX") == nullptr) {
+    // glibc keeps what a thread freed in that thread's arena (8 per core by default):
+    // under a flood of new IDs that residue grew past the baseline share
+    // (docs/RELIABILITY.md). Two arenas keep it in check; MALLOC_ARENA_MAX overrides.
+    mallopt(M_ARENA_MAX, kCappedMallocArenas);
+  }
 
   ShardStorageOptions storage_options;
   storage_options.rocksdb.path = o.data_dir;
