@@ -20,6 +20,10 @@
 // streams, idle connections; a listener that stopped accepting makes the shard stop as
 // above and exit 75 (server/shared/listener_check.h: restart me).
 //
+// One memory cap (server/ps/memory_limit.h): --memory_limit_mb divides one cap into
+// shares for the memory tier, RocksDB (block cache with memtables charged to it), the
+// change log, replicas and Pull answers in flight; a part's own flag replaces its share.
+//
 // Until a coordinator exists, the shard's slot map is SlotMap::Even over shard ids
 // 0..num_shards-1 at epoch 1.
 //
@@ -27,6 +31,8 @@
 // per-table heavy hitters (--heavy_hitters_*); with --coordinator every heartbeat
 // reports them and brings the published hot set back, which the shard applies
 // (replica reads, PutReplicas, copies of its own hot rows to their holders).
+
+#include <malloc.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -55,6 +61,7 @@
 #include "common/tls.h"
 #include "prometheus/registry.h"
 #include "server/ps/heavy_hitters.h"
+#include "server/ps/memory_limit.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/ps_service.h"
 #include "server/ps/shard_agent.h"
@@ -71,6 +78,11 @@
 namespace ember {
 namespace {
 
+constexpr int64_t kDefaultMemoryBudgetMb = 1024;
+constexpr int64_t kDefaultBlockCacheMb = 256;
+constexpr int64_t kDefaultWriteBufferMb = 64;
+constexpr int kCappedMallocArenas = 2;  // glibc arenas under --memory_limit_mb
+
 struct PsMainOptions {
   std::string data_dir;
   ServerFlags server;
@@ -79,13 +91,13 @@ struct PsMainOptions {
   std::string coordinator;
   std::string advertise_address;
   int64_t heartbeat_ms = 500;
-  int64_t memory_budget_mb = 1024;
+  int64_t memory_limit_mb = 0;  // 0: no cap (memory_limit.h)
+  // The parts' own flags: unset unless given, so that the cap knows what was asked.
+  MemoryParts parts;
   bool wal = true;
-  int64_t block_cache_mb = 256;
-  int64_t write_buffer_mb = 64;
   int64_t max_message_mb = 256;
   uint32_t max_batch_keys = StoreOptions().max_batch_keys;
-  uint64_t change_log_entries = StoreOptions().change_log_capacity;
+  MemoryShares shares;  // from memory_limit_mb and parts, when capped
   int crash_after_checkpoints = 0;
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
@@ -137,18 +149,29 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
       .DefaultText("HOST:bound port");
   flags.Number("heartbeat_ms", &o.heartbeat_ms, "N", "coordinator heartbeat interval").Above(0);
   flags
-      .Number("memory_budget_mb", &o.memory_budget_mb, "N",
+      .Number("memory_limit_mb", &o.memory_limit_mb, "N",
+              "cap on the shard's memory as a whole, in MiB, divided into shares: memory "
+              "tier, RocksDB block cache with the memtables charged to it, change log, "
+              "replicas, Pull answers in flight and a 72 MiB process baseline "
+              "(docs/OPERATIONS.md); a part's own flag given beside it replaces its share. "
+              "0 = no cap: each part has only its own flag")
+      .Range(0, int64_t{1} << 30);
+  flags
+      .Number("memory_budget_mb", &o.parts.memory_budget_mb, "N",
               "memory tier budget in MiB; 0 = unlimited")
-      .Range(0, int64_t{1} << 40);
+      .Range(0, int64_t{1} << 40)
+      .DefaultText(absl::StrCat(kDefaultMemoryBudgetMb, "; with --memory_limit_mb its share"));
   flags.Bool("wal", &o.wal, "RocksDB write-ahead log");
   flags
-      .Number("block_cache_mb", &o.block_cache_mb, "N",
+      .Number("block_cache_mb", &o.parts.block_cache_mb, "N",
               "RocksDB block cache in MiB, outside the memory budget")
-      .Range(1, int64_t{1} << 20);
+      .Range(1, int64_t{1} << 20)
+      .DefaultText(absl::StrCat(kDefaultBlockCacheMb, "; with --memory_limit_mb its share"));
   flags
-      .Number("write_buffer_mb", &o.write_buffer_mb, "N",
+      .Number("write_buffer_mb", &o.parts.write_buffer_mb, "N",
               "RocksDB memtable size in MiB, up to 3 per table, outside the memory budget")
-      .Range(1, 4096);
+      .Range(1, 4096)
+      .DefaultText(absl::StrCat(kDefaultWriteBufferMb, "; with --memory_limit_mb its share"));
   flags
       .Number("max_message_mb", &o.max_message_mb, "N",
               "largest request/response in MiB; a larger request fails with RESOURCE_EXHAUSTED")
@@ -158,10 +181,12 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
               "most ids per Pull or Push; more fail with INVALID_ARGUMENT")
       .Min(1);
   flags
-      .Number("change_log_entries", &o.change_log_entries, "N",
+      .Number("change_log_entries", &o.parts.change_log_entries, "N",
               "change-log entries kept in memory (32 bytes each): how far back WatchUpdates, "
               "ExportChanges and delta checkpoints reach")
-      .Range(1, uint64_t{1} << 30);
+      .Range(1, uint64_t{1} << 30)
+      .DefaultText(
+          absl::StrCat(StoreOptions().change_log_capacity, "; with --memory_limit_mb its share"));
   DeclareMetricsAndShutdownFlags(flags, &o.server);
   DeclareDrainFlags(flags, &o.drain);
   DeclareShardBoundsFlags(flags, &o.bounds);
@@ -250,7 +275,56 @@ absl::Status FinishFlags(PsMainOptions& o) {
           o.security, "any certificate of the CA (a worker's) could move this shard's slots"));
   EMBER_ASSIGN_OR_RETURN(o.cluster_token,
                          LoadClusterToken(o.cluster_token_flags, o.security.tls.enabled()));
+  if (o.memory_limit_mb > 0) {
+    o.parts.max_inflight_mb = o.bounds.max_inflight_mb;
+    EMBER_ASSIGN_OR_RETURN(o.shares, DivideMemoryLimit(o.memory_limit_mb, o.parts,
+                                                       StoreOptions().memory_hard_limit_factor));
+  }
   return absl::OkStatus();
+}
+
+// The store and RocksDB sizes: the cap's shares, or each part's flag (or its default).
+void SizeStorage(const PsMainOptions& o, ShardStorageOptions* storage) {
+  RocksDbOptions& rocks = storage->rocksdb;
+  StoreOptions& store = storage->store;
+  if (o.memory_limit_mb > 0) {
+    const MemoryShares& s = o.shares;
+    rocks.block_cache_bytes = s.block_cache_bytes;
+    rocks.write_buffer_bytes = s.write_buffer_bytes;
+    rocks.write_buffer_manager_bytes = s.write_buffer_manager_bytes;
+    rocks.cache_index_and_filter_blocks = true;
+    store.memory_budget_bytes = s.memory_budget_bytes;
+    store.change_log_capacity = s.change_log_entries;
+    return;
+  }
+  const MemoryParts& p = o.parts;
+  rocks.block_cache_bytes = p.block_cache_mb.value_or(kDefaultBlockCacheMb) << 20;
+  rocks.write_buffer_bytes = p.write_buffer_mb.value_or(kDefaultWriteBufferMb) << 20;
+  store.memory_budget_bytes = p.memory_budget_mb.value_or(kDefaultMemoryBudgetMb) << 20;
+  store.change_log_capacity = p.change_log_entries.value_or(store.change_log_capacity);
+}
+
+// What the capped parts hold now, for MemoryLimitCollector.
+MemoryUse MemoryUseOf(PsServiceImpl& service, const MemoryShares& shares) {
+  MemoryUse use;
+  use.inflight = 2 * service.inflight_bytes();  // held twice, as the share assumes
+  use.replicas = service.replica_bytes();
+  use.change_log = shares.change_log;  // a ring allocated whole at open
+  service.WithStore([&use](const EmbeddingStore& store, const RocksDbBackend* rocksdb) {
+    use.memory_tier = store.Stats().memory_bytes;
+    if (rocksdb == nullptr || rocksdb->db() == nullptr) return;
+    // The block cache (blocks and charged memtables) and what table readers hold
+    // outside it, which no share bounds (it grows with the SST files).
+    uint64_t value = 0;
+    if (rocksdb->db()->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &value)) {
+      use.rocksdb = static_cast<int64_t>(value);
+    }
+    if (rocksdb->db()->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem,
+                                                &value)) {
+      use.rocksdb += static_cast<int64_t>(value);
+    }
+  });
+  return use;
 }
 
 // The --test_disk_fault_rate window: a thread that switches the file system's fault
@@ -302,15 +376,19 @@ class DiskFaultWindow {
 absl::Status Run(const PsMainOptions& o) {
   BlockStopSignals();  // before any thread starts
   EMBER_LOG(INFO) << RaiseOpenFileLimit();
+  if (o.memory_limit_mb > 0 && std::getenv("MALLOC_ARENA_MAX") == nullptr) {
+    // glibc keeps what a thread freed in that thread's arena (8 per core by default):
+    // under a flood of new IDs that residue grew past the baseline share
+    // (docs/RELIABILITY.md). Two arenas keep it in check; MALLOC_ARENA_MAX overrides.
+    mallopt(M_ARENA_MAX, kCappedMallocArenas);
+  }
 
   ShardStorageOptions storage_options;
   storage_options.rocksdb.path = o.data_dir;
   storage_options.rocksdb.enable_wal = o.wal;
-  storage_options.rocksdb.block_cache_bytes = o.block_cache_mb << 20;
-  storage_options.rocksdb.write_buffer_bytes = o.write_buffer_mb << 20;
-  storage_options.store.memory_budget_bytes = o.memory_budget_mb << 20;
+  SizeStorage(o, &storage_options);
+  if (o.memory_limit_mb > 0) EMBER_LOG(INFO) << DescribeShares(o.shares);
   storage_options.store.max_batch_keys = o.max_batch_keys;
-  storage_options.store.change_log_capacity = o.change_log_entries;
   storage_options.crash_after_checkpoints = o.crash_after_checkpoints;
   std::shared_ptr<FaultInjectionFileSystem> faulty_disk;
   if (o.disk_fault_rate > 0) {
@@ -341,8 +419,13 @@ absl::Status Run(const PsMainOptions& o) {
   service.SetPeerCredentials(tls.Channel());
   service.SetHotKeyOptions(o.hot_keys);
   bool bound_inflight = false;
-  const InflightLimits inflight =
-      InflightLimitsFrom(o.bounds, o.memory_budget_mb << 20, &bound_inflight);
+  InflightLimits inflight =
+      InflightLimitsFrom(o.bounds, storage_options.store.memory_budget_bytes, &bound_inflight);
+  if (o.memory_limit_mb > 0) {
+    inflight.max_bytes = o.shares.max_inflight_bytes;
+    bound_inflight = true;
+    service.SetReplicaBytesLimit(o.shares.replicas);
+  }
   if (bound_inflight) service.SetInflightLimits(inflight);
   service.SetWatchLimits(WatchLimitsFrom(o.bounds));
   if (o.crash_on_migration_count > 0) {
@@ -350,6 +433,7 @@ absl::Status Run(const PsMainOptions& o) {
   }
 
   std::shared_ptr<PsStoreCollector> collector;
+  std::shared_ptr<MemoryLimitCollector> memory_collector;
   std::unique_ptr<MetricsServer> metrics_server;
   if (metrics_enabled) {
     // The service hands the collector its current store: a restore replaces it.
@@ -359,6 +443,11 @@ absl::Status Run(const PsMainOptions& o) {
                            MetricsServer::Start(o.server.metrics_host, o.server.metrics_port));
     metrics_server->Register(registry);
     metrics_server->Register(collector);
+    if (o.memory_limit_mb > 0) {
+      memory_collector = std::make_shared<MemoryLimitCollector>(
+          o.shares, [&service, &o] { return MemoryUseOf(service, o.shares); });
+      metrics_server->Register(memory_collector);
+    }
   }
 
   ServeOptions serve = ServeOptionsFrom(o.server);

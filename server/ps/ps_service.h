@@ -119,6 +119,13 @@ class PsServiceImpl final
   // Pull fails RESOURCE_EXHAUSTED with a retry hint. Default: no bound. Call before the
   // server starts.
   void SetInflightLimits(const InflightLimits& limits);
+  // Bounds the replica copies' bytes (ReplicaStore::SetMaxBytes): PutReplicas beyond it
+  // stores what fits and fails RESOURCE_EXHAUSTED. Default: no bound.
+  void SetReplicaBytesLimit(int64_t bytes) { replicas_.SetMaxBytes(bytes); }
+  // What the replica copies and the answers in flight hold now (memory_limit.h's
+  // metrics); the answers are 0 without SetInflightLimits.
+  int64_t replica_bytes() const { return replicas_.bytes(); }
+  int64_t inflight_bytes() const { return inflight_ == nullptr ? 0 : inflight_->bytes_in_flight(); }
   // Bounds the WatchUpdates streams (watch_slots.h): in all, per peer, and how long a
   // stream's reader may make no progress. Default: WatchLimits's. Call before the
   // server starts.

@@ -332,9 +332,16 @@ absl::Status PsServiceImpl::DoPutReplicas(const v1::PutReplicasRequest& request,
                                            "; refusing replicas of attempt ",
                                            request.owner_attempt()));
   }
+  size_t refused = 0;
   response->set_applied(static_cast<uint32_t>(replicas_.Put(
-      request.table(), static_cast<uint32_t>(dim), source, ids, values, versions, now)));
+      request.table(), static_cast<uint32_t>(dim), source, ids, values, versions, now, &refused)));
   if (metrics_ != nullptr) metrics_->SetReplicaRows(replicas_.size());
+  if (refused > 0) {
+    // The copies that fit are kept; the refused ids are read from their owner.
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shard ", shard_id_, ": ", refused, " of ", ids.size(), " replica copies refused: the ",
+        "replicas' share of --memory_limit_mb (", replicas_.max_bytes(), " bytes) is full"));
+  }
   return absl::OkStatus();
 }
 

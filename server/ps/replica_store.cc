@@ -12,6 +12,13 @@ namespace ember {
 
 ReplicaStore::ReplicaStore(const ReplicaStoreOptions& options) : options_(options) {}
 
+int64_t ReplicaStore::CopyBytes(size_t dim) {
+  // The map's slot (key and Copy, plus a control byte) at its maximum load of 7/8, the
+  // embedding's floats and the allocator's 16-byte header on them.
+  constexpr size_t kSlot = (sizeof(uint64_t) + sizeof(Copy) + 1) * 8 / 7;
+  return static_cast<int64_t>(kSlot + dim * sizeof(float) + 16);
+}
+
 ReplicaStore::Table* ReplicaStore::FindTable(absl::string_view table) const {
   absl::ReaderMutexLock lock(&tables_mu_);
   auto it = tables_.find(table);
@@ -39,10 +46,11 @@ void ReplicaStore::PruneDropMarks(Stripe& stripe, absl::Time now) const {
 
 size_t ReplicaStore::Put(absl::string_view table, uint32_t dim, const ReplicaSource& source,
                          absl::Span<const uint64_t> ids, absl::Span<const float> values,
-                         absl::Span<const uint64_t> versions, absl::Time now) {
+                         absl::Span<const uint64_t> versions, absl::Time now, size_t* refused) {
   if (ids.empty() || dim == 0) return 0;
   Table* t = GetOrCreateTable(table);
   size_t applied = 0;
+  const int64_t max_bytes = max_bytes_.load(std::memory_order_relaxed);
   for (size_t i = 0; i < ids.size(); ++i) {
     const uint64_t id = ids[i];
     Stripe& stripe = StripeOf(*t, id);
@@ -56,6 +64,11 @@ size_t ReplicaStore::Put(absl::string_view table, uint32_t dim, const ReplicaSou
         stripe.drops.erase(mark);
       }
     }
+    if (max_bytes > 0 && !stripe.copies.contains(id) &&
+        bytes_.load(std::memory_order_relaxed) + CopyBytes(dim) > max_bytes) {
+      if (refused != nullptr) ++*refused;
+      continue;
+    }
     auto [it, inserted] = stripe.copies.try_emplace(id);
     Copy& copy = it->second;
     if (!inserted && copy.meta.source.owner_shard == source.owner_shard &&
@@ -67,6 +80,8 @@ size_t ReplicaStore::Put(absl::string_view table, uint32_t dim, const ReplicaSou
     copy.meta.source = source;
     copy.meta.version = versions[i];
     copy.meta.copied = now;
+    bytes_.fetch_add(CopyBytes(dim) - (inserted ? 0 : CopyBytes(copy.embedding.size())),
+                     std::memory_order_relaxed);
     copy.embedding.assign(values.begin() + static_cast<std::ptrdiff_t>(i * dim),
                           values.begin() + static_cast<std::ptrdiff_t>((i + 1) * dim));
     if (inserted) size_.fetch_add(1, std::memory_order_relaxed);
@@ -87,6 +102,7 @@ size_t ReplicaStore::Drop(absl::string_view table, const ReplicaSource& source,
     PruneDropMarks(stripe, now);
     auto it = stripe.copies.find(id);
     if (it != stripe.copies.end() && it->second.meta.source.owner_shard == source.owner_shard) {
+      bytes_.fetch_sub(CopyBytes(it->second.embedding.size()), std::memory_order_relaxed);
       stripe.copies.erase(it);
       size_.fetch_sub(1, std::memory_order_relaxed);
       ++removed;
@@ -160,7 +176,9 @@ size_t ReplicaStore::DropIf(
       Stripe& stripe = named.second->stripes[s];
       absl::MutexLock lock(&stripe.mu);
       removed += absl::erase_if(stripe.copies, [&](const auto& entry) {
-        return remove(name, entry.first, entry.second.meta);
+        if (!remove(name, entry.first, entry.second.meta)) return false;
+        bytes_.fetch_sub(CopyBytes(entry.second.embedding.size()), std::memory_order_relaxed);
+        return true;
       });
     }
   }
@@ -175,6 +193,9 @@ void ReplicaStore::Clear() {
       Stripe& stripe = table->stripes[s];
       absl::MutexLock stripe_lock(&stripe.mu);
       size_.fetch_sub(stripe.copies.size(), std::memory_order_relaxed);
+      for (const auto& entry : stripe.copies) {
+        bytes_.fetch_sub(CopyBytes(entry.second.embedding.size()), std::memory_order_relaxed);
+      }
       stripe.copies.clear();
       stripe.drops.clear();
     }

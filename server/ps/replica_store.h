@@ -17,6 +17,10 @@
 // key stopped being hot that arrives after the drop therefore cannot bring back a
 // copy that nobody refreshes any more.
 //
+// With a byte bound (SetMaxBytes: ember-ps's share of --memory_limit_mb for replicas)
+// Put refuses copies of ids not held yet once the copies held would exceed it; a held
+// copy is still refreshed. Reads of refused ids go to their owner, as for any miss.
+//
 // What is served is the caller's decision: Get hands each held copy's meta to an
 // `accept` function (hot set, holder, owner and staleness checks live in the service).
 //
@@ -83,9 +87,11 @@ class ReplicaStore {
   // version versions[i], stored at `now`. Returns how many were newer than what was
   // held (applied). REQUIRES: values.size() == ids.size() * dim, versions.size() ==
   // ids.size() and dim > 0 (the caller validates against the table's config).
+  // Copies of new ids that would take bytes() past max_bytes() are not stored; their
+  // number is added to *refused when given.
   size_t Put(absl::string_view table, uint32_t dim, const ReplicaSource& source,
              absl::Span<const uint64_t> ids, absl::Span<const float> values,
-             absl::Span<const uint64_t> versions, absl::Time now);
+             absl::Span<const uint64_t> versions, absl::Time now, size_t* refused = nullptr);
 
   // Removes the copies of `ids` whose owner is source.owner_shard and leaves a drop
   // mark for them (see above). Returns how many copies were removed.
@@ -115,12 +121,21 @@ class ReplicaStore {
 
   // Copies held now, over all tables.
   size_t size() const { return size_.load(std::memory_order_relaxed); }
+  // What the copies held take in memory, about: each copy's embedding, meta and hash
+  // map slot (at the map's full load) and the allocator's header. Drop marks are not
+  // counted (they expire after drop_memory).
+  int64_t bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  // The bound on bytes() for new copies; 0 (the default): none. May change any time.
+  void SetMaxBytes(int64_t max_bytes) { max_bytes_.store(max_bytes, std::memory_order_relaxed); }
+  int64_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
 
  private:
   struct Copy {
     ReplicaMeta meta;
     std::vector<float> embedding;
   };
+  // bytes() of one copy of `dim` floats.
+  static int64_t CopyBytes(size_t dim);
   struct DropMark {
     uint32_t owner_shard = 0;
     uint64_t owner_incarnation = 0;
@@ -151,6 +166,8 @@ class ReplicaStore {
   mutable absl::Mutex tables_mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Table>> tables_ ABSL_GUARDED_BY(tables_mu_);
   std::atomic<size_t> size_{0};
+  std::atomic<int64_t> bytes_{0};
+  std::atomic<int64_t> max_bytes_{0};
 };
 
 }  // namespace ember

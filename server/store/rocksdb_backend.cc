@@ -21,6 +21,7 @@
 #include "rocksdb/transaction_log.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
+#include "rocksdb/write_buffer_manager.h"
 #include "server/store/internal/rocksdb_status.h"
 
 namespace ember {
@@ -75,8 +76,16 @@ absl::Status ReadOnlyError(const std::string& what, const std::string& path) {
   return absl::FailedPreconditionError(absl::StrCat(what, " on the read-only database at ", path));
 }
 
-rocksdb::DBOptions MakeDbOptions(const RocksDbOptions& options, rocksdb::Env* env) {
+// `cf` is the column families' options (MakeCfOptions): the write buffer manager
+// charges the memtables to their block cache.
+rocksdb::DBOptions MakeDbOptions(const RocksDbOptions& options, rocksdb::Env* env,
+                                 const rocksdb::ColumnFamilyOptions& cf) {
   rocksdb::DBOptions db;
+  const auto* table = cf.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+  if (options.write_buffer_manager_bytes > 0 && table != nullptr && table->block_cache != nullptr) {
+    db.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(
+        static_cast<size_t>(options.write_buffer_manager_bytes), table->block_cache);
+  }
   if (env != nullptr) db.env = env;
   db.create_if_missing = options.create_if_missing && !options.read_only;
   // The meta column family on first open.
@@ -101,6 +110,8 @@ absl::StatusOr<rocksdb::ColumnFamilyOptions> MakeCfOptions(const RocksDbOptions&
   } else {
     table.no_block_cache = true;
   }
+  table.cache_index_and_filter_blocks = options.cache_index_and_filter_blocks;
+  table.pin_l0_filter_and_index_blocks_in_cache = options.cache_index_and_filter_blocks;
   if (options.bloom_bits_per_key > 0) {
     // Full (not block-based) filter: required for MultiGet's batched filter probes.
     table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(options.bloom_bits_per_key,
@@ -144,7 +155,7 @@ absl::StatusOr<std::unique_ptr<RocksDbBackend>> RocksDbBackend::Open(
   if (options.file_system != nullptr) env = rocksdb::NewCompositeEnv(options.file_system);
   std::unique_ptr<RocksDbBackend> backend(new RocksDbBackend(options, std::move(env)));
   backend->cf_options_ = cf_options;
-  backend->db_options_ = MakeDbOptions(options, backend->env_.get());
+  backend->db_options_ = MakeDbOptions(options, backend->env_.get(), cf_options);
 
   std::vector<std::string> names;
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(backend->db_options_, options.path, &names);

@@ -108,6 +108,23 @@ struct RocksDbOptions {
   // Default: 3
   int max_write_buffer_number = 3;
 
+  // The memtables of all column families together, charged to the block cache: a
+  // rocksdb::WriteBufferManager with the block cache as its cache, so that memtables
+  // and blocks share block_cache_bytes (blocks are evicted to make room) and a flush
+  // starts once the memtables reach this size. 0: no manager, each column family's
+  // memtables are bounded only by write_buffer_bytes x max_write_buffer_number,
+  // outside the cache. Ignored without a block cache. ember-ps's --memory_limit_mb
+  // sets it (server/ps/memory_limit.h).
+  // Default: 0
+  int64_t write_buffer_manager_bytes = 0;
+
+  // Keeps SST index and filter blocks in the block cache (charged to it, evicted with
+  // it; L0 files' ones pinned there) instead of on the heap for as long as a table file
+  // is open. ember-ps sets it with --memory_limit_mb, so that they count against the
+  // cap.
+  // Default: false
+  bool cache_index_and_filter_blocks = false;
+
   // Threads for flushes and compactions together.
   // Default: 2
   int max_background_jobs = 2;

@@ -12,7 +12,8 @@
 //     with such connections                             listener check exits 75; restarted, it serves
 //  3  sends 1,000 concurrent 2 MiB Pulls and reads      admits what --max_inflight_mb allows; the rest fail
 //     none of the answers                               RESOURCE_EXHAUSTED with ember-retry-after-ms; RSS
-//                                                       stays bounded; afterwards a normal Pull succeeds
+//                                                       stays bounded; afterwards a normal Pull succeeds;
+//                                                       with --memory_limit_mb=256 alone, RSS <= cap + 10%
 //  4  opens more WatchUpdates streams than              refuses the peer's extra ones RESOURCE_EXHAUSTED;
 //     --max_watches_per_peer from one address           another address still gets a stream
 //  5  opens a WatchUpdates stream and never reads it    closes it after --watch_stall_timeout_ms
@@ -23,7 +24,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -66,8 +69,13 @@ class Shard {
   // limit (soft and hard, so the shard cannot raise it).
   absl::Status Start(const std::string& dir, const std::vector<std::string>& flags,
                      int open_files = 0) {
-    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir, "/db"), "--port=0",
-                                     "--memory_budget_mb=256"};
+    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir, "/db"), "--port=0"};
+    // A capped shard takes its budget from the cap (an explicit one would replace it).
+    if (std::none_of(flags.begin(), flags.end(), [](const std::string& f) {
+          return absl::StartsWith(f, "--memory_limit_mb=");
+        })) {
+      args.push_back("--memory_budget_mb=256");
+    }
     args.insert(args.end(), flags.begin(), flags.end());
     std::string binary = EMBER_PS_BINARY;
     if (open_files > 0) {
@@ -304,6 +312,52 @@ TEST_F(ShardBoundsTest, UnreadPullsAreBoundedInMemory) {
   ASSERT_GT(run.rss_before, 0);
   // Unbounded, the answers alone are 2,000 MiB.
   EXPECT_LT(run.rss_after - run.rss_before, int64_t{400} << 20);
+  EXPECT_TRUE(EventuallyOk([&] { return shard.Pull(Ids(1, kIdsPerPull)); }).ok());
+  EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
+}
+
+// Issue 28 section 5: with --memory_limit_mb alone, the same flood keeps the shard's
+// RSS (sampled every 50 ms from /proc/PID/status) within the cap + 10%. The cap's
+// in-flight share (1/8) admits answers of 1/16 of it: 8 of 2 MiB at 256 MiB.
+// EMBER_SB_LIMIT_MB sets another cap (docs/RELIABILITY.md's figures at 512).
+TEST_F(ShardBoundsTest, UnreadPullsStayWithinTheMemoryLimit) {
+  const char* limit_env = std::getenv("EMBER_SB_LIMIT_MB");
+  const int64_t limit_mb = limit_env != nullptr ? std::atoll(limit_env) : 256;
+  const int admitted = static_cast<int>(limit_mb / 32);  // answers of 2 MiB in C/16
+  const int metrics_port = FreePort();
+  Shard shard;
+  ASSERT_OK_START(shard, dir_.path(),
+                  {absl::StrCat("--memory_limit_mb=", limit_mb),
+                   absl::StrCat("--metrics_port=", metrics_port)});
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> peak{0};
+  std::thread sampler([&] {
+    while (!done) {
+      peak = std::max<int64_t>(peak, ResidentBytes(shard.process().pid()).value_or(0));
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  });
+  const UnreadPulls run = RunUnreadPulls(shard, kPulls - admitted);
+  done = true;
+  sampler.join();
+  const int64_t highest = std::max<int64_t>(peak, run.rss_after);
+  std::cout << "--memory_limit_mb=" << limit_mb << ": RSS " << (run.rss_before >> 20) << " -> "
+            << (run.rss_after >> 20) << " MiB, peak " << (highest >> 20) << " MiB; refused "
+            << run.refused << " of " << kPulls << std::endl;
+  EXPECT_GE(run.refused, kPulls - admitted);
+  EXPECT_EQ(run.hinted, run.refused);
+  EXPECT_EQ(run.other_errors, 0);
+  ASSERT_GT(run.rss_before, 0);
+  EXPECT_LE(highest, limit_mb * 11 / 10 << 20);
+  // The cap's metrics: the cap, and each share beside its use.
+  const std::string metrics = HttpGet(metrics_port, "/metrics").value_or("");
+  for (const std::string& line :
+       {absl::StrCat("ember_memory_limit_bytes ", limit_mb << 20),
+        absl::StrCat("ember_memory_share_bytes{part=\"inflight\"} ", limit_mb << 17),
+        std::string("ember_memory_share_used_bytes{part=\"memory_tier\"} "),
+        std::string("ember_memory_resident_bytes ")}) {
+    EXPECT_TRUE(absl::StrContains(metrics, line)) << line << " not in\n" << metrics;
+  }
   EXPECT_TRUE(EventuallyOk([&] { return shard.Pull(Ids(1, kIdsPerPull)); }).ok());
   EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
 }

@@ -10,15 +10,33 @@
 namespace ember {
 namespace {
 
+using IndexSlot = std::pair<const uint64_t, uint32_t>;
+
 // Index entry (id, position) plus its control byte, at the map's maximum load (7/8),
-// plus the arena's id back-pointer: what one resident row costs besides its bytes.
-constexpr size_t kPerRowBookkeeping =
-    (sizeof(std::pair<const uint64_t, uint32_t>) + 1) * 8 / 7 + sizeof(uint64_t);
+// plus the arena's id back-pointer: what one more resident row costs besides its bytes.
+constexpr size_t kPerRowBookkeeping = (sizeof(IndexSlot) + 1) * 8 / 7 + sizeof(uint64_t);
+
+// log2 of the rows per chunk: the largest power of two whose rows fit kChunkBytes, or
+// a 16th of a stripe's share of a small budget (each stripe's last chunk is partly
+// filled, and a budget of a few KiB in tests must still hold rows).
+int ChunkShift(size_t row_bytes, int64_t budget_limit, uint32_t num_stripes) {
+  size_t chunk_bytes = MemoryTier::kChunkBytes;
+  if (budget_limit > 0) {
+    chunk_bytes = std::min(chunk_bytes, static_cast<size_t>(budget_limit) / num_stripes / 16);
+  }
+  const size_t rows = std::max<size_t>(1, chunk_bytes / row_bytes);
+  return std::bit_width(rows) - 1;
+}
+
+// An index this much larger than its rows is shrunk (after mass removals: a slot move,
+// a policy pass); a tier that only cycles rows at its budget never shrinks it.
+constexpr size_t kShrinkIndexBelow = 8;
 
 }  // namespace
 
 MemoryTier::MemoryTier(uint32_t row_floats, uint32_t num_stripes, MemoryBudget* budget)
     : row_bytes_(RowBytes(row_floats)),
+      chunk_shift_(ChunkShift(row_bytes_, budget->limit(), num_stripes)),
       charge_(row_bytes_ + kPerRowBookkeeping),
       stripe_shift_(64 - std::max(1, std::countr_zero(num_stripes))),
       budget_(budget) {
@@ -28,33 +46,40 @@ MemoryTier::MemoryTier(uint32_t row_floats, uint32_t num_stripes, MemoryBudget* 
 }
 
 MemoryTier::~MemoryTier() {
-  int64_t rows = 0;
+  int64_t charged = 0;
   for (auto& s : stripes_) {
     absl::MutexLock lock(&s->mu);
-    rows += static_cast<int64_t>(s->index.size());
+    charged += s->charged;
   }
-  budget_->Release(rows * static_cast<int64_t>(charge_));
+  budget_->Release(charged);
+}
+
+int64_t MemoryTier::HeldBy(Stripe& s) const {
+  const size_t index = s.index.capacity() == 0 ? 0 : s.index.capacity() * (sizeof(IndexSlot) + 1);
+  return static_cast<int64_t>((s.chunks.size() << chunk_shift_) * row_bytes_ + index +
+                              s.ids.capacity() * sizeof(uint64_t) +
+                              s.chunks.capacity() * sizeof(s.chunks[0]));
+}
+
+void MemoryTier::Recharge(Stripe& s) {
+  const int64_t held = HeldBy(s);
+  if (held == s.charged) return;  // most calls: no allocation changed
+  budget_->Charge(held - s.charged);
+  s.charged = held;
 }
 
 char* MemoryTier::Insert(Stripe& s, uint64_t id) {
-  uint32_t pos;
-  if (!s.free.empty()) {
-    pos = s.free.back();
-    s.free.pop_back();
-  } else {
-    pos = static_cast<uint32_t>(s.ids.size());
-    if (pos % kChunkRows == 0) {
-      s.chunks.push_back(std::unique_ptr<char[]>(new char[kChunkRows * row_bytes_]));
-    }
-    s.ids.push_back(0);
+  const uint32_t pos = static_cast<uint32_t>(s.ids.size());
+  if ((pos & (chunk_rows() - 1)) == 0) {
+    s.chunks.push_back(std::unique_ptr<char[]>(new char[size_t{chunk_rows()} * row_bytes_]));
   }
-  s.ids[pos] = id;
+  s.ids.push_back(id);
   s.index.emplace(id, pos);
   char* row = RowAt(s, pos);
   RowMeta* meta = Meta(row);
   *meta = RowMeta{};
   meta->flags = kRowLive;
-  budget_->Charge(static_cast<int64_t>(charge_));
+  Recharge(s);
   return row;
 }
 
@@ -82,9 +107,22 @@ bool MemoryTier::Remove(Stripe& s, uint64_t id, bool deleted) {
     }
     s.recent.push_back({s.removals, id, std::move(bytes)});
   }
-  Meta(row)->flags = 0;
-  s.free.push_back(pos);
-  budget_->Release(static_cast<int64_t>(charge_));
+  // Keep the arena dense: the last row moves into the hole, and a chunk left empty is
+  // freed, so that the bytes charged fall with the rows.
+  const uint32_t last = static_cast<uint32_t>(s.ids.size() - 1);
+  if (pos != last) {
+    std::memcpy(row, RowAt(s, last), row_bytes_);
+    s.ids[pos] = s.ids[last];
+    s.index[s.ids[pos]] = pos;
+  }
+  s.ids.pop_back();
+  if ((last & (chunk_rows() - 1)) == 0) s.chunks.pop_back();
+  if (s.index.size() * kShrinkIndexBelow < s.index.capacity()) {
+    s.index.rehash(0);
+    s.ids.shrink_to_fit();
+    s.chunks.shrink_to_fit();
+  }
+  Recharge(s);
   return true;
 }
 
@@ -155,11 +193,7 @@ int64_t MemoryTier::HeldBytes() {
   int64_t bytes = 0;
   for (auto& s : stripes_) {
     absl::MutexLock lock(&s->mu);
-    bytes += static_cast<int64_t>(s->chunks.size() * kChunkRows * row_bytes_);
-    bytes += static_cast<int64_t>(s->index.capacity() *
-                                  (sizeof(std::pair<const uint64_t, uint32_t>) + 1));
-    bytes += static_cast<int64_t>(s->ids.capacity() * sizeof(uint64_t) +
-                                  s->free.capacity() * sizeof(uint32_t));
+    bytes += HeldBy(*s);
   }
   return bytes;
 }

@@ -8,6 +8,13 @@
 // Batch operations group their keys by stripe and take each stripe's lock once.
 // Replacement is CLOCK (second chance) per stripe.
 //
+// The budget is charged what each stripe really holds, not an estimate per row: its
+// row chunks (the last one partly filled), its index at its real capacity and its
+// arena bookkeeping (Stripe::charged, updated by every insert and removal). Removal
+// keeps the arena dense (the last row moves into the hole) and frees a chunk once it
+// is empty, so eviction gives memory back; rows never move while their stripe's lock
+// is held by a caller that still uses them (every move happens inside Remove).
+//
 // MemoryTier only manages memory; EmbeddingTable decides what to load, write back
 // and evict. Methods taking a Stripe& require its `mu` held (see each comment).
 // MemoryBudget is shared by every table of a store.
@@ -53,15 +60,18 @@ struct IdHash {
 
 class MemoryTier {
  public:
-  static constexpr uint32_t kChunkRows = 256;
+  // Bytes of one row chunk, at most: a chunk holds the largest power of two of rows that
+  // fits (at least one), in a 16th of a stripe's share of a smaller budget. Small, so
+  // that a stripe's partly filled chunk costs little.
+  static constexpr size_t kChunkBytes = 4096;
 
   struct Stripe {
     absl::Mutex mu;
     absl::flat_hash_map<uint64_t, uint32_t, IdHash> index ABSL_GUARDED_BY(mu);
     std::vector<std::unique_ptr<char[]>> chunks ABSL_GUARDED_BY(mu);
-    std::vector<uint64_t> ids ABSL_GUARDED_BY(mu);  // arena position -> id
-    std::vector<uint32_t> free ABSL_GUARDED_BY(mu);
+    std::vector<uint64_t> ids ABSL_GUARDED_BY(mu);  // arena position -> id; dense
     uint32_t clock_hand ABSL_GUARDED_BY(mu) = 0;
+    int64_t charged ABSL_GUARDED_BY(mu) = 0;  // bytes charged to the budget (HeldBy)
     // Loads in flight. A loader reads the backend without the lock, so a row may
     // be loaded, updated, written back and removed by others meanwhile, leaving the
     // loader's copy stale. To close that race without IO under the lock, every
@@ -88,7 +98,10 @@ class MemoryTier {
   }
   Stripe& stripe(uint32_t s) { return *stripes_[s]; }
   size_t row_bytes() const { return row_bytes_; }
-  // Bytes charged to the budget per resident row (row + index and bookkeeping).
+  uint32_t chunk_rows() const { return 1u << chunk_shift_; }
+  // What one more resident row costs, about (row + index slot at full load + arena
+  // bookkeeping): how many rows to evict for a given excess. The budget itself is
+  // charged the stripes' real bytes.
   size_t charged_bytes_per_row() const { return charge_; }
 
   // Returns the resident row of `id` or nullptr. REQUIRES: s.mu held.
@@ -111,7 +124,9 @@ class MemoryTier {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
 
   // Removes `id` if resident; returns whether it was. `deleted` says the row is gone
-  // for good (policy eviction) rather than written back. REQUIRES: s.mu held.
+  // for good (policy eviction) rather than written back. The stripe's last row moves
+  // into the freed position: row pointers of this stripe taken before the call are
+  // invalid after it. REQUIRES: s.mu held.
   bool Remove(Stripe& s, uint64_t id, bool deleted = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
 
   // Records that non-resident `id` was deleted from the backend, for loads in flight.
@@ -140,7 +155,8 @@ class MemoryTier {
   }
 
   // Resident rows and the exact bytes held (arenas, index, bookkeeping), summed over
-  // stripes. Takes each stripe lock in turn.
+  // stripes; the bytes equal what the budget is charged for this tier. Takes each
+  // stripe lock in turn.
   int64_t ResidentRows();
   int64_t HeldBytes();
 
@@ -153,10 +169,17 @@ class MemoryTier {
 
  private:
   char* RowAt(Stripe& s, uint32_t pos) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    return s.chunks[pos / kChunkRows].get() + size_t{pos % kChunkRows} * row_bytes_;
+    return s.chunks[pos >> chunk_shift_].get() +
+           size_t{pos & ((1u << chunk_shift_) - 1)} * row_bytes_;
   }
+  // The bytes stripe `s` holds: its chunks, its index at its capacity, its arena
+  // bookkeeping. REQUIRES: s.mu held.
+  int64_t HeldBy(Stripe& s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Charges the budget the change of HeldBy(s) since the last call. REQUIRES: s.mu held.
+  void Recharge(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
 
   const size_t row_bytes_;
+  const int chunk_shift_;
   const size_t charge_;
   const int stripe_shift_;
   MemoryBudget* const budget_;

@@ -158,6 +158,37 @@ TEST(ReplicaStoreTest, DropIfAndClear) {
   EXPECT_EQ(Held(store, 4), -1);
 }
 
+// The byte bound (ember-ps --memory_limit_mb's replicas share): new ids beyond it are
+// refused, held ones still refreshed; removals give their bytes back.
+TEST(ReplicaStoreTest, NewCopiesBeyondTheByteBoundAreRefused) {
+  ReplicaStore store;
+  ASSERT_EQ(PutOne(store, 1, 1.0f, 1, Source(0, 100)), 1u);
+  const int64_t one = store.bytes();
+  EXPECT_GT(one, static_cast<int64_t>(kDim * sizeof(float)));
+  store.SetMaxBytes(3 * one);
+  const uint64_t ids[] = {2, 3, 4, 5};
+  const uint64_t versions[] = {1, 1, 1, 1};
+  const std::vector<float> values(4 * kDim, 2.0f);
+  size_t refused = 0;
+  EXPECT_EQ(store.Put("item", kDim, Source(0, 100), ids, values, versions, kNow, &refused), 2u);
+  EXPECT_EQ(refused, 2u);
+  EXPECT_EQ(store.size(), 3u);
+  EXPECT_EQ(store.bytes(), 3 * one);
+  // A held copy is refreshed at the bound.
+  EXPECT_EQ(PutOne(store, 1, 9.0f, 2, Source(0, 100)), 1u);
+  EXPECT_EQ(Held(store, 1), 9.0f);
+  EXPECT_EQ(store.bytes(), 3 * one);
+  // Drops, DropIf and Clear give the bytes back.
+  const uint64_t drop[] = {1};
+  EXPECT_EQ(store.Drop("item", Source(0, 100), drop, kNow), 1u);
+  EXPECT_EQ(store.bytes(), 2 * one);
+  EXPECT_EQ(
+      store.DropIf([](absl::string_view, uint64_t id, const ReplicaMeta&) { return id == 2; }), 1u);
+  EXPECT_EQ(store.bytes(), one);
+  store.Clear();
+  EXPECT_EQ(store.bytes(), 0);
+}
+
 TEST(ReplicaStoreTest, ConcurrentReadersSeeWholeRows) {
   ReplicaStore store;
   const uint64_t ids[] = {1, 2, 3, 4, 5, 6, 7, 8};

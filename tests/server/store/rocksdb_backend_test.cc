@@ -352,5 +352,30 @@ TEST_F(RocksDbBackendTest, ReadFaultsSurfaceAsErrors) {
   EXPECT_EQ(scanned->size(), 2000u);
 }
 
+// --memory_limit_mb's RocksDB share: with a write buffer manager the memtables are
+// charged to the block cache (its usage grows with unflushed writes, before any read).
+TEST_F(RocksDbBackendTest, WriteBufferManagerChargesMemtablesToTheBlockCache) {
+  RocksDbOptions options = Options();
+  options.enable_wal = false;
+  options.block_cache_bytes = int64_t{16} << 20;
+  options.write_buffer_bytes = int64_t{4} << 20;
+  options.write_buffer_manager_bytes = int64_t{8} << 20;
+  options.cache_index_and_filter_blocks = true;
+  std::unique_ptr<RocksDbBackend> backend = MustOpen(options);
+  ASSERT_NE(backend, nullptr);
+  const BackendTable t = backend->OpenTable("t").value();
+  BackendWriteBatch batch;
+  for (uint64_t id = 0; id < 10000; ++id) batch.push_back(Put(t, RowKey(1, id), RowValue(id)));
+  EMBER_ASSERT_OK(backend->Write(batch));
+  uint64_t usage = 0;
+  ASSERT_TRUE(backend->db()->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &usage));
+  // The write buffer manager reserves cache in 1 MiB dummy entries.
+  EXPECT_GE(usage, uint64_t{1} << 20);
+  std::vector<std::string> values;
+  std::vector<bool> found;
+  EMBER_ASSERT_OK(backend->MultiGet(t, {RowKey(1, 5)}, &values, &found));
+  EXPECT_TRUE(found[0]);
+}
+
 }  // namespace
 }  // namespace ember
