@@ -162,7 +162,19 @@ absl::StatusOr<v1::LeaveClusterResponse> ShardPolicy::Leave(uint32_t shard_id,
   }
   v1::LeaveClusterResponse response;
   response.set_owned_slots(owned);
-  response.set_done(owned == 0);
+  // Owning no slot is not enough: the move that took the last ones may still be
+  // finishing after its switch (the source's copies dropped, the record made DONE). The
+  // shard stays and serves until it is, so that its exit never cuts a move short.
+  bool finishing = false;
+  if (owned == 0) {
+    absl::StatusOr<v1::Migration> newest = migrator_->Get("");
+    if (newest.ok() && Running(*newest)) {
+      for (const v1::SlotMove& move : newest->spec().moves()) {
+        finishing = finishing || move.source() == shard_id;
+      }
+    }
+  }
+  response.set_done(owned == 0 && !finishing);
   if (owned > 0) {
     absl::StatusOr<v1::Migration> newest = migrator_->Get("");
     absl::MutexLock lock(&mu_);
@@ -170,7 +182,9 @@ absl::StatusOr<v1::LeaveClusterResponse> ShardPolicy::Leave(uint32_t shard_id,
       response.set_op_id(op_id_);
     }
   }
-  response.set_detail(owned == 0 ? "owns no slots" : DrainDetail(shard_id));
+  response.set_detail(owned > 0   ? DrainDetail(shard_id)
+                      : finishing ? "owns no slots; the move that took them is finishing"
+                                  : "owns no slots");
   return response;
 }
 
