@@ -8,6 +8,8 @@
 #   tools/soak.sh --short [--build_dir=...] [--run_dir=...]   # the CI form, about a minute
 #   tools/soak.sh MINUTES|--short --disk_faults=RATE            # disk faults instead
 #   ... --no_worker_metrics      rank 0 without its /metrics endpoint (--metrics_port=-1)
+#   ... --reference=DIR          reuse the fault-free reference of an earlier soak's RUN_DIR
+#                                (same binaries' fault-free path, same mode; its steps)
 #
 # 1. Reference, once: a fresh 2-shard cluster trains the job (2 workers, BSP, --steps
 #    steps; by default sized from a calibration run so that one faulty round lasts about
@@ -42,18 +44,19 @@
 # logs, checksums and events.log (the faults, the summary) stay in RUN_DIR.
 set -euo pipefail
 
-minutes="" short=0 seed="" steps="" round_minutes=15 build_dir=build run_dir=run/soak disk_faults="" extra_worker=""
+minutes="" short=0 seed="" steps="" round_minutes=15 reuse="" build_dir=build run_dir=run/soak disk_faults="" extra_worker=""
 for arg in "$@"; do
   case "$arg" in
     --short) short=1 ;;
     --seed=*) seed="${arg#*=}" ;;
     --steps=*) steps="${arg#*=}" ;;
     --round_minutes=*) round_minutes="${arg#*=}" ;;
+    --reference=*) reuse="${arg#*=}" ;;
     --disk_faults=*) disk_faults="${arg#*=}" ;;
     --no_worker_metrics) extra_worker="--metrics_port=-1" ;;
     --build_dir=*) build_dir="${arg#*=}" ;;
     --run_dir=*) run_dir="${arg#*=}" ;;
-    --help|-h) sed -n '2,42p' "$0"; exit 0 ;;
+    --help|-h) sed -n '2,44p' "$0"; exit 0 ;;
     [0-9]*) minutes="$arg" ;;
     *) echo "soak.sh: unknown argument $arg" >&2; exit 2 ;;
   esac
@@ -128,6 +131,19 @@ down() { "$cluster" down --run_dir="$1" --build_dir="$build_dir" >/dev/null 2>&1
 field() { jq -r ".$2" "$1/job/result.json"; }
 
 log "soak: ${minutes} min in rounds of about ${round_minutes} min, seed $seed, run dir $run_dir"
+mode="short=$short disk_faults=${disk_faults:-none} worker_args=$(job_args STEPS | sed "s|$run_dir|RUN_DIR|g" | md5sum | cut -c1-12)"
+if [[ -n "$reuse" ]]; then
+  reuse="$(cd "$reuse" && pwd)" || fail "--reference=$reuse: no such directory"
+  [[ -f "$reuse/reference/job/result.json" && -f "$reuse/reference.checksum" ]] \
+    || fail "--reference=$reuse holds no finished reference (reference/job/result.json, reference.checksum)"
+  if [[ -f "$reuse/reference.mode" ]]; then
+    [[ "$(cat "$reuse/reference.mode")" == "$mode" ]] \
+      || fail "--reference=$reuse was run as '$(cat "$reuse/reference.mode")', this soak is '$mode'"
+  else
+    log "warning: $reuse/reference.mode is missing (a soak before 2026-12-07): its mode is not checked"
+  fi
+  steps="$(jq -r .steps "$reuse/reference/job/result.json")"
+fi
 if [[ -z "$steps" ]]; then
   if ((short)); then
     steps=1200
@@ -146,14 +162,22 @@ if [[ -z "$steps" ]]; then
 fi
 
 # --- 1. reference ------------------------------------------------------------------
-up "$ref"
-ref_start=$(date +%s)
-train "$ref" "$steps" || fail "the fault-free run failed (see $ref.train.out)"
-set -a; . "$ref/cluster.env"; set +a
-ctl --json checksum | jq -c '.tables' >"$run_dir/reference.checksum"
-down "$ref"
-[[ "$(field "$ref" steps)" == "$steps" ]] || fail "the reference ran $(field "$ref" steps) steps"
-log "reference: $steps steps in $(( $(date +%s) - ref_start )) s, model checksum $(field "$ref" model_checksum)"
+if [[ -n "$reuse" ]]; then
+  mkdir -p "$ref/job"
+  cp "$reuse/reference/job/result.json" "$ref/job/result.json"
+  cp "$reuse/reference.checksum" "$run_dir/reference.checksum"
+  log "reference: reused from $reuse: $steps steps, model checksum $(field "$ref" model_checksum)"
+else
+  up "$ref"
+  ref_start=$(date +%s)
+  train "$ref" "$steps" || fail "the fault-free run failed (see $ref.train.out)"
+  set -a; . "$ref/cluster.env"; set +a
+  ctl --json checksum | jq -c '.tables' >"$run_dir/reference.checksum"
+  down "$ref"
+  [[ "$(field "$ref" steps)" == "$steps" ]] || fail "the reference ran $(field "$ref" steps) steps"
+  log "reference: $steps steps in $(( $(date +%s) - ref_start )) s, model checksum $(field "$ref" model_checksum)"
+fi
+echo "$mode" >"$run_dir/reference.mode"
 
 
 # --- 2. rounds of faults -----------------------------------------------------------

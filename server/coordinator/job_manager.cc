@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -28,6 +29,28 @@ constexpr char kJobIndexKey[] = "jobs/index";
 constexpr char kLastAttemptKey[] = "jobs/last_attempt";
 
 std::string JobKey(const std::string& job) { return absl::StrCat("job/", job); }
+// The running attempt's shard incarnations ("shard:incarnation,..."), kept beside the
+// record so that a restarted coordinator still notices a shard that restarts.
+std::string IncarnationsKey(const std::string& job) { return absl::StrCat("job-shards/", job); }
+
+std::string EncodeIncarnations(const std::map<uint32_t, uint64_t>& incarnations) {
+  return absl::StrJoin(incarnations, ",", [](std::string* out, const auto& entry) {
+    absl::StrAppend(out, entry.first, ":", entry.second);
+  });
+}
+
+bool DecodeIncarnations(absl::string_view text, std::map<uint32_t, uint64_t>* incarnations) {
+  for (absl::string_view entry : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(entry, ':');
+    uint32_t shard = 0;
+    uint64_t incarnation = 0;
+    if (!absl::SimpleAtoi(parts.first, &shard) || !absl::SimpleAtoi(parts.second, &incarnation)) {
+      return false;
+    }
+    (*incarnations)[shard] = incarnation;
+  }
+  return true;
+}
 
 bool ValidJobName(const std::string& name) {
   if (name.empty() || name.size() > 128) return false;
@@ -96,6 +119,16 @@ absl::Status JobManager::Start() {
                               " unreadable after a coordinator restart: ", ws.status().message()));
         }
       }
+      if (job.record.phase() == v1::GetJobResponse::RUNNING) {
+        // Without the shards' incarnations a shard that restarts (and loses the
+        // attempt's rows held in memory) would go unnoticed for the rest of the attempt.
+        std::optional<std::string> known = state_->KvGet(IncarnationsKey(std::string(name)));
+        if (!known.has_value() || !DecodeIncarnations(*known, &job.incarnations)) {
+          FailLocked(job,
+                     "the running attempt's shard incarnations are not on record after a "
+                     "coordinator restart");
+        }
+      }
       jobs_.emplace(std::string(name), std::move(job));
     }
   }
@@ -112,6 +145,8 @@ void JobManager::Stop() {
 }
 
 absl::Status JobManager::PersistLocked(const Job& job) {
+  EMBER_RETURN_IF_ERROR(
+      state_->KvPut(IncarnationsKey(job.record.job()), EncodeIncarnations(job.incarnations)));
   EMBER_RETURN_IF_ERROR(state_->KvPut(JobKey(job.record.job()), job.record.SerializeAsString()));
   std::vector<std::string> names;
   for (const auto& [name, unused] : jobs_) names.push_back(name);
@@ -475,6 +510,7 @@ void JobManager::OnShardSeen(uint32_t shard_id, uint64_t incarnation) {
       FailLocked(job, absl::StrCat("shard ", shard_id, " restarted"));
     } else {
       job.incarnations.erase(it);
+      PersistLocked(job).IgnoreError();  // the next write retries
     }
   }
 }

@@ -18,7 +18,9 @@ void JobManager::AdoptShard(uint32_t shard_id, uint64_t incarnation) {
   absl::MutexLock lock(&mu_);
   for (auto& [name, job] : jobs_) {
     if (job.record.phase() != v1::GetJobResponse::RUNNING) continue;
-    job.incarnations.try_emplace(shard_id, incarnation);
+    if (job.incarnations.try_emplace(shard_id, incarnation).second) {
+      PersistLocked(job).IgnoreError();  // the next write retries
+    }
   }
 }
 

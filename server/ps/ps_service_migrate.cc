@@ -256,10 +256,22 @@ absl::Status PsServiceImpl::DoInstallSlotMap(const v1::InstallSlotMapRequest& re
                                              v1::InstallSlotMapResponse* response) {
   if (request.epoch() == 0) return absl::InvalidArgumentError("InstallSlotMap needs epoch >= 1");
   EMBER_ASSIGN_OR_RETURN(SlotMap map, UnpackSlotOwners(request.slot_owners(), request.epoch()));
-  if (request.attempt() != 0) {
-    uint64_t current = attempt_.load();
-    while (current < request.attempt() &&
-           !attempt_.compare_exchange_weak(current, request.attempt())) {
+  if (request.attempt() != 0 && attempt() < request.attempt()) {
+    // The raise is for a shard taking over slots of a running job while it holds none
+    // (new, or drained). One that owns slots under a lower attempt holds rows that are
+    // not the attempt's (it restarted and lost the rows it held in memory, or missed a
+    // restore): raising it would let the job go on with them. It keeps its attempt, so
+    // the job's calls get UNAVAILABLE until a restore, and the job rolls back.
+    std::shared_ptr<const SlotMap> current_map = slot_map();
+    if (current_map->epoch() > 0 && !current_map->SlotsOf(shard_id_).empty()) {
+      EMBER_LOG(WARNING) << "shard " << shard_id_ << " serves attempt " << attempt()
+                         << " and owns slots: not raised to attempt " << request.attempt()
+                         << " by a slot map (it must be restored for it)";
+    } else {
+      uint64_t current = attempt_.load();
+      while (current < request.attempt() &&
+             !attempt_.compare_exchange_weak(current, request.attempt())) {
+      }
     }
   }
   SetSlotMap(std::move(map));

@@ -61,19 +61,7 @@ class ElasticScaleTest : public JobClusterTest {
     c->StartWorker(index, flags);
   }
 
-  // The coordinator's view of the job.
-  static v1::GetJobResponse GetJob(const Cluster& c) {
-    auto stub = v1::CoordinatorService::NewStub(
-        grpc::CreateChannel(c.address_, grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::GetJobRequest request;
-    request.set_job("quickstart");
-    v1::GetJobResponse job;
-    const grpc::Status got = stub->GetJob(&context, request, &job);
-    EXPECT_TRUE(got.ok()) << got.error_message();
-    return job;
-  }
+  static v1::GetJobResponse GetJob(const Cluster& c) { return c.GetJob(); }
 
   // Runs the 2 -> 3 -> 1 schedule: w3 waits to join at kJoinStep, w1 and w2 leave at
   // kLeaveStep. `faults` runs while the job does (Cluster::Finish).

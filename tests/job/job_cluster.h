@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "ember/v1/coordinator.pb.h"
 #include "gtest/gtest.h"
 #include "tests/support/local_cluster.h"
 #include "tools/harness/process.h"
@@ -135,6 +136,15 @@ class Cluster {
         ++restarts_;
       }
     }
+  }
+
+  // The coordinator's view of the job "quickstart".
+  v1::GetJobResponse GetJob() const {
+    absl::StatusOr<v1::GetJobResponse> job = local_ == nullptr
+                                                 ? absl::FailedPreconditionError("no cluster")
+                                                 : local_->GetJob("quickstart");
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : v1::GetJobResponse();
   }
 
   // Waits (supervising) until every worker exited; returns rank 0's result.json.

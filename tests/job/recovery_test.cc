@@ -142,6 +142,40 @@ TEST_F(RecoveryTest, ARestartedCoordinatorDoesNotDisturbTraining) {
   ExpectSameModel(result);
 }
 
+// A restarted coordinator reads the running attempt's shard incarnations back, so that a
+// shard restarting after it still ends the attempt at once. (It did not: the soak of
+// 2026-12-07 had a shard restart unnoticed after a coordinator restart, then a slot move
+// raised the restarted shard to the running attempt, and the job went on with the rows
+// it had lost: a model unlike the fault-free one.)
+TEST_F(RecoveryTest, AShardRestartAfterACoordinatorRestartEndsTheAttempt) {
+  std::unique_ptr<Cluster> c = NewCluster("coordinator-then-ps-kill");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, Flags()));
+  uint64_t coordinator_at = 0;
+  bool shard_killed = false;
+  const std::string result = c->Finish([&](absl::Duration) {
+    if (coordinator_at == 0 && c->NewestCheckpointStep() >= 40) {
+      coordinator_at = c->NewestCheckpointStep();
+      ASSERT_TRUE(c->coordinator()->Kill().ok());
+      ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));  // same port, same directory
+    }
+    // Once the restarted coordinator committed a checkpoint of its own.
+    if (coordinator_at != 0 && !shard_killed && c->NewestCheckpointStep() >= coordinator_at + 40) {
+      shard_killed = true;
+      ASSERT_TRUE(c->shard(1)->Kill().ok());
+      ASSERT_NO_FATAL_FAILURE(c->StartShard(1));
+    }
+  });
+  ASSERT_TRUE(shard_killed);
+  ExpectSameModel(result);
+  const v1::GetJobResponse job = c->GetJob();
+  EXPECT_GE(job.recoveries(), 1u);
+  EXPECT_NE(job.failure().find("shard 1 restarted"), std::string::npos)
+      << "the attempt should end when the shard comes back, not when calls time out: "
+      << job.failure();
+}
+
 TEST_F(RecoveryTest, ACorruptNewestCheckpointIsRefusedAndTheJobRollsBackFurther) {
   std::unique_ptr<Cluster> c = NewCluster("corrupt");
   ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));

@@ -191,15 +191,9 @@ TEST_F(TrainingTest, LearnsAndWritesTheRunDirectory) {
 
   // Rank 0 reported the run's progress to the coordinator, the last report with the
   // final evaluation (emberctl jobs, the ember_job_* metrics).
-  auto stub = v1::CoordinatorService::NewStub(
-      grpc::CreateChannel(cluster_->coordinator_address(), grpc::InsecureChannelCredentials()));
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  v1::GetJobRequest request;
-  request.set_job("quickstart");
-  v1::GetJobResponse job;
-  const grpc::Status got = stub->GetJob(&context, request, &job);
-  ASSERT_TRUE(got.ok()) << got.error_message();
+  absl::StatusOr<v1::GetJobResponse> got = cluster_->GetJob("quickstart");
+  ASSERT_TRUE(got.ok()) << got.status();
+  const v1::GetJobResponse& job = *got;
   EXPECT_EQ(job.phase(), v1::GetJobResponse::FINISHED);
   ASSERT_TRUE(job.has_progress());
   EXPECT_EQ(absl::StrCat(job.progress().step()), JsonValue(result, "steps"));

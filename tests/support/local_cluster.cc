@@ -3,6 +3,7 @@
 #include "tests/support/local_cluster.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -226,6 +227,19 @@ absl::Status LocalCluster::StopAll(absl::Duration grace) {
   for (size_t i = 0; i < shards_.size(); ++i) stop(absl::StrCat("ember-ps ", i), shards_[i]);
   stop("ember-coordinator", coordinator_);
   return first;
+}
+
+absl::StatusOr<v1::GetJobResponse> LocalCluster::GetJob(const std::string& job) const {
+  auto stub = v1::CoordinatorService::NewStub(
+      grpc::CreateChannel(coordinator_address_, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::GetJobRequest request;
+  request.set_job(job);
+  v1::GetJobResponse response;
+  const grpc::Status got = stub->GetJob(&context, request, &response);
+  if (!got.ok()) return absl::UnavailableError(absl::StrCat("GetJob: ", got.error_message()));
+  return response;
 }
 
 }  // namespace ember

@@ -45,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "ember/v1/coordinator.pb.h"
 #include "tools/harness/process.h"
 
 namespace ember {
@@ -161,6 +162,9 @@ class LocalCluster {
   const std::string& coordinator_address() const { return coordinator_address_; }
   std::string shard_address(int i) const;
   const LocalClusterOptions& options() const { return options_; }
+
+  // The coordinator's view of `job` (CoordinatorService.GetJob, plaintext, 10 s).
+  absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job) const;
 
  private:
   static Process* At(const std::vector<std::unique_ptr<Process>>& v, int i) {

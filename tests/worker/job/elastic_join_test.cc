@@ -88,14 +88,9 @@ class ElasticJoinTest : public ::testing::Test {
   }
 
   v1::GetJobResponse GetJob() {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    v1::GetJobRequest request;
-    request.set_job(kJob);
-    v1::GetJobResponse job;
-    const grpc::Status s = stub_->GetJob(&context, request, &job);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return job;
+    absl::StatusOr<v1::GetJobResponse> job = cluster_->GetJob(kJob);
+    EXPECT_TRUE(job.ok()) << job.status();
+    return job.ok() ? *job : v1::GetJobResponse();
   }
 
   ScratchDir dir_{"ember-elastic-join"};
