@@ -95,6 +95,7 @@ struct PsMainOptions {
   // The parts' own flags: unset unless given, so that the cap knows what was asked.
   MemoryParts parts;
   bool wal = true;
+  bool frequency_admission = StoreOptions().frequency_admission;
   int64_t max_message_mb = 256;
   uint32_t max_batch_keys = StoreOptions().max_batch_keys;
   MemoryShares shares;  // from memory_limit_mb and parts, when capped
@@ -162,6 +163,10 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
       .Range(0, int64_t{1} << 40)
       .DefaultText(absl::StrCat(kDefaultMemoryBudgetMb, "; with --memory_limit_mb its share"));
   flags.Bool("wal", &o.wal, "RocksDB write-ahead log");
+  flags.Bool("frequency_admission", &o.frequency_admission,
+             "while the memory budget is full, a row a pull reads from RocksDB enters the "
+             "memory tier only if its ID was seen more often than the row it would push out "
+             "(TinyLFU-style); false: every row read enters (plain CLOCK)");
   flags
       .Number("block_cache_mb", &o.parts.block_cache_mb, "N",
               "RocksDB block cache in MiB, outside the memory budget")
@@ -386,6 +391,7 @@ absl::Status Run(const PsMainOptions& o) {
   ShardStorageOptions storage_options;
   storage_options.rocksdb.path = o.data_dir;
   storage_options.rocksdb.enable_wal = o.wal;
+  storage_options.store.frequency_admission = o.frequency_admission;
   SizeStorage(o, &storage_options);
   if (o.memory_limit_mb > 0) EMBER_LOG(INFO) << DescribeShares(o.shares);
   storage_options.store.max_batch_keys = o.max_batch_keys;

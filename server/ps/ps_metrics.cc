@@ -186,6 +186,10 @@ void PsStoreCollector::CollectStore(const EmbeddingStore& store, std::vector<Met
             static_cast<double>(s.memory_hits));
   w.Counter("ember_memory_misses_total", "Keys looked up in the backend.",
             static_cast<double>(s.memory_misses));
+  w.Counter("ember_memory_not_admitted_total",
+            "Misses answered from the backend without entering the memory tier (a colder "
+            "ID than the row it would push out).",
+            static_cast<double>(s.memory_not_admitted));
   const uint64_t lookups = s.memory_hits + s.memory_misses;
   w.Gauge("ember_memory_hit_ratio", "Memory tier hits / lookups since start (0 before any lookup).",
           lookups == 0 ? 0.0 : static_cast<double>(s.memory_hits) / static_cast<double>(lookups));

@@ -29,6 +29,7 @@
 //      ember_memory_bytes / _held_bytes / _budget_bytes   gauges
 //      ember_memory_rows{table}, ember_memory_table_bytes{table}  gauges
 //      ember_memory_hits_total, ember_memory_misses_total          counters
+//      ember_memory_not_admitted_total                              counter
 //      ember_memory_hit_ratio                       gauge, hits / (hits + misses) since
 //                                                   start, 0 before any lookup; use
 //                                                   rate() of the counters for windows

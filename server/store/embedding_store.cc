@@ -146,6 +146,7 @@ absl::Status EmbeddingStore::CreateTable(const v1::TableConfig& config) {
   ctx.counters = counters_.get();
   ctx.num_stripes = static_cast<uint32_t>(options_.num_stripes);
   ctx.hard_limit_factor = options_.memory_hard_limit_factor;
+  ctx.frequency_admission = options_.frequency_admission;
   auto table = std::make_unique<EmbeddingTable>(normalized, ctx);
   absl::StatusOr<std::string> sketch = GetMeta(*backend_, SketchKey(normalized.name()));
   if (sketch.ok()) {
@@ -285,6 +286,7 @@ StoreStats EmbeddingStore::Stats() const {
   s.pushed_keys = counters_->pushed_keys.load(std::memory_order_relaxed);
   s.memory_hits = counters_->memory_hits.load(std::memory_order_relaxed);
   s.memory_misses = counters_->memory_misses.load(std::memory_order_relaxed);
+  s.memory_not_admitted = counters_->memory_not_admitted.load(std::memory_order_relaxed);
   s.admitted = counters_->admitted.load(std::memory_order_relaxed);
   s.rejected_unadmitted = counters_->rejected_unadmitted.load(std::memory_order_relaxed);
   s.evicted_to_backend = counters_->evicted_to_backend.load(std::memory_order_relaxed);

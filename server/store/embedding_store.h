@@ -80,6 +80,12 @@ struct StoreOptions {
 
   // Change-log entries retained in memory for ReadChanges. Default: 1 << 20.
   size_t change_log_capacity = 1u << 20;
+
+  // While the budget is full, a row a pull reads from the backend enters the memory
+  // tier only if its ID was seen more often than the row it would push out
+  // (TinyLFU-style; memory_tier.h). false: every row read enters (plain CLOCK).
+  // Default: true.
+  bool frequency_admission = true;
 };
 
 // A full row as stored: meta, embedding and optimizer state.
@@ -107,8 +113,11 @@ struct StoreStats {
   uint64_t version = 0;
   uint64_t pulled_keys = 0;
   uint64_t pushed_keys = 0;
-  uint64_t memory_hits = 0;          // keys found in the memory tier
-  uint64_t memory_misses = 0;        // keys looked up in the backend
+  uint64_t memory_hits = 0;    // keys found in the memory tier
+  uint64_t memory_misses = 0;  // keys looked up in the backend
+  // Misses answered from the backend's bytes without entering the memory tier
+  // (StoreOptions::frequency_admission).
+  uint64_t memory_not_admitted = 0;
   uint64_t admitted = 0;             // rows created by admission
   uint64_t rejected_unadmitted = 0;  // pushed keys dropped by admission
   uint64_t evicted_to_backend = 0;   // rows dropped from memory (written back if dirty)

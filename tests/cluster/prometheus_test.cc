@@ -242,6 +242,7 @@ TEST_F(PrometheusTest, MetricsEndpointServesPsMetrics) {
                            "ember_memory_hit_ratio",
                            "ember_memory_hits_total",
                            "ember_memory_misses_total",
+                           "ember_memory_not_admitted_total",
                            "ember_admitted_rows_total",
                            "ember_evicted_rows_total",
                            "ember_writeback_errors_total",

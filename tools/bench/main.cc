@@ -81,6 +81,9 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
               "share of rows_large the memory tier holds")
       .RangeAbove(0, 1);
   flags.Number("zipf", &o.zipf, "S", "Zipf exponent of skewed key streams").RangeAbove(0, 20);
+  flags.Bool("frequency_admission", &o.frequency_admission,
+             "storage: the tiered store admits pulled rows by frequency (TinyLFU-style); "
+             "false: plain CLOCK, every row read enters");
   flags
       .String("dir", &o.dir, "PATH",
               "database directory, kept and reused by later runs with the same rows")

@@ -85,7 +85,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 absl::StatusOr<TieredStore> OpenTieredStore(const std::string& path, int64_t memory_budget,
-                                            int64_t block_cache_bytes) {
+                                            int64_t block_cache_bytes, bool frequency_admission) {
   RocksDbOptions rocksdb_options;
   rocksdb_options.path = path;
   rocksdb_options.enable_wal = false;
@@ -96,6 +96,7 @@ absl::StatusOr<TieredStore> OpenTieredStore(const std::string& path, int64_t mem
   out.backend = rocksdb.get();
   StoreOptions store_options;
   store_options.memory_budget_bytes = memory_budget;
+  store_options.frequency_admission = frequency_admission;
   EMBER_ASSIGN_OR_RETURN(out.store, EmbeddingStore::Open(store_options, std::move(rocksdb)));
   return out;
 }

@@ -72,7 +72,8 @@ struct TieredStore {
   RocksDbBackend* backend = nullptr;  // owned by `store`
 };
 absl::StatusOr<TieredStore> OpenTieredStore(const std::string& path, int64_t memory_budget,
-                                            int64_t block_cache_bytes = -1);
+                                            int64_t block_cache_bytes = -1,
+                                            bool frequency_admission = true);
 
 // Resident set size of this process in bytes (/proc/self/statm), or 0 if unreadable.
 int64_t ResidentBytes();

@@ -119,7 +119,8 @@ absl::Status RunTiered(const BenchOptions& options, const BenchDir& dir, bool re
 
   // Plain RocksDB gets a block cache as large as the store's memory tier.
   const std::string db_path = dir.path() + "/db";
-  EMBER_ASSIGN_OR_RETURN(TieredStore tiered, OpenTieredStore(db_path, budget, budget));
+  EMBER_ASSIGN_OR_RETURN(TieredStore tiered,
+                         OpenTieredStore(db_path, budget, budget, options.frequency_admission));
   RocksDbBackend* const backend = tiered.backend;
   std::unique_ptr<EmbeddingStore>& store = tiered.store;
   EMBER_RETURN_IF_ERROR(store->CreateTable(BenchTable()));
@@ -176,6 +177,9 @@ absl::Status RunTiered(const BenchOptions& options, const BenchDir& dir, bool re
   figures.AddNumber("rocksdb_multiget_zipf_10m_keys_per_sec",
                     results[multiget_case.name].keys_per_sec);
   figures.AddNumber("tiered_memory_hit_rate", HitRate(before, after));
+  figures.AddBool("tiered_frequency_admission", options.frequency_admission);
+  figures.AddInt("tiered_not_admitted",
+                 static_cast<int64_t>(after.memory_not_admitted - before.memory_not_admitted));
   figures.AddInt("tiered_rows_in_memory", after.rows_in_memory);
   figures.AddInt("tiered_memory_bytes", after.memory_bytes);
   figures.AddInt("tiered_warmup_keys", warmup_keys);

@@ -38,6 +38,8 @@ struct BenchOptions {
   int64_t rows_large = 10'000'000;
   // Share of the large table's rows that the memory budget holds. Default: 0.1.
   double budget_fraction = 0.1;
+  // storage: the tiered store's admission of pulled rows (StoreOptions).
+  bool frequency_admission = true;
   // Zipf exponent of skewed key streams. Default: 1.1.
   double zipf = 1.1;
   // Directory of the suite's database. Empty: a fresh directory under /tmp, removed at

@@ -46,7 +46,7 @@ EmbeddingTable::EmbeddingTable(const v1::TableConfig& config, const TableContext
       dim_(config.dim()),
       row_floats_(config.dim() + OptimizerStateFloats(config.optimizer(), config.dim())),
       optimizer_(Optimizer::Create(config.optimizer(), config.dim())),
-      tier_(row_floats_, context.num_stripes, context.budget) {
+      tier_(row_floats_, context.num_stripes, context.budget, context.frequency_admission) {
   if (config.admission().min_count() > 0) {
     sketch_ = std::make_unique<CountMinSketch>(config.admission().sketch_width(),
                                                config.admission().sketch_depth());
@@ -127,7 +127,9 @@ void EmbeddingTable::PullResident(absl::Span<const uint64_t> ids, absl::Span<con
       const uint32_t count = std::min<uint32_t>(64, end - base);
       for (uint32_t j = 0; j < count; ++j) tier_.Prefetch(st, ids[order[base + j]]);
       for (uint32_t j = 0; j < count; ++j) {
-        char* row = tier_.Find(st, ids[order[base + j]]);
+        const uint64_t id = ids[order[base + j]];
+        tier_.RecordAccess(st, id);
+        char* row = tier_.Find(st, id);
         rows[j] = row;
         if (row != nullptr) {
           for (size_t off = 0; off < sizeof(RowMeta) + emb_bytes; off += 64) {
@@ -179,6 +181,14 @@ void EmbeddingTable::PullLoaded(MemoryTier::Stripe& st, uint64_t snapshot,
                                                    " bytes; expected ", tier_.row_bytes()));
         continue;
       }
+      bool exchanged = false;
+      if (!tier_.AdmitLoaded(st, id, &exchanged)) {
+        // A colder ID than the row it would push out: answered, not kept.
+        std::memcpy(dst, loaded.values[k].data() + sizeof(RowMeta), emb_bytes);
+        ctx_.counters->memory_not_admitted.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      if (exchanged) ctx_.counters->evicted_to_backend.fetch_add(1, std::memory_order_relaxed);
       char* row = tier_.InsertStored(st, id, loaded.values[k]);
       MemoryTier::Meta(row)->flags |= kRowReferenced;
       std::memcpy(dst, MemoryTier::Floats(row), emb_bytes);
@@ -330,6 +340,7 @@ absl::Status EmbeddingTable::ClassifyResident(absl::Span<PushKey> keys,
     absl::MutexLock lock(&st.mu);
     for (uint32_t u = kstarts[s]; u < kstarts[s + 1]; ++u) tier_.Prefetch(st, keys[u].id);
     for (uint32_t u = kstarts[s]; u < kstarts[s + 1]; ++u) {
+      tier_.RecordAccess(st, keys[u].id);
       const char* row = tier_.Find(st, keys[u].id);
       if (row == nullptr) {
         keys[u].missed = true;

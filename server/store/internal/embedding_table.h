@@ -44,6 +44,7 @@ struct StoreCounters {
   std::atomic<uint64_t> pushed_keys{0};
   std::atomic<uint64_t> memory_hits{0};
   std::atomic<uint64_t> memory_misses{0};
+  std::atomic<uint64_t> memory_not_admitted{0};
   std::atomic<uint64_t> admitted{0};
   std::atomic<uint64_t> rejected_unadmitted{0};
   std::atomic<uint64_t> evicted_to_backend{0};
@@ -63,6 +64,7 @@ struct TableContext {
   StoreCounters* counters = nullptr;
   uint32_t num_stripes = 64;
   double hard_limit_factor = 1.1;
+  bool frequency_admission = true;  // MemoryTier: admission of pulled rows by frequency
 };
 
 class EmbeddingTable {

@@ -32,14 +32,27 @@ int ChunkShift(size_t row_bytes, int64_t budget_limit, uint32_t num_stripes) {
 // a policy pass); a tier that only cycles rows at its budget never shrinks it.
 constexpr size_t kShrinkIndexBelow = 8;
 
+// The frequency sketch: about this many 8-bit counters per resident row (a power of two),
+// at most a kSketchShare-th of the stripe's share of the budget; halved after this many
+// sightings per row. A budget too small for kMinCounters per stripe keeps no sketch
+// (few counters saturate under a scan of many cold IDs and would only cost rows).
+constexpr size_t kCountersPerRow = 8;
+constexpr int64_t kSketchShare = 16;
+constexpr size_t kMinCounters = 256, kMaxCounters = size_t{1} << 24;
+constexpr uint32_t kSightingsPerRow = 10;
+// Below (1 - 1/kRoomDivisor) of the budget, every row read enters (AdmitLoaded).
+constexpr int64_t kRoomDivisor = 16;
+
 }  // namespace
 
-MemoryTier::MemoryTier(uint32_t row_floats, uint32_t num_stripes, MemoryBudget* budget)
+MemoryTier::MemoryTier(uint32_t row_floats, uint32_t num_stripes, MemoryBudget* budget,
+                       bool frequency_admission)
     : row_bytes_(RowBytes(row_floats)),
       chunk_shift_(ChunkShift(row_bytes_, budget->limit(), num_stripes)),
       charge_(row_bytes_ + kPerRowBookkeeping),
       stripe_shift_(64 - std::max(1, std::countr_zero(num_stripes))),
-      budget_(budget) {
+      budget_(budget),
+      frequency_admission_(frequency_admission) {
   assert(std::has_single_bit(num_stripes));
   stripes_.reserve(num_stripes);
   for (uint32_t i = 0; i < num_stripes; ++i) stripes_.push_back(std::make_unique<Stripe>());
@@ -58,7 +71,7 @@ int64_t MemoryTier::HeldBy(Stripe& s) const {
   const size_t index = s.index.capacity() == 0 ? 0 : s.index.capacity() * (sizeof(IndexSlot) + 1);
   return static_cast<int64_t>((s.chunks.size() << chunk_shift_) * row_bytes_ + index +
                               s.ids.capacity() * sizeof(uint64_t) +
-                              s.chunks.capacity() * sizeof(s.chunks[0]));
+                              s.chunks.capacity() * sizeof(s.chunks[0]) + s.freq.capacity());
 }
 
 void MemoryTier::Recharge(Stripe& s) {
@@ -129,6 +142,7 @@ bool MemoryTier::Remove(Stripe& s, uint64_t id, bool deleted) {
 void MemoryTier::PickVictims(Stripe& s, size_t max, std::vector<uint64_t>* victims) {
   const uint32_t n = static_cast<uint32_t>(s.ids.size());
   if (n == 0 || s.index.empty()) return;
+  if (frequency_admission_ && s.freq.empty() && budget_->limit() > 0) StartFrequencies(s);
   // Two full sweeps clear every referenced bit, so the loop always finds victims.
   for (uint64_t steps = 0; steps < 2ull * n && victims->size() < max; ++steps) {
     if (s.clock_hand >= n) s.clock_hand = 0;
@@ -141,6 +155,70 @@ void MemoryTier::PickVictims(Stripe& s, size_t max, std::vector<uint64_t>* victi
     }
     victims->push_back(s.ids[pos]);
   }
+}
+
+void MemoryTier::StartFrequencies(Stripe& s) {
+  const size_t rows = std::max<size_t>(s.ids.size(), 1);
+  const size_t room = static_cast<size_t>(budget_->limit() / num_stripes() / kSketchShare);
+  if (room < kMinCounters) return;
+  const size_t counters =
+      std::min({std::bit_ceil(rows * kCountersPerRow), std::bit_floor(room), kMaxCounters});
+  if (counters < kMinCounters) return;
+  s.freq.assign(counters, 0);
+  s.freq_samples = 0;
+  s.freq_period = static_cast<uint32_t>(std::max<size_t>(rows, 64) * kSightingsPerRow);
+  Recharge(s);
+}
+
+void MemoryTier::HalveFrequencies(Stripe& s) {
+  for (uint8_t& c : s.freq) c >>= 1;
+  s.freq_samples /= 2;
+}
+
+uint32_t MemoryTier::Frequency(Stripe& s, uint64_t id) {
+  if (s.freq.empty()) return 0;
+  const uint64_t h = FrequencyHash(id);
+  uint32_t estimate = 255;
+  for (uint32_t k = 0; k < 4; ++k)
+    estimate = std::min<uint32_t>(estimate, s.freq[CounterOf(s, h, k)]);
+  return estimate;
+}
+
+bool MemoryTier::AdmitLoaded(Stripe& s, uint64_t id, bool* exchanged) {
+  *exchanged = false;
+  // Room means well below the limit: rows admitted just under it would push the tier
+  // over (a new chunk, a larger index), and shrinking would then evict rows that no
+  // comparison chose.
+  const int64_t limit = budget_->limit();
+  if (s.freq.empty() || limit == 0 || budget_->used() <= limit - limit / kRoomDivisor) {
+    return true;
+  }
+  // A stripe holding under half its share of the budget takes the row without an
+  // exchange (shrinking evicts elsewhere): with only a few hot rows of its own it would
+  // otherwise refuse every newcomer for good.
+  const uint32_t n = static_cast<uint32_t>(s.ids.size());
+  if (int64_t{n} * static_cast<int64_t>(charge_) * num_stripes() * 2 < limit) return true;
+  for (uint64_t steps = 0; steps < 2ull * n; ++steps) {
+    if (s.clock_hand >= n) s.clock_hand = 0;
+    RowMeta* meta = Meta(RowAt(s, s.clock_hand));
+    if (!(meta->flags & kRowLive) || (meta->flags & kRowWriteBack)) {
+      ++s.clock_hand;
+      continue;
+    }
+    if (meta->flags & kRowReferenced) {
+      meta->flags &= ~kRowReferenced;
+      ++s.clock_hand;
+      continue;
+    }
+    // The newcomer takes the victim's place here, so that the comparison decides what
+    // leaves. A dirty victim must be written back first: no exchange then.
+    const uint64_t victim = s.ids[s.clock_hand];
+    if ((meta->flags & kRowDirty) || Frequency(s, id) <= Frequency(s, victim)) return false;
+    Remove(s, victim);
+    *exchanged = true;
+    return true;
+  }
+  return true;  // nothing evictable here: the stripe takes it, shrinking evicts elsewhere
 }
 
 void MemoryTier::NoteDeleted(Stripe& s, uint64_t id) {

@@ -8,6 +8,16 @@
 // Batch operations group their keys by stripe and take each stripe's lock once.
 // Replacement is CLOCK (second chance) per stripe.
 //
+// Admission by frequency (TinyLFU-style, on unless the store says otherwise): once a
+// stripe has had to evict, it counts the accesses of its IDs in a sketch of 8-bit
+// counters (4 per ID in one array of about 8 counters per resident row, halved every
+// 10 sightings per row, so that it follows popularity as it changes). While the budget
+// is nearly full, a row that a pull read from the backend enters the tier only if its
+// ID was seen more often than the row the CLOCK hand would evict next, which it then
+// replaces; otherwise the pull answers from the bytes it read. A cold tail of
+// once-seen IDs then no longer pushes hot rows out. Rows a push writes always enter
+// (they are held until written back).
+//
 // The budget is charged what each stripe really holds, not an estimate per row: its
 // row chunks (the last one partly filled), its index at its real capacity and its
 // arena bookkeeping (Stripe::charged, updated by every insert and removal). Removal
@@ -86,10 +96,15 @@ class MemoryTier {
       std::string bytes;
     };
     std::vector<Removed> recent ABSL_GUARDED_BY(mu);
+    // Frequency sketch (see the top of this file): empty until the stripe first evicts.
+    std::vector<uint8_t> freq ABSL_GUARDED_BY(mu);
+    uint32_t freq_samples ABSL_GUARDED_BY(mu) = 0;  // sightings since the last halving
+    uint32_t freq_period ABSL_GUARDED_BY(mu) = 0;   // sightings between halvings
   };
 
-  // REQUIRES: num_stripes a power of two.
-  MemoryTier(uint32_t row_floats, uint32_t num_stripes, MemoryBudget* budget);
+  // REQUIRES: num_stripes a power of two. `frequency_admission`: see the top of this file.
+  MemoryTier(uint32_t row_floats, uint32_t num_stripes, MemoryBudget* budget,
+             bool frequency_admission = true);
   ~MemoryTier();
 
   uint32_t num_stripes() const { return static_cast<uint32_t>(stripes_.size()); }
@@ -148,6 +163,29 @@ class MemoryTier {
   void PickVictims(Stripe& s, size_t max, std::vector<uint64_t>* victims)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
 
+  // Counts one sighting of `id` in the stripe's frequency sketch (nothing before the
+  // stripe has evicted). REQUIRES: s.mu held.
+  void RecordAccess(Stripe& s, uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    if (s.freq.empty()) return;
+    const uint64_t h = FrequencyHash(id);
+    for (uint32_t k = 0; k < 4; ++k) {
+      uint8_t& c = s.freq[CounterOf(s, h, k)];
+      c += c < 255;
+    }
+    if (++s.freq_samples >= s.freq_period) HalveFrequencies(s);
+  }
+
+  // Whether a row of `id` that a pull read from the backend should enter the tier: yes
+  // while the budget has room, the stripe keeps no sketch or holds under half its share;
+  // else only if `id` was seen more often than the CLOCK hand's next victim (the hand
+  // stops on it, passing referenced rows as PickVictims does) and that victim is clean:
+  // it is removed here (`exchanged`), and the newcomer takes its place. Row pointers of
+  // the stripe taken before are then invalid, as after Remove. REQUIRES: s.mu held.
+  bool AdmitLoaded(Stripe& s, uint64_t id, bool* exchanged) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
+  // The sketch's estimate of `id`'s sightings (0 without a sketch). REQUIRES: s.mu held.
+  uint32_t Frequency(Stripe& s, uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+
   // Calls fn(id, row) for each resident row of the stripe. REQUIRES: s.mu held.
   template <typename Fn>
   void ForEach(Stripe& s, Fn fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
@@ -177,12 +215,22 @@ class MemoryTier {
   int64_t HeldBy(Stripe& s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Charges the budget the change of HeldBy(s) since the last call. REQUIRES: s.mu held.
   void Recharge(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Starts the stripe's frequency sketch, sized by its rows. REQUIRES: s.mu held.
+  void StartFrequencies(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void HalveFrequencies(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  static uint64_t FrequencyHash(uint64_t id) { return Mix64(id ^ 0x9e3779b97f4a7c15ULL); }
+  // The k-th of an ID's 4 counters (double hashing over the hash's two halves).
+  static size_t CounterOf(const Stripe& s, uint64_t h, uint32_t k) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const uint32_t lo = static_cast<uint32_t>(h), hi = static_cast<uint32_t>(h >> 32) | 1;
+    return (lo + k * hi) & (s.freq.size() - 1);
+  }
 
   const size_t row_bytes_;
   const int chunk_shift_;
   const size_t charge_;
   const int stripe_shift_;
   MemoryBudget* const budget_;
+  const bool frequency_admission_;
   std::vector<std::unique_ptr<Stripe>> stripes_;
 };
 
