@@ -33,7 +33,8 @@ int ChunkShift(size_t row_bytes, int64_t budget_limit, uint32_t num_stripes) {
 constexpr size_t kShrinkIndexBelow = 8;
 
 // The frequency sketch: about this many 8-bit counters per resident row (a power of two),
-// at most a kSketchShare-th of the stripe's share of the budget; halved after this many
+// at most a kSketchShare-th of the stripe's share of the budget and of its rows' bytes;
+// halved after this many
 // sightings per row. A budget too small for kMinCounters per stripe keeps no sketch
 // (few counters saturate under a scan of many cold IDs and would only cost rows).
 constexpr size_t kCountersPerRow = 8;
@@ -161,8 +162,11 @@ void MemoryTier::StartFrequencies(Stripe& s) {
   const size_t rows = std::max<size_t>(s.ids.size(), 1);
   const size_t room = static_cast<size_t>(budget_->limit() / num_stripes() / kSketchShare);
   if (room < kMinCounters) return;
-  const size_t counters =
-      std::min({std::bit_ceil(rows * kCountersPerRow), std::bit_floor(room), kMaxCounters});
+  // At most a kSketchShare-th of what the rows themselves take: small rows get fewer
+  // counters each rather than a tier that holds noticeably fewer rows.
+  const size_t row_share = rows * row_bytes_ / static_cast<size_t>(kSketchShare);
+  const size_t counters = std::min({std::bit_ceil(rows * kCountersPerRow), std::bit_floor(room),
+                                    std::bit_floor(std::max<size_t>(row_share, 1)), kMaxCounters});
   if (counters < kMinCounters) return;
   s.freq.assign(counters, 0);
   s.freq_samples = 0;
