@@ -5,9 +5,9 @@
 // memory tier leaves the hot rows resident, where plain CLOCK lets the scan push them
 // out; rows left out are still answered with their stored values. Over both backends.
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
-#include <algorithm>
 #include <numeric>
 #include <vector>
 
@@ -149,4 +149,3 @@ INSTANTIATE_TEST_SUITE_P(Backends, FrequencyAdmissionTest,
 
 }  // namespace
 }  // namespace ember
-
