@@ -257,13 +257,13 @@ absl::Status PsServiceImpl::DoInstallSlotMap(const v1::InstallSlotMapRequest& re
   if (request.epoch() == 0) return absl::InvalidArgumentError("InstallSlotMap needs epoch >= 1");
   EMBER_ASSIGN_OR_RETURN(SlotMap map, UnpackSlotOwners(request.slot_owners(), request.epoch()));
   if (request.attempt() != 0 && attempt() < request.attempt()) {
-    // The raise is for a shard taking over slots of a running job while it holds none
-    // (new, or drained). One that owns slots under a lower attempt holds rows that are
-    // not the attempt's (it restarted and lost the rows it held in memory, or missed a
-    // restore): raising it would let the job go on with them. It keeps its attempt, so
-    // the job's calls get UNAVAILABLE until a restore, and the job rolls back.
+    // The raise is for a shard taking over slots of a running job (a move's target). A
+    // process that owns slots but was never restored for any attempt (attempt 0: it
+    // restarted since) holds rows that are not the attempt's: the ones it held only in
+    // memory are gone. Raising it would let the job go on with them; it keeps attempt
+    // 0, so the job's calls get UNAVAILABLE until a restore, and the job rolls back.
     std::shared_ptr<const SlotMap> current_map = slot_map();
-    if (current_map->epoch() > 0 && !current_map->SlotsOf(shard_id_).empty()) {
+    if (attempt() == 0 && current_map->epoch() > 0 && !current_map->SlotsOf(shard_id_).empty()) {
       EMBER_LOG(WARNING) << "shard " << shard_id_ << " serves attempt " << attempt()
                          << " and owns slots: not raised to attempt " << request.attempt()
                          << " by a slot map (it must be restored for it)";

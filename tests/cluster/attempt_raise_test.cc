@@ -1,11 +1,11 @@
 // Copyright 2026 The Ember Authors.
 //
-// A slot map raises a shard's job attempt (InstallSlotMapRequest.attempt) only when the
-// shard owns no slots: a new or drained shard taking over slots of a running job. A
-// shard that owns slots under a lower attempt holds rows that are not the attempt's (it
-// restarted, losing what it held in memory, or missed a restore): it keeps its attempt,
-// so the job's calls get UNAVAILABLE until it is restored. (The soak of 2026-12-07 had
-// a restarted shard raised by a slot move, and a job that went on with its stale rows.)
+// A slot map raises a shard's job attempt (InstallSlotMapRequest.attempt), as a move's
+// target takes over slots of a running job, except a process that owns slots and was
+// never restored (attempt 0: it restarted, losing the rows it held only in memory): it
+// keeps attempt 0, so the job's calls get UNAVAILABLE until it is restored. (The soak of
+// 2026-12-07 had a restarted shard raised by a slot move, and a job that went on with
+// its stale rows.)
 
 #include <filesystem>
 #include <string>
@@ -63,10 +63,19 @@ TEST_F(AttemptRaiseTest, AShardTakingOverSlotsWithNoneOfItsOwnIsRaised) {
   EXPECT_EQ(shards_[1].service->attempt(), 7u);
 }
 
-TEST_F(AttemptRaiseTest, AShardThatOwnsSlotsUnderALowerAttemptIsNotRaised) {
+TEST_F(AttemptRaiseTest, AnUnrestoredShardThatOwnsSlotsIsNotRaised) {
   ASSERT_EQ(shards_[0].service->attempt(), 0u);
   Install(0, 7);
   EXPECT_EQ(shards_[0].service->attempt(), 0u);
+  // Once restored for an attempt it follows the job's later ones.
+  v1::RestoreShardRequest restore;
+  restore.set_attempt(3);
+  restore.set_epoch(1);
+  restore.set_slot_owners(PackSlotOwners(map_));
+  v1::RestoreShardResponse restored;
+  ASSERT_TRUE(shards_[0].service->DoRestoreShard(restore, &restored).ok());
+  Install(0, 7);
+  EXPECT_EQ(shards_[0].service->attempt(), 7u);
 }
 
 }  // namespace

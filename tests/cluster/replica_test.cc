@@ -354,14 +354,18 @@ TEST_F(ReplicaTest, DropRemovesCopiesEvenWhileTheHolderStillThinksTheKeyIsHot) {
 
 TEST_F(ReplicaTest, PushFailsUnavailableUntilEveryHolderHasTheRows) {
   const std::vector<uint64_t> hot = IdsOwnedBy(0, 3);
-  ApplyEverywhere(HotSetOf(1, hot, 2));
-  // Holder 2 is restored to job attempt 5 (an empty chain: only the attempt): it drops
-  // the copies of older attempts and refuses (ABORTED) the owner's, made at attempt 0.
+  // The owner serves job attempt 1 (an empty chain: only the attempt). A slot map
+  // raises only a restored owner (attempt_raise_test), as it does below.
   v1::RestoreShardRequest restore;
-  restore.set_attempt(5);
+  restore.set_attempt(1);
   restore.set_epoch(1);
   restore.set_slot_owners(PackSlotOwners(map_));
   v1::RestoreShardResponse restored;
+  ASSERT_TRUE(shards_[0].service->DoRestoreShard(restore, &restored).ok());
+  ApplyEverywhere(HotSetOf(1, hot, 2));
+  // Holder 2 is restored to job attempt 5: it drops the copies of older attempts and
+  // refuses (ABORTED) the owner's, made at attempt 1.
+  restore.set_attempt(5);
   ASSERT_TRUE(shards_[2].service->DoRestoreShard(restore, &restored).ok());
   EXPECT_EQ(Info(2).replica_rows(), 0u);
   const absl::Status failed = Push(0, hot, 0.25f, /*sequence=*/1);
