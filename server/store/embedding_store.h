@@ -84,8 +84,9 @@ struct StoreOptions {
   // While the budget is full, a row a pull reads from the backend enters the memory
   // tier only if its ID was seen more often than the row it would push out
   // (TinyLFU-style; memory_tier.h). false: every row read enters (plain CLOCK).
-  // Default: true.
-  bool frequency_admission = true;
+  // Default: false (opt in: it did not pay on the 10M-row benchmark, and its sketch
+  // takes up to 1/16 of a small tier; docs/PERFORMANCE.md).
+  bool frequency_admission = false;
 };
 
 // A full row as stored: meta, embedding and optimizer state.

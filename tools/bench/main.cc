@@ -83,7 +83,7 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
   flags.Number("zipf", &o.zipf, "S", "Zipf exponent of skewed key streams").RangeAbove(0, 20);
   flags.Bool("frequency_admission", &o.frequency_admission,
              "storage: the tiered store admits pulled rows by frequency (TinyLFU-style); "
-             "false: plain CLOCK, every row read enters");
+             "default false: plain CLOCK, every row read enters");
   flags
       .String("dir", &o.dir, "PATH",
               "database directory, kept and reused by later runs with the same rows")

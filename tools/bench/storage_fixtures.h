@@ -73,7 +73,7 @@ struct TieredStore {
 };
 absl::StatusOr<TieredStore> OpenTieredStore(const std::string& path, int64_t memory_budget,
                                             int64_t block_cache_bytes = -1,
-                                            bool frequency_admission = true);
+                                            bool frequency_admission = false);
 
 // Resident set size of this process in bytes (/proc/self/statm), or 0 if unreadable.
 int64_t ResidentBytes();

@@ -39,7 +39,7 @@ struct BenchOptions {
   // Share of the large table's rows that the memory budget holds. Default: 0.1.
   double budget_fraction = 0.1;
   // storage: the tiered store's admission of pulled rows (StoreOptions).
-  bool frequency_admission = true;
+  bool frequency_admission = false;
   // Zipf exponent of skewed key streams. Default: 1.1.
   double zipf = 1.1;
   // Directory of the suite's database. Empty: a fresh directory under /tmp, removed at

@@ -64,7 +64,7 @@ struct TableContext {
   StoreCounters* counters = nullptr;
   uint32_t num_stripes = 64;
   double hard_limit_factor = 1.1;
-  bool frequency_admission = true;  // MemoryTier: admission of pulled rows by frequency
+  bool frequency_admission = false;  // MemoryTier: admission of pulled rows by frequency
 };
 
 class EmbeddingTable {

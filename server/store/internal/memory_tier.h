@@ -8,7 +8,8 @@
 // Batch operations group their keys by stripe and take each stripe's lock once.
 // Replacement is CLOCK (second chance) per stripe.
 //
-// Admission by frequency (TinyLFU-style, on unless the store says otherwise): once a
+// Admission by frequency (TinyLFU-style, StoreOptions::frequency_admission, off by
+// default): once a
 // stripe has had to evict, it counts the accesses of its IDs in a sketch of 8-bit
 // counters (4 per ID in one array of about 8 counters per resident row, halved every
 // 10 sightings per row, so that it follows popularity as it changes). While the budget
@@ -104,7 +105,7 @@ class MemoryTier {
 
   // REQUIRES: num_stripes a power of two. `frequency_admission`: see the top of this file.
   MemoryTier(uint32_t row_floats, uint32_t num_stripes, MemoryBudget* budget,
-             bool frequency_admission = true);
+             bool frequency_admission = false);
   ~MemoryTier();
 
   uint32_t num_stripes() const { return static_cast<uint32_t>(stripes_.size()); }
