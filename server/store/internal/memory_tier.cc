@@ -34,9 +34,9 @@ constexpr size_t kShrinkIndexBelow = 8;
 
 // The frequency sketch: about this many 8-bit counters per resident row (a power of two),
 // at most a kSketchShare-th of the stripe's share of the budget and of its rows' bytes;
-// halved after this many
-// sightings per row. A budget too small for kMinCounters per stripe keeps no sketch
-// (few counters saturate under a scan of many cold IDs and would only cost rows).
+// halved after kSightingsPerRow sightings per row. A budget too small for kMinCounters
+// per stripe keeps no sketch (few counters saturate under a scan of many cold IDs and
+// would only cost rows).
 constexpr size_t kCountersPerRow = 8;
 constexpr int64_t kSketchShare = 16;
 constexpr size_t kMinCounters = 256, kMaxCounters = size_t{1} << 24;
