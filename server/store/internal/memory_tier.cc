@@ -145,17 +145,33 @@ void MemoryTier::PickVictims(Stripe& s, size_t max, std::vector<uint64_t>* victi
   if (n == 0 || s.index.empty()) return;
   if (frequency_admission_ && s.freq.empty() && budget_->limit() > 0) StartFrequencies(s);
   // Two full sweeps clear every referenced bit, so the loop always finds victims.
-  for (uint64_t steps = 0; steps < 2ull * n && victims->size() < max; ++steps) {
+  uint64_t steps_left = 2ull * n;
+  uint32_t pos = 0;
+  while (victims->size() < max && SeekVictim(s, &steps_left, &pos)) {
+    victims->push_back(s.ids[pos]);
+    ++s.clock_hand;
+  }
+}
+
+bool MemoryTier::SeekVictim(Stripe& s, uint64_t* steps_left, uint32_t* pos) {
+  const uint32_t n = static_cast<uint32_t>(s.ids.size());
+  while (*steps_left > 0) {
+    --*steps_left;
     if (s.clock_hand >= n) s.clock_hand = 0;
-    const uint32_t pos = s.clock_hand++;
-    RowMeta* meta = Meta(RowAt(s, pos));
-    if (!(meta->flags & kRowLive) || (meta->flags & kRowWriteBack)) continue;
-    if (meta->flags & kRowReferenced) {
-      meta->flags &= ~kRowReferenced;
+    RowMeta* meta = Meta(RowAt(s, s.clock_hand));
+    if (!(meta->flags & kRowLive) || (meta->flags & kRowWriteBack)) {
+      ++s.clock_hand;
       continue;
     }
-    victims->push_back(s.ids[pos]);
+    if (meta->flags & kRowReferenced) {
+      meta->flags &= ~kRowReferenced;
+      ++s.clock_hand;
+      continue;
+    }
+    *pos = s.clock_hand;
+    return true;
   }
+  return false;
 }
 
 void MemoryTier::StartFrequencies(Stripe& s) {
@@ -202,27 +218,19 @@ bool MemoryTier::AdmitLoaded(Stripe& s, uint64_t id, bool* exchanged) {
   // otherwise refuse every newcomer for good.
   const uint32_t n = static_cast<uint32_t>(s.ids.size());
   if (int64_t{n} * static_cast<int64_t>(charge_) * num_stripes() * 2 < limit) return true;
-  for (uint64_t steps = 0; steps < 2ull * n; ++steps) {
-    if (s.clock_hand >= n) s.clock_hand = 0;
-    RowMeta* meta = Meta(RowAt(s, s.clock_hand));
-    if (!(meta->flags & kRowLive) || (meta->flags & kRowWriteBack)) {
-      ++s.clock_hand;
-      continue;
-    }
-    if (meta->flags & kRowReferenced) {
-      meta->flags &= ~kRowReferenced;
-      ++s.clock_hand;
-      continue;
-    }
-    // The newcomer takes the victim's place here, so that the comparison decides what
-    // leaves. A dirty victim must be written back first: no exchange then.
-    const uint64_t victim = s.ids[s.clock_hand];
-    if ((meta->flags & kRowDirty) || Frequency(s, id) <= Frequency(s, victim)) return false;
-    Remove(s, victim);
-    *exchanged = true;
-    return true;
+  uint64_t steps_left = 2ull * n;
+  uint32_t pos = 0;
+  // Nothing evictable here: the stripe takes it, shrinking evicts elsewhere.
+  if (!SeekVictim(s, &steps_left, &pos)) return true;
+  // The newcomer takes the victim's place here, so that the comparison decides what
+  // leaves. A dirty victim must be written back first: no exchange then.
+  const uint64_t victim = s.ids[pos];
+  if ((Meta(RowAt(s, pos))->flags & kRowDirty) || Frequency(s, id) <= Frequency(s, victim)) {
+    return false;
   }
-  return true;  // nothing evictable here: the stripe takes it, shrinking evicts elsewhere
+  Remove(s, victim);
+  *exchanged = true;
+  return true;
 }
 
 void MemoryTier::NoteDeleted(Stripe& s, uint64_t id) {

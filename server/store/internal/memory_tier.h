@@ -216,6 +216,12 @@ class MemoryTier {
   int64_t HeldBy(Stripe& s) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Charges the budget the change of HeldBy(s) since the last call. REQUIRES: s.mu held.
   void Recharge(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Moves the CLOCK hand to the next row that may be evicted (live, no write-back in
+  // flight, not referenced since the hand last passed; it clears the referenced bits it
+  // passes), stops on it and returns its position in `pos`; false once `steps_left`
+  // positions were looked at. REQUIRES: s.mu held.
+  bool SeekVictim(Stripe& s, uint64_t* steps_left, uint32_t* pos)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Starts the stripe's frequency sketch, sized by its rows. REQUIRES: s.mu held.
   void StartFrequencies(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void HalveFrequencies(Stripe& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
