@@ -380,7 +380,6 @@ class DiskFaultWindow {
 
 absl::Status Run(const PsMainOptions& o) {
   BlockStopSignals();  // before any thread starts
-  EMBER_LOG(INFO) << RaiseOpenFileLimit();
   if (o.memory_limit_mb > 0 && std::getenv("MALLOC_ARENA_MAX") == nullptr) {
     // glibc keeps what a thread freed in that thread's arena (8 per core by default):
     // under a flood of new IDs that residue grew past the baseline share

@@ -3,12 +3,9 @@
 #include "server/ps/shard_bounds.h"
 
 #include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -98,22 +95,6 @@ std::unique_ptr<ListenerCheck> StartListenerCheck(const ShardBoundsFlags& bounds
         broken->Notify();
         kill(getpid(), SIGTERM);  // the server's WaitForStopSignal takes it
       });
-}
-
-std::string RaiseOpenFileLimit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
-    return absl::StrCat("open files: getrlimit failed: ", strerror(errno));
-  }
-  const rlim_t before = limit.rlim_cur;
-  if (limit.rlim_cur < limit.rlim_max) {
-    limit.rlim_cur = limit.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
-      return absl::StrCat("open files: cannot raise the soft limit ", before, " to ",
-                          limit.rlim_max, ": ", strerror(errno));
-    }
-  }
-  return absl::StrCat("open files: limit ", limit.rlim_cur, " (soft was ", before, ")");
 }
 
 }  // namespace ember

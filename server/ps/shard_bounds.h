@@ -6,15 +6,14 @@
 //  * Pulls in flight: calls and answer bytes (InflightLimiter; beyond them
 //    RESOURCE_EXHAUSTED with the retry hint ember-retry-after-ms).
 //  * Update streams: in all, per peer address, and a stall timeout (WatchSlots).
-//  * Connections: the soft open-file limit raised to the hard one at start (fd
-//    headroom), idle connections closed after --max_connection_idle_ms, and the
+//  * Connections: idle connections closed after --max_connection_idle_ms, and the
 //    listener probed every --listener_check_ms (server/shared/listener_check.h: a shard
-//    whose listener died exits 75 to be restarted).
+//    whose listener died exits 75 to be restarted). The bounds on open connections, in
+//    all and per client address, and the open-file limit are every server's
+//    (server/shared/connection_gate.h, --max_connections, --max_connections_per_peer).
 //
-// What gRPC 1.51 cannot bound, and so Ember does not: the number of connections (in all
-// or per client address: there is no such server argument before gRPC 1.55's
-// grpc.max_allowed_incoming_connections) and the bytes of requests gRPC has received
-// before a handler runs (--max_message_mb bounds each one).
+// What gRPC 1.51 cannot bound, and so Ember does not: the bytes of requests gRPC has
+// received before a handler runs (--max_message_mb bounds each one).
 
 #ifndef EMBER_SERVER_PS_SHARD_BOUNDS_H_
 #define EMBER_SERVER_PS_SHARD_BOUNDS_H_
@@ -59,10 +58,6 @@ void ApplyConnectionBounds(const ShardBoundsFlags& bounds, grpc::ServerBuilder* 
 std::unique_ptr<ListenerCheck> StartListenerCheck(const ShardBoundsFlags& bounds,
                                                   const std::string& host, int port,
                                                   absl::Notification* broken);
-
-// Raises this process's soft limit of open files to the hard limit, so that sockets
-// get every descriptor the system allows; returns a line for the log.
-std::string RaiseOpenFileLimit();
 
 }  // namespace ember
 

@@ -19,6 +19,15 @@ namespace ember {
 void DeclareListenFlags(FlagSet& flags, ServerFlags* server) {
   flags.String("host", &server->host, "ADDR", "address to bind");
   flags.Number("port", &server->port, "N", "port to bind; 0 picks a free one").Max(65535);
+  flags
+      .Number("max_connections", &server->max_connections, "N",
+              "client connections open at once; one beyond is closed at accept (-1: half the "
+              "open-file limit, at most 16384; 0: no bound)")
+      .Min(-1);
+  flags
+      .Number("max_connections_per_peer", &server->max_connections_per_peer, "N",
+              "client connections open at once from one IP address (0: no bound)")
+      .Min(0);
 }
 
 void DeclareMetricsAndShutdownFlags(FlagSet& flags, ServerFlags* server) {
@@ -43,6 +52,8 @@ ServeOptions ServeOptionsFrom(const ServerFlags& server) {
   ServeOptions serve;
   serve.host = server.host;
   serve.port = server.port;
+  serve.max_connections = server.max_connections;
+  serve.max_connections_per_peer = server.max_connections_per_peer;
   serve.shutdown_grace = absl::Milliseconds(server.shutdown_grace_ms);
   return serve;
 }
@@ -53,8 +64,19 @@ absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
   grpc::ServerBuilder builder;
   calls.Install(&builder);
   SetServerKeepalive(&builder);
-  int port = 0;
-  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), o.credentials, &port);
+  // Ember's own listener (connection_gate.h) hands gRPC the connections it admits.
+  const std::string open_files = RaiseOpenFileLimit();
+  const ConnectionLimits limits =
+      ConnectionLimitsFor(o.max_connections, o.max_connections_per_peer);
+  EMBER_LOG(INFO) << open_files << "; connections: at most "
+                  << (limits.max_connections > 0 ? absl::StrCat(limits.max_connections) : "any")
+                  << ", " << (limits.max_per_peer > 0 ? absl::StrCat(limits.max_per_peer) : "any")
+                  << " per client address";
+  EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ConnectionGate> gate,
+                         ConnectionGate::Listen(o.host, o.port, limits));
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor =
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, o.credentials);
   if (o.max_receive_message_bytes >= 0) {
     builder.SetMaxReceiveMessageSize(o.max_receive_message_bytes);
   }
@@ -62,9 +84,13 @@ absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
   if (o.configure) o.configure(&builder);
   for (grpc::Service* service : o.services) builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
+  if (server == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot start the server on ", o.host, ":", o.port));
   }
+  gate->Start(std::move(acceptor));
+  const int port = gate->port();
+  std::shared_ptr<prometheus::Collectable> gate_metrics = gate->Collector();
+  if (o.metrics != nullptr) o.metrics->Register(gate_metrics);
   HealthReporter health(server.get(), o.health_service);
   EMBER_ASSIGN_OR_RETURN(const int health_port, health.ServeProbes(o.host, o.health_port));
   if (hooks.started) EMBER_RETURN_IF_ERROR(hooks.started(port));
@@ -79,6 +105,7 @@ absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
   const absl::Status drained = hooks.draining ? hooks.draining() : absl::OkStatus();
   health.Shutdown();
   if (hooks.stopping) hooks.stopping();
+  gate->Stop();  // no connection is handed to the server once it shuts down
   ShutdownServer(server.get(), &calls, absl::Now() + o.shutdown_grace);
   const absl::Status stopped = hooks.stopped ? hooks.stopped() : absl::OkStatus();
   return drained.ok() ? stopped : drained;

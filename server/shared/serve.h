@@ -41,20 +41,24 @@
 #include "grpcpp/impl/service_type.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "server/shared/connection_gate.h"
 
 namespace ember {
 
-// The flags every server declares alike: where it listens, its metrics server and the
-// grace calls in flight get at shutdown. Declared in two groups so that each binary's
-// --help keeps them where its readers look: DeclareListenFlags (--host, --port) near the
-// top, DeclareMetricsAndShutdownFlags (--shutdown_grace_ms, --metrics_port,
+// The flags every server declares alike: where it listens, how many connections it
+// takes, its metrics server and the grace calls in flight get at shutdown. Declared in
+// two groups so that each binary's --help keeps them where its readers look:
+// DeclareListenFlags (--host, --port, --max_connections, --max_connections_per_peer) near
+// the top, DeclareMetricsAndShutdownFlags (--shutdown_grace_ms, --metrics_port,
 // --metrics_host) with the operational flags.
 struct ServerFlags {
   std::string host = "127.0.0.1";
-  uint32_t port = 0;                 // 0: the kernel picks a free one
-  int64_t shutdown_grace_ms = 5000;  // for calls in flight
-  int32_t metrics_port = -1;         // -1: no metrics server; 0: a free one
-  std::string metrics_host;          // empty: `host` (FinishServerFlags)
+  uint32_t port = 0;                       // 0: the kernel picks a free one
+  int64_t max_connections = -1;            // -1: half the open-file limit (connection_gate.h)
+  int64_t max_connections_per_peer = 256;  // 0: no bound
+  int64_t shutdown_grace_ms = 5000;        // for calls in flight
+  int32_t metrics_port = -1;               // -1: no metrics server; 0: a free one
+  std::string metrics_host;                // empty: `host` (FinishServerFlags)
 };
 void DeclareListenFlags(FlagSet& flags, ServerFlags* server);
 void DeclareMetricsAndShutdownFlags(FlagSet& flags, ServerFlags* server);
@@ -64,13 +68,18 @@ void FinishServerFlags(ServerFlags* server);
 struct ServeOptions {
   std::string host = "127.0.0.1";
   uint32_t port = 0;  // 0: the kernel picks a free one
+  // The listener's bounds, as the flags say them (ConnectionLimitsFor, resolved after
+  // the open-file limit was raised). Default: none.
+  int64_t max_connections = 0;
+  int64_t max_connections_per_peer = 0;
   std::shared_ptr<grpc::ServerCredentials> credentials;
-  std::vector<grpc::Service*> services;    // not owned; registered in this order
-  std::string health_service;              // the readiness service name of the health service
-  int health_port = -1;                    // the plaintext probe port; -1: none, 0: a free one
-  int max_receive_message_bytes = -1;      // -1: gRPC's default (4 MiB)
-  int max_send_message_bytes = -1;         // -1: gRPC's default (unlimited)
-  const MetricsServer* metrics = nullptr;  // announced on stdout when set; not owned
+  std::vector<grpc::Service*> services;  // not owned; registered in this order
+  std::string health_service;            // the readiness service name of the health service
+  int health_port = -1;                  // the plaintext probe port; -1: none, 0: a free one
+  int max_receive_message_bytes = -1;    // -1: gRPC's default (4 MiB)
+  int max_send_message_bytes = -1;       // -1: gRPC's default (unlimited)
+  // Announced on stdout and given the listener's metrics when set; not owned.
+  MetricsServer* metrics = nullptr;
   absl::Duration shutdown_grace = absl::Seconds(5);  // for calls in flight
   // Called on the builder before the server starts: the binary's own server arguments
   // (ember-ps's connection bounds, server/ps/shard_bounds.h). May be empty.
@@ -98,7 +107,8 @@ struct ServeHooks {
   std::function<absl::Status()> stopped;
 };
 
-// Serves until SIGTERM or SIGINT, then shuts down as above and returns OK (or the
+// Serves until SIGTERM or SIGINT (first raising the open-file limit and listening through
+// a ConnectionGate), then shuts down as above and returns OK (or the
 // `draining` hook's error, else the `stopped` hook's). UNAVAILABLE when the server or
 // its probe port cannot listen; `started`'s error. REQUIRES: BlockStopSignals()
 // (graceful_shutdown.h) was called before any thread started.

@@ -8,8 +8,13 @@
 //  #  outside client does                              the shard
 //  1  opens 300 connections that send the HTTP/2        closes them once idle (--max_connection_idle_ms);
 //     preface + SETTINGS, then nothing                  a normal Pull still succeeds
-//  2  floods a shard whose open-file limit is 200       its listener stops accepting (gRPC 1.51); the
-//     with such connections                             listener check exits 75; restarted, it serves
+//  2  floods a shard whose open-file limit is 200       the listener (server/shared/connection_gate.h)
+//     with such connections, no connection bound        closes what it cannot hold and keeps accepting;
+//                                                       once the flood ends it serves, and stops with 0
+//  6  opens more connections than                      closes the extra ones at accept; a client at
+//     --max_connections_per_peer from 127.0.0.2         127.0.0.1 still gets served; freed slots reopen
+//  7  opens more connections than --max_connections     closes the extra ones at accept; once the
+//                                                       flood ends a new client gets served
 //  3  sends 1,000 concurrent 2 MiB Pulls and reads      admits what --max_inflight_mb allows; the rest fail
 //     none of the answers                               RESOURCE_EXHAUSTED with ember-retry-after-ms; RSS
 //                                                       stays bounded; afterwards a normal Pull succeeds;
@@ -146,6 +151,15 @@ class Shard {
     return request;
   }
 
+  // A client of the same shard on a connection of its own (its process stays here).
+  Shard SameShard() const {
+    Shard other;
+    other.port_ = port_;
+    other.channel_ = Connect(absl::StrCat("127.0.0.1:", port_));
+    other.stub_ = v1::PsService::NewStub(other.channel_);
+    return other;
+  }
+
   Process& process() { return *process_; }
   int port() const { return port_; }
 
@@ -178,7 +192,8 @@ class ShardBoundsTest : public ::testing::Test {
 // 1: connections past the preface that make no call are closed once idle.
 TEST_F(ShardBoundsTest, IdleConnectionsPastThePrefaceAreClosed) {
   Shard shard;
-  ASSERT_OK_START(shard, dir_.path(), {"--max_connection_idle_ms=500"});
+  ASSERT_OK_START(shard, dir_.path(),
+                  {"--max_connection_idle_ms=500", "--max_connections_per_peer=0"});
   absl::StatusOr<RawH2Flood> flood = RawH2Flood::Open("127.0.0.1", shard.port(), 300);
   ASSERT_TRUE(flood.ok()) << flood.status();
   ASSERT_EQ(flood->opened(), 300);
@@ -189,26 +204,103 @@ TEST_F(ShardBoundsTest, IdleConnectionsPastThePrefaceAreClosed) {
   EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
 }
 
-// 2: a shard out of file descriptors stops accepting (gRPC 1.51 never re-arms its
-// listener); the listener check makes it exit 75, and restarted it serves again.
-TEST_F(ShardBoundsTest, ListenerThatStopsAcceptingExitsToBeRestarted) {
+// The value of the sample `name` (with its labels) in a /metrics page, or -1.
+double MetricValue(const std::string& page, const std::string& name) {
+  const size_t at = page.find("\n" + name + " ");
+  double value = -1;
+  if (at == std::string::npos) return value;
+  const size_t start = at + name.size() + 2;
+  if (!absl::SimpleAtod(page.substr(start, page.find('\n', start) - start), &value)) return -1;
+  return value;
+}
+
+double ScrapeMetric(int metrics_port, const std::string& name) {
+  return MetricValue(HttpGet(metrics_port, "/metrics").value_or(""), name);
+}
+
+// 2: a shard out of file descriptors keeps accepting: its listener takes each
+// connection it cannot hold off the backlog and closes it (gRPC 1.51's own listener
+// stopped for good after one failed accept4), so the listener check never fires and
+// the shard serves again once the flood ends, without a restart.
+TEST_F(ShardBoundsTest, OutOfFileDescriptorsTheListenerKeepsAccepting) {
+  const int metrics_port = FreePort();
   Shard shard;
-  ASSERT_OK_START(shard, dir_.path(), {"--listener_check_ms=200", "--max_connection_idle_ms=0"},
+  ASSERT_OK_START(shard, dir_.path(),
+                  {"--listener_check_ms=200", "--max_connection_idle_ms=0", "--max_connections=0",
+                   "--max_connections_per_peer=0", absl::StrCat("--metrics_port=", metrics_port)},
                   /*open_files=*/200);
   ASSERT_TRUE(shard.CreateTable(8).ok());
   absl::StatusOr<RawH2Flood> flood = RawH2Flood::Open("127.0.0.1", shard.port(), 400);
   ASSERT_TRUE(flood.ok()) << flood.status();
-  absl::StatusOr<int> exit_code = shard.process().Wait(absl::Seconds(120));
-  ASSERT_TRUE(exit_code.ok()) << exit_code.status();
-  EXPECT_EQ(*exit_code, 75);
+  ASSERT_EQ(flood->opened(), 400);
+  // Without a bound or idle closing, only a connection refused for want of
+  // descriptors is closed by the shard.
+  EXPECT_TRUE(Eventually([&] { return flood->CountClosedByServer() > 0; }, absl::Seconds(60)));
   flood->CloseAll();
-
-  Shard restarted;  // what the supervisor does
-  ASSERT_OK_START(restarted, dir_.path(), {});
-  ASSERT_TRUE(restarted.CreateTable(8).ok());  // tables come from a coordinator, none here
-  const absl::Status pulled = restarted.Pull(Ids(1, 100));
+  const absl::Status pulled = EventuallyOk([&] { return shard.Pull(Ids(1, 100)); });
   EXPECT_TRUE(pulled.ok()) << pulled;
-  EXPECT_EQ(restarted.process().Stop(absl::Seconds(10)).value_or(-1), 0);
+  EXPECT_GT(ScrapeMetric(metrics_port, "ember_connections_refused_total{reason=\"fds\"}"), 0);
+  // Still the same process, and it stops as asked (75 would say the check fired).
+  EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
+}
+
+// 6: one address holds at most --max_connections_per_peer connections; the rest are
+// closed at accept, another address is still served, and closed ones free their slots.
+TEST_F(ShardBoundsTest, OnePeerCannotTakeEveryConnection) {
+  const int metrics_port = FreePort();
+  Shard shard;
+  ASSERT_OK_START(shard, dir_.path(),
+                  {"--max_connections_per_peer=50", "--max_connection_idle_ms=0",
+                   absl::StrCat("--metrics_port=", metrics_port)});
+  ASSERT_TRUE(shard.CreateTable(8).ok());
+  const std::string refused = "ember_connections_refused_total{reason=\"peer\"}";
+  absl::StatusOr<RawH2Flood> flood = RawH2Flood::Open("127.0.0.1", shard.port(), 200, "127.0.0.2");
+  ASSERT_TRUE(flood.ok()) << flood.status();
+  ASSERT_EQ(flood->opened(), 200);
+  EXPECT_TRUE(
+      Eventually([&] { return ScrapeMetric(metrics_port, refused) == 150; }, absl::Seconds(60)))
+      << ScrapeMetric(metrics_port, refused);
+  EXPECT_TRUE(Eventually([&] { return flood->CountClosedByServer() == 150; }, absl::Seconds(60)))
+      << flood->CountClosedByServer();
+  // The test's own client, at 127.0.0.1, on a new connection.
+  Shard other = shard.SameShard();
+  const absl::Status pulled = other.Pull(Ids(1, 100));
+  EXPECT_TRUE(pulled.ok()) << pulled;
+  EXPECT_GE(ScrapeMetric(metrics_port, "ember_connections_open"), 51);
+
+  // The flood ends; once the shard saw it, the address gets its 50 again.
+  flood->CloseAll();
+  EXPECT_TRUE(Eventually([&] { return ScrapeMetric(metrics_port, "ember_connections_open") < 10; },
+                         absl::Seconds(60)));
+  absl::StatusOr<RawH2Flood> again = RawH2Flood::Open("127.0.0.1", shard.port(), 50, "127.0.0.2");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(Eventually([&] { return ScrapeMetric(metrics_port, "ember_connections_open") >= 50; },
+                         absl::Seconds(60)));
+  EXPECT_EQ(ScrapeMetric(metrics_port, refused), 150);
+  EXPECT_EQ(again->CountClosedByServer(), 0);
+  EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
+}
+
+// 7: at most --max_connections in all; the rest are closed at accept until some close.
+TEST_F(ShardBoundsTest, ConnectionsAreBoundedInAll) {
+  const int metrics_port = FreePort();
+  Shard shard;
+  ASSERT_OK_START(shard, dir_.path(),
+                  {"--max_connections=20", "--max_connections_per_peer=0",
+                   "--max_connection_idle_ms=0", absl::StrCat("--metrics_port=", metrics_port)});
+  ASSERT_TRUE(shard.CreateTable(8).ok());  // the test's channel holds one of the 20
+  absl::StatusOr<RawH2Flood> flood = RawH2Flood::Open("127.0.0.1", shard.port(), 60);
+  ASSERT_TRUE(flood.ok()) << flood.status();
+  EXPECT_TRUE(Eventually([&] { return flood->CountClosedByServer() == 41; }, absl::Seconds(60)))
+      << flood->CountClosedByServer();
+  EXPECT_EQ(ScrapeMetric(metrics_port, "ember_connections_refused_total{reason=\"total\"}"), 41);
+  EXPECT_EQ(ScrapeMetric(metrics_port, "ember_connections_open"), 20);
+  EXPECT_TRUE(shard.Pull(Ids(1, 100)).ok());  // a connection the shard holds serves on
+  flood->CloseAll();
+  Shard other = shard.SameShard();
+  const absl::Status pulled = EventuallyOk([&] { return other.Pull(Ids(1, 100)); });
+  EXPECT_TRUE(pulled.ok()) << pulled;
+  EXPECT_EQ(shard.process().Stop(absl::Seconds(10)).value_or(-1), 0);
 }
 
 // What 1,000 concurrent Pulls whose answers are never read did to a shard.

@@ -23,31 +23,44 @@ std::string Hello() {
   return hello;
 }
 
-// One connected socket that has sent Hello(), or -1.
-int Connect(const std::string& host, int port, const std::string& hello) {
+// One connected socket that has sent Hello() (or that the server closed first), or -1.
+int Connect(const std::string& host, int port, const std::string& source,
+            const std::string& hello) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   if (inet_pton(AF_INET, host.c_str(), &address.sin_addr) != 1) return -1;
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (!source.empty()) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+        bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
+      close(fd);
+      return -1;
+    }
+  }
   timeval timeout{2, 0};  // a full backlog must not hang the test
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     close(fd);
     return -1;
   }
+  // A server that refuses connections closes them at accept, maybe before this send:
+  // the connection was opened all the same, and CountClosedByServer counts it.
+  send(fd, hello.data(), hello.size(), MSG_NOSIGNAL);
   return fd;
 }
 
 }  // namespace
 
-absl::StatusOr<RawH2Flood> RawH2Flood::Open(const std::string& host, int port, int count) {
+absl::StatusOr<RawH2Flood> RawH2Flood::Open(const std::string& host, int port, int count,
+                                            const std::string& source) {
   RawH2Flood flood;
   const std::string hello = Hello();
   for (int i = 0; i < count; ++i) {
-    const int fd = Connect(host, port, hello);
+    const int fd = Connect(host, port, source, hello);
     if (fd < 0) break;
     flood.fds_.push_back(fd);
     flood.closed_.push_back(false);

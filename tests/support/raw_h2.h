@@ -20,11 +20,14 @@ namespace ember {
 
 class RawH2Flood {
  public:
-  // Opens up to `count` connections to host:port, each sending the preface and an
-  // empty SETTINGS frame. Stops early, without error, when this process or the server
-  // runs out (connect or socket fails): opened() says how many. UNAVAILABLE if not even
-  // one connection could be opened.
-  static absl::StatusOr<RawH2Flood> Open(const std::string& host, int port, int count);
+  // Opens up to `count` connections to host:port (IPv4), from the address `source`
+  // when one is given (a loopback address such as 127.0.0.2: another client), each
+  // sending the preface and an empty SETTINGS frame. A connection the server closed
+  // before the preface was sent counts as opened (and closed). Stops early, without
+  // error, when this process or the server runs out (connect or socket fails): opened()
+  // says how many. UNAVAILABLE if not even one connection could be opened.
+  static absl::StatusOr<RawH2Flood> Open(const std::string& host, int port, int count,
+                                         const std::string& source = "");
 
   RawH2Flood(RawH2Flood&& other) noexcept;
   RawH2Flood& operator=(RawH2Flood&& other) noexcept;
