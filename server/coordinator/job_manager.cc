@@ -174,6 +174,7 @@ void JobManager::FailLocked(Job& job, const std::string& reason) {
     job.record.set_recoveries(job.record.recoveries() + 1);
   }
   job.record.clear_joined();
+  job.record.clear_joined_processes();
   if (job.record.members_size() > 0) {
     // The next formation waits (up to the settle time) for the attempt's members.
     *job.record.mutable_expected() = job.record.members();
@@ -355,6 +356,10 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
       FailLocked(job, absl::StrCat(who_is, " failed: ", request.reason()));
     } else if (!elastic && Contains(job.record.joined(), request.rank())) {
       FailLocked(job, absl::StrCat(who_is, " restarted (", who, ")"));
+    } else if (elastic && member_rank >= 0 &&
+               Contains(job.record.joined(), static_cast<uint32_t>(member_rank)) &&
+               RestartedLocked(job, request)) {
+      FailLocked(job, absl::StrCat(who_is, " restarted (it joined again from another process)"));
     }
   }
   if (elastic && RankOf(job, request.member()) < 0) WaitForPlaceLocked(job, request);
@@ -399,6 +404,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   }
   if (!Contains(job.record.joined(), static_cast<uint32_t>(rank))) {
     job.record.add_joined(static_cast<uint32_t>(rank));
+    if (elastic) (*job.record.mutable_joined_processes())[request.member()] = request.process();
     EMBER_RETURN_IF_ERROR(PersistLocked(job));
   } else if (!elastic) {
     return absl::AlreadyExistsError(absl::StrCat("another worker ", rank, " joined attempt ",
@@ -636,6 +642,7 @@ void JobManager::Recover(const std::string& name) {
   job.record.set_phase(v1::GetJobResponse::RUNNING);
   job.record.set_restored_from(candidate);
   job.record.clear_joined();
+  job.record.clear_joined_processes();
   job.incarnations = std::move(incarnations);
   job.restored_state = std::move(worker_state);
   // Elastic: the settle time counts from the attempt's start at the earliest, so that

@@ -156,6 +156,9 @@ class JobManager {
   absl::Status CheckElasticRequest(const v1::JoinJobRequest& request) const;
   absl::Status CheckSameMode(const Job& job, const v1::JoinJobRequest& request) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether the request's member joined the running attempt from another process (both
+  // ids known and different): it restarted, and the attempt ends.
+  static bool RestartedLocked(const Job& job, const v1::JoinJobRequest& request);
   // Records `member` as waiting (or seen again) and tries to form the world.
   void WaitForPlaceLocked(Job& job, const v1::JoinJobRequest& request)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -70,6 +70,13 @@ absl::Status JobManager::CheckSameMode(const Job& job, const v1::JoinJobRequest&
   return absl::OkStatus();
 }
 
+bool JobManager::RestartedLocked(const Job& job, const v1::JoinJobRequest& request) {
+  if (request.process() == 0) return false;  // a worker that does not say
+  const auto& joined = job.record.joined_processes();
+  auto it = joined.find(request.member());
+  return it != joined.end() && it->second != 0 && it->second != request.process();
+}
+
 int JobManager::RankOf(const Job& job, const std::string& member) {
   const auto& members = job.record.members();
   auto it = std::find(members.begin(), members.end(), member);
@@ -133,6 +140,7 @@ void JobManager::FormLocked(Job& job, absl::Time now) {
   r.set_world_size(static_cast<uint32_t>(members.size()));
   r.clear_expected();
   r.clear_joined();
+  r.clear_joined_processes();
   PersistLocked(job).IgnoreError();
   EMBER_LOG(INFO) << "job " << r.job() << " attempt " << r.attempt() << ": " << members.size()
                   << " worker(s): " << absl::StrJoin(members, ", ")
@@ -177,6 +185,7 @@ void JobManager::ResizeLocked(Job& job, const v1::CheckpointRequest& request) {
   for (const std::string& m : stay) r.add_expected(m);
   r.clear_members();
   r.clear_joined();
+  r.clear_joined_processes();
   r.set_resizes(r.resizes() + 1);
   r.set_phase(v1::GetJobResponse::RECOVERING);
   PersistLocked(job).IgnoreError();

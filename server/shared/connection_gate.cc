@@ -41,7 +41,7 @@ constexpr absl::Duration kIdleRecount = absl::Seconds(10);
 
 // The inode of the socket `fd` names, or 0 when it is closed or not a socket.
 ino_t SocketInode(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
   return st.st_ino;
 }
@@ -96,10 +96,10 @@ ConnectionLimits ConnectionLimitsFor(int64_t max_connections, int64_t max_per_pe
     limits.max_connections = max_connections;
   } else {
     rlimit open_files{};
-    const int64_t soft = getrlimit(RLIMIT_NOFILE, &open_files) == 0 &&
-                                 open_files.rlim_cur != RLIM_INFINITY
-                             ? static_cast<int64_t>(open_files.rlim_cur)
-                             : 2 * kMaxAutoConnections;
+    const int64_t soft =
+        getrlimit(RLIMIT_NOFILE, &open_files) == 0 && open_files.rlim_cur != RLIM_INFINITY
+            ? static_cast<int64_t>(open_files.rlim_cur)
+            : 2 * kMaxAutoConnections;
     limits.max_connections = std::clamp<int64_t>(soft / 2, 1, kMaxAutoConnections);
   }
   return limits;
@@ -190,8 +190,8 @@ absl::StatusOr<std::unique_ptr<ConnectionGate>> ConnectionGate::Listen(
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
-  const int resolved = getaddrinfo(name.empty() ? nullptr : name.c_str(), service.c_str(), &hints,
-                                   &found);
+  const int resolved =
+      getaddrinfo(name.empty() ? nullptr : name.c_str(), service.c_str(), &hints, &found);
   if (resolved != 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", address, ": ", gai_strerror(resolved)));
@@ -235,8 +235,7 @@ absl::StatusOr<std::unique_ptr<ConnectionGate>> ConnectionGate::Listen(
   return std::unique_ptr<ConnectionGate>(new ConnectionGate(fd, wake, bound_port, limits));
 }
 
-ConnectionGate::ConnectionGate(int listen_fd, int wake_fd, int port,
-                               const ConnectionLimits& limits)
+ConnectionGate::ConnectionGate(int listen_fd, int wake_fd, int port, const ConnectionLimits& limits)
     : listen_fd_(listen_fd),
       wake_fd_(wake_fd),
       port_(port),

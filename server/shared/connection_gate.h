@@ -80,8 +80,8 @@ class ConnectionGate {
   // kernel picks one) and listens. UNAVAILABLE naming the address and the reason when
   // it cannot (in use, not local, unresolvable).
   static absl::StatusOr<std::unique_ptr<ConnectionGate>> Listen(const std::string& host,
-                                                                 uint32_t port,
-                                                                 const ConnectionLimits& limits);
+                                                                uint32_t port,
+                                                                const ConnectionLimits& limits);
   ~ConnectionGate();  // Stop(), then closes the listening socket
   ConnectionGate(const ConnectionGate&) = delete;
   ConnectionGate& operator=(const ConnectionGate&) = delete;

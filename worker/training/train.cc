@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/model/column_statistics.h"
@@ -144,6 +145,10 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
     join.set_max_workers(options.max_workers);
     join.set_member(options.member);
     join.set_join_at_step(options.join_at_step);
+    // This process's id for its life: a member joining again from a restarted process
+    // (a container's PID 1 under the same host name) ends the attempt it was in.
+    static const uint64_t process = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
+    join.set_process(process);
   } else {
     join.set_rank(static_cast<uint32_t>(options.rank));
     join.set_world_size(static_cast<uint32_t>(options.world_size));

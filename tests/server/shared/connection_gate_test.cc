@@ -31,7 +31,8 @@ namespace {
 // A gRPC server (a generic service that answers nothing) behind a gate.
 struct GatedServer {
   explicit GatedServer(const ConnectionLimits& limits, const std::string& host = "127.0.0.1") {
-    absl::StatusOr<std::unique_ptr<ConnectionGate>> listened = ConnectionGate::Listen(host, 0, limits);
+    absl::StatusOr<std::unique_ptr<ConnectionGate>> listened =
+        ConnectionGate::Listen(host, 0, limits);
     EXPECT_TRUE(listened.ok()) << listened.status();
     if (!listened.ok()) return;
     gate = *std::move(listened);
@@ -111,7 +112,8 @@ TEST(ConnectionGateTest, RefusesBeyondThePeersBoundAndAdmitsAgainOnceOneCloses) 
   a.reset();  // gRPC sees the close and closes its descriptor: the slot frees
   bool admitted = false;
   for (int i = 0; i < 100 && !admitted; ++i) {
-    if (s.gate->OpenFrom("127.0.0.2") < 2) admitted = RawConnection(s.gate->port(), "127.0.0.2").Served();
+    if (s.gate->OpenFrom("127.0.0.2") < 2)
+      admitted = RawConnection(s.gate->port(), "127.0.0.2").Served();
     if (!admitted) usleep(50000);
   }
   EXPECT_TRUE(admitted);
@@ -161,7 +163,8 @@ TEST(ConnectionGateTest, AnAddressItCannotBindIsAClearError) {
   absl::StatusOr<std::unique_ptr<ConnectionGate>> nowhere =
       ConnectionGate::Listen("no-such-host.invalid", 0, {});
   ASSERT_FALSE(nowhere.ok());
-  EXPECT_TRUE(absl::StrContains(nowhere.status().message(), "cannot listen on no-such-host.invalid:0"))
+  EXPECT_TRUE(
+      absl::StrContains(nowhere.status().message(), "cannot listen on no-such-host.invalid:0"))
       << nowhere.status();
 }
 

@@ -159,6 +159,42 @@ TEST_F(ElasticJoinTest, AWorkerBeyondTheMaximumWaitsForAPlace) {
   EXPECT_EQ(GetJob().world_size(), 2u);
 }
 
+// A member that joins the running attempt again from another process (a restarted
+// container under the same host name) ends the attempt; from the same process it is a
+// retry of a lost answer.
+TEST_F(ElasticJoinTest, AMemberThatJoinsAgainFromAnotherProcessEndsTheAttempt) {
+  ASSERT_NO_FATAL_FAILURE(StartWithCheckpoints("300"));
+  auto from = [](const std::string& member, uint64_t process) {
+    v1::JoinJobRequest join = Elastic(member, 2, 2);
+    join.set_process(process);
+    return join;
+  };
+  ASSERT_TRUE(Join(from("a", 11)).ok());
+  ASSERT_TRUE(Join(from("b", 22)).ok());
+  const v1::JoinJobResponse a = JoinUntilReady(from("a", 11));
+  const v1::JoinJobResponse b = JoinUntilReady(from("b", 22));
+  ASSERT_TRUE(a.ready() && b.ready());
+  ASSERT_EQ(a.attempt(), b.attempt());
+  const v1::JoinJobResponse retry = JoinUntilReady(from("a", 11));
+  EXPECT_EQ(retry.attempt(), a.attempt());
+  EXPECT_EQ(GetJob().recoveries(), 0u);
+
+  // "a" restarted: its new process joins; the attempt ends and the next one takes it.
+  ASSERT_TRUE(Join(from("a", 99)).ok());
+  ASSERT_TRUE(Join(from("b", 22)).ok());
+  const v1::JoinJobResponse restarted = JoinUntilReady(from("a", 99));
+  const v1::JoinJobResponse b_again = JoinUntilReady(from("b", 22));
+  EXPECT_GT(restarted.attempt(), a.attempt());
+  EXPECT_EQ(b_again.attempt(), restarted.attempt());
+  EXPECT_EQ(restarted.rank(), 0u);
+  const v1::GetJobResponse job = GetJob();
+  EXPECT_EQ(job.recoveries(), 1u);
+  EXPECT_THAT(job.failure(), HasSubstr("worker 'a' restarted"));
+  // From its new process, asking again is a retry again.
+  EXPECT_EQ(JoinUntilReady(from("a", 99)).attempt(), restarted.attempt());
+  EXPECT_EQ(GetJob().recoveries(), 1u);
+}
+
 TEST_F(ElasticJoinTest, WaitingWorkersFormAWorldByMemberIdAndALaterJoinerWaits) {
   ASSERT_NO_FATAL_FAILURE(StartWithCheckpoints("500"));
   // "b" arrives first; ranks follow the member ids, not the arrival order.
