@@ -1,6 +1,7 @@
-// deploy/k8s/overlays/elastic-cpu: training workers as a Deployment running elastic
-// ember-worker (--workers=MIN:MAX), an HPA on the job's ETA for them, an HPA on the
-// pull rate for the PS shards, and the prometheus-adapter rules that serve both.
+// deploy/k8s/overlays/elastic-cpu and elastic-gpu: training workers as a Deployment
+// running elastic ember-worker (--workers=MIN:MAX), an HPA on the job's ETA for them, an
+// HPA on the pull rate for the PS shards, and the prometheus-adapter rules that serve
+// both; elastic-gpu puts each worker on a GPU.
 // (The checks every overlay shares, this one included, are in manifests.test.mjs.)
 
 import assert from "node:assert/strict";
@@ -8,7 +9,7 @@ import fs from "node:fs";
 import { describe, test } from "node:test";
 import { HAVE_KUBECTL, NO_KUBECTL, envMap, find, flags, kustomize, readYaml, repoPath } from "./lib.mjs";
 
-const DIR = "deploy/k8s/overlays/elastic-cpu";
+const OVERLAYS = { "deploy/k8s/overlays/elastic-cpu": { gpu: false }, "deploy/k8s/overlays/elastic-gpu": { gpu: true } };
 const ADAPTER = readYaml("deploy/prometheus/adapter-rules.yaml")[0].rules;
 // The job the workers train: the model config's name (the coordinator's training_job label).
 const JOB_NAME = /^name:\s*"([^"]+)"/m.exec(fs.readFileSync(repoPath("deploy/k8s/base/model.pbtxt"), "utf8"))[1];
@@ -16,6 +17,7 @@ const JOB_NAME = /^name:\s*"([^"]+)"/m.exec(fs.readFileSync(repoPath("deploy/k8s
 const worker = (d) => d.spec.template.spec.containers.find((c) => c.name === "worker");
 const selects = (selector, labels) => Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
+for (const [DIR, { gpu }] of Object.entries(OVERLAYS)) {
 describe(`elastic workers and autoscalers of ${DIR}`, { skip: HAVE_KUBECTL ? false : NO_KUBECTL }, () => {
   const objs = HAVE_KUBECTL ? kustomize(DIR) : [];
   const deployment = () => find(objs, "Deployment", "ember-worker");
@@ -51,14 +53,24 @@ describe(`elastic workers and autoscalers of ${DIR}`, { skip: HAVE_KUBECTL ? fal
     assert.match(env.EMBER_COORDINATOR, /^ember-coordinator\.\$\(POD_NAMESPACE\)\.svc:7000$/);
   });
 
-  test("CPU only: the CPU image, --device=cpu, no GPU request or toleration", () => {
+  test(gpu ? "one GPU each: the CUDA image, --device=cuda, a GPU request and the GPU toleration"
+           : "CPU only: the CPU image, --device=cpu, no GPU request or toleration", () => {
     const d = deployment();
     const c = worker(d);
-    assert.equal(flags(c).device, "cpu");
-    assert.doesNotMatch(c.image, /cuda/);
-    assert.equal(c.resources.requests["nvidia.com/gpu"], undefined);
-    assert.equal(c.resources.limits?.["nvidia.com/gpu"], undefined);
-    assert.ok(!(d.spec.template.spec.tolerations ?? []).some((t) => t.key === "nvidia.com/gpu"));
+    const tolerates = (d.spec.template.spec.tolerations ?? []).some((t) => t.key === "nvidia.com/gpu");
+    if (gpu) {
+      assert.equal(flags(c).device, "cuda");
+      assert.match(c.image, /ember-worker-cuda/);
+      assert.equal(c.resources.requests["nvidia.com/gpu"], "1");
+      assert.equal(c.resources.limits["nvidia.com/gpu"], "1");
+      assert.ok(tolerates, "GPU nodes are tainted: the worker tolerates nvidia.com/gpu");
+    } else {
+      assert.equal(flags(c).device, "cpu");
+      assert.doesNotMatch(c.image, /cuda/);
+      assert.equal(c.resources.requests["nvidia.com/gpu"], undefined);
+      assert.equal(c.resources.limits?.["nvidia.com/gpu"], undefined);
+      assert.ok(!tolerates);
+    }
     assert.ok(Number(c.resources.requests.cpu) >= 1);
   });
 
@@ -144,6 +156,7 @@ describe(`elastic workers and autoscalers of ${DIR}`, { skip: HAVE_KUBECTL ? fal
     }
   });
 });
+}
 
 test("the ETA adapter rule: one series per training_job from ember_job_eta_seconds", () => {
   const rule = (ADAPTER.external ?? []).find((r) => r.name.as === "ember_job_eta_seconds");

@@ -16,6 +16,7 @@ const OVERLAYS = {
   // Elastic: workers a Deployment, shards and workers sized by HPAs (their minimums
   // here); the rest of its checks are in elastic.test.mjs.
   "deploy/k8s/overlays/elastic-cpu": { shards: 2, workers: 2, gpu: false, elastic: true },
+  "deploy/k8s/overlays/elastic-gpu": { shards: 2, workers: 2, gpu: true, elastic: true },
 };
 const ONE_OFF = ["deploy/k8s/jobs/quickstart-data"];
 
@@ -32,7 +33,8 @@ const MAINS = {
 const EVERY_BINARY = ["help", "version", "log_format"];
 const TLS = ["tls_ca", "tls_cert", "tls_key"];
 // server/shared/serve.h: DeclareListenFlags, DeclareMetricsAndShutdownFlags.
-const SERVE = ["host", "port", "shutdown_grace_ms", "metrics_port", "metrics_host"];
+const SERVE = ["host", "port", "max_connections", "max_connections_per_peer", "shutdown_grace_ms",
+  "metrics_port", "metrics_host"];
 const SERVER = [...TLS, ...SERVE, "health_port", "admin_token", "admin_token_file", "admin_identities"];
 // server/ps/shard_drain.h: DeclareDrainFlags.
 const DRAIN = ["drain_on_sigterm", "drain_timeout_ms"];
