@@ -14,7 +14,9 @@
 #include <iterator>
 #include <string>
 
+#include "common/model/model_config.h"
 #include "ember/v1/model.pb.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
@@ -65,6 +67,15 @@ struct BadCase {
   std::function<void(v1::ModelConfig*)> mutate;
   const char* message;  // expected substring
 };
+
+// Normalizes Small() changed by `bad`: INVALID_ARGUMENT with bad.message.
+inline void ExpectRefused(const BadCase& bad) {
+  v1::ModelConfig config = Small();
+  bad.mutate(&config);
+  absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(config, "bad.pbtxt");
+  ASSERT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << bad.what;
+  EXPECT_THAT(c.status().message(), ::testing::HasSubstr(std::string("bad.pbtxt: ") + bad.message));
+}
 
 }  // namespace ember::model
 
