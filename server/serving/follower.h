@@ -35,7 +35,8 @@
 // resyncs them in its stream at the switch (every row it holds there, then a sweep of
 // the follower's rows of those slots that the resync did not name), and the follower
 // keeps, per slot, the epoch of the newest resync: rows an older owner read at an
-// older epoch never overwrite them.
+// older epoch never overwrite them, not even a message already past that check when
+// the resync arrives (the resync waits for its import, epoch_mu_).
 //
 // Thread-safety: all public methods may be called concurrently.
 
@@ -44,6 +45,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -161,8 +163,9 @@ class Follower {
         absl::UnavailableError("no model version loaded yet");
   };
 
-  // tests/fuzz/serving_fuzz.cc opens a follower without its control loop and feeds
-  // Apply stream messages directly.
+  // tests/support/follower_test_peer.h opens a follower without its control loop and
+  // feeds Apply stream messages directly (tests/fuzz/serving_fuzz.cc,
+  // tests/server/serving/follower_apply_test.cc).
   friend class FollowerTestPeer;
 
   explicit Follower(const FollowerOptions& options);
@@ -263,6 +266,13 @@ class Follower {
   // Applies hold apply_mu_ shared; persisting positions holds it exclusively while it
   // copies them, so they cover every row applied before its flush.
   absl::Mutex apply_mu_;
+  // The stale-row filter and the import it decides are one step for resyncs: an apply
+  // holds epoch_mu_ shared from the filter (slot_epoch_) through its import, a resync
+  // message holds it exclusively from raising its slots' epochs through its import and
+  // sweep. Without it, another shard's message filtered against the older epochs could
+  // land after the resync's rows and bring back values read before the move (soak
+  // round 1 of 2026-12-07). Order: apply_mu_, store_mu_, epoch_mu_, mu_.
+  absl::Mutex epoch_mu_;
   absl::Mutex persist_mu_;  // one PersistState at a time
 
   mutable absl::Mutex mu_;
@@ -292,6 +302,12 @@ class Follower {
   std::atomic<bool> stopped_{false};
   // Open() succeeded (set before any thread starts): only then does Stop() persist.
   bool opened_ = false;
+  // Tests only (FollowerTestPeer; set before any apply runs): called at named points of
+  // Apply so that a test can order two shards' applies without sleeping:
+  //   "Apply:Filtered"     the stale rows are left out, the import comes next (epoch_mu_
+  //                        held shared, or exclusively for a resync);
+  //   "Apply:ResyncWaits"  a resync message waits for applies in flight (epoch_mu_).
+  std::function<void(const char* point, uint32_t shard_id)> sync_point_;
 };
 
 }  // namespace ember

@@ -51,6 +51,37 @@ int64_t MaxStep(const std::vector<DecodedBlock>& blocks) {
   return step;
 }
 
+// Follower::epoch_mu_ for one Apply: shared, or exclusive for a resync message (which
+// calls `waits` first when applies in flight hold it). epoch_mu_ guards no member, so
+// the analysis need not follow it.
+class EpochLock {
+ public:
+  template <typename Waits>
+  EpochLock(absl::Mutex& mu, bool exclusive, Waits waits) ABSL_NO_THREAD_SAFETY_ANALYSIS
+      : mu_(mu),
+        exclusive_(exclusive) {
+    if (!exclusive_) {
+      mu_.ReaderLock();
+    } else if (!mu_.TryLock()) {
+      waits();
+      mu_.Lock();
+    }
+  }
+  ~EpochLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (exclusive_) {
+      mu_.Unlock();
+    } else {
+      mu_.ReaderUnlock();
+    }
+  }
+  EpochLock(const EpochLock&) = delete;
+  EpochLock& operator=(const EpochLock&) = delete;
+
+ private:
+  absl::Mutex& mu_;
+  const bool exclusive_;
+};
+
 }  // namespace
 
 absl::Status Follower::EnsureTable(const std::string& table) {
@@ -113,6 +144,10 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
     seeds.push_back(config.seed());
   }
   const bool resync = batch.has_resync();
+  // Held until the import (and a resync's sweep) is done: see epoch_mu_.
+  EpochLock epoch(epoch_mu_, resync, [&] {
+    if (sync_point_) sync_point_("Apply:ResyncWaits", shard_id);
+  });
   {
     absl::MutexLock lock(&mu_);
     if (generation_ != generation) return absl::AbortedError("re-bootstrapped");
@@ -131,6 +166,7 @@ absl::Status Follower::Apply(uint32_t shard_id, uint64_t generation, const v1::U
       for (const EncodedRow& row : rows) seen.insert(row.id);
     }
   }
+  if (sync_point_) sync_point_("Apply:Filtered", shard_id);
   uint64_t rows = 0, tombstones = 0;
   for (const DecodedBlock& block : blocks) {
     EMBER_RETURN_IF_ERROR(storage_->store()->ImportRows(block.table, block.rows));

@@ -51,61 +51,7 @@
 #include "server/store/row_layout.h"
 #include "server/store/table_config.h"
 #include "tests/fuzz/fuzz_check.h"
-
-namespace ember {
-
-// Reaches the follower's private parts: a follower opened without its control loop
-// (nothing connects to a coordinator or a shard) and its Apply.
-class FollowerTestPeer {
- public:
-  static std::unique_ptr<Follower> Open(const FollowerOptions& options) {
-    std::unique_ptr<Follower> follower(new Follower(options));
-    FUZZ_CHECK(follower->Open().ok());
-    return follower;
-  }
-  static void AddTable(Follower& f, const v1::TableConfig& config) {
-    {
-      absl::ReaderMutexLock store(&f.store_mu_);
-      FUZZ_CHECK(f.storage_->store()->CreateTable(config).ok());
-    }
-    absl::MutexLock lock(&f.mu_);
-    f.map_tables_[config.name()] = config;
-  }
-  static void AddShard(Follower& f, uint32_t id) {
-    absl::MutexLock lock(&f.mu_);
-    auto& shard = f.shards_[id];
-    if (shard == nullptr) shard = std::make_unique<Follower::ShardState>();
-    shard->id = id;
-  }
-  static v1::TableConfig Table(Follower& f, const std::string& name) {
-    absl::ReaderMutexLock store(&f.store_mu_);
-    absl::StatusOr<v1::TableConfig> config = f.storage_->store()->GetTableConfig(name);
-    FUZZ_CHECK(config.ok());
-    return *config;
-  }
-  static std::pair<uint64_t, uint64_t> Position(Follower& f, uint32_t shard) {
-    absl::MutexLock lock(&f.mu_);
-    const Follower::ShardState& s = *f.shards_.at(shard);
-    return {s.stream_id, s.version};
-  }
-  static uint64_t SlotEpoch(Follower& f, uint32_t slot) {
-    absl::MutexLock lock(&f.mu_);
-    return f.slot_epoch_[slot];
-  }
-  // One stream call per message: the position rules of a fresh connection.
-  static absl::Status Apply(Follower& f, uint32_t shard, const v1::UpdateBatch& batch) {
-    uint64_t generation = 0;
-    {
-      absl::MutexLock lock(&f.mu_);
-      generation = f.generation_;
-    }
-    uint64_t call_stream = 0;
-    return f.Apply(shard, generation, batch, &call_stream);
-  }
-  static absl::Status Persist(Follower& f) { return f.PersistState(); }
-};
-
-}  // namespace ember
+#include "tests/support/follower_test_peer.h"
 
 namespace {
 
@@ -125,7 +71,9 @@ struct Harness {
     options.data_dir = (dir / "follower").string();
     options.memory_budget_bytes = 1 << 20;  // small: rows go to RocksDB and back
     options.max_batch_keys = 64;
-    follower = FollowerTestPeer::Open(options);
+    absl::StatusOr<std::unique_ptr<Follower>> opened = FollowerTestPeer::Open(options);
+    FUZZ_CHECK(opened.ok());
+    follower = *std::move(opened);
     v1::TableConfig item;
     item.set_name("item");
     item.set_dim(4);
@@ -133,10 +81,12 @@ struct Harness {
     user.set_name("user");
     user.set_dim(3);
     user.mutable_optimizer()->set_kind(v1::OptimizerConfig::ADAGRAD);
-    FollowerTestPeer::AddTable(*follower, item);
-    FollowerTestPeer::AddTable(*follower, user);
+    FUZZ_CHECK(FollowerTestPeer::AddTable(*follower, item).ok());
+    FUZZ_CHECK(FollowerTestPeer::AddTable(*follower, user).ok());
     for (int t = 0; t < 2; ++t) {
-      const v1::TableConfig config = FollowerTestPeer::Table(*follower, kTables[t]);
+      const absl::StatusOr<v1::TableConfig> table = FollowerTestPeer::Table(*follower, kTables[t]);
+      FUZZ_CHECK(table.ok());
+      const v1::TableConfig& config = *table;
       seeds[t] = config.seed();
       dims[t] = config.dim();
       row_bytes[t] =
