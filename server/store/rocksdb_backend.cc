@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/clip.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -261,6 +263,14 @@ absl::Status RocksDbBackend::Reopen() {
     return absl::UnavailableError(absl::StrCat("the database at ", options_.path,
                                                " is being reopened after a write error; retry"));
   }
+  const int64_t now_ns = absl::ToUnixNanos(absl::Now());
+  const int64_t next_ns = next_reopen_unix_ns_.load(std::memory_order_acquire);
+  if (now_ns < next_ns) {
+    reopening_.store(false, std::memory_order_release);
+    return absl::UnavailableError(absl::StrCat(
+        "the database at ", options_.path, " failed its last reopen after a write error; the next ",
+        "try is in ", (next_ns - now_ns) / 1000000 + 1, " ms; retry"));
+  }
   absl::Status status;
   {
     absl::WriterMutexLock lock(&db_mu_);
@@ -287,7 +297,11 @@ absl::Status RocksDbBackend::Reopen() {
                            << " after a write error (reopen " << n << " since start)";
       } else {
         // Reads go on from a read-only open, which writes nothing (the disk may be
-        // refusing writes); needs_recovery_ stays set, so the next write tries again.
+        // refusing writes); needs_recovery_ stays set, so a write tries again once
+        // reopen_retry_interval has passed.
+        failed_reopens_.fetch_add(1, std::memory_order_relaxed);
+        next_reopen_unix_ns_.store(absl::ToUnixNanos(absl::Now() + options_.reopen_retry_interval),
+                                   std::memory_order_release);
         const absl::Status read_only = OpenDb(tables, /*read_only=*/true);
         closed_.store(!read_only.ok(), std::memory_order_release);
         EMBER_LOG(ERROR) << "rocksdb: reopen of " << options_.path << " after a write error failed "
@@ -297,7 +311,8 @@ absl::Status RocksDbBackend::Reopen() {
                          << " until the next try";
         status = absl::UnavailableError(absl::StrCat(
             "reopen of ", options_.path, " after a write error failed ", kReopenAttempts,
-            " times (the next write tries again): ", status.message()));
+            " times (a write tries again in ", absl::FormatDuration(options_.reopen_retry_interval),
+            "): ", status.message()));
       }
     }
   }

@@ -29,9 +29,9 @@
 // open, well under a second; up to kReopenAttempts opens with short pauses when the
 // disk keeps failing); writes answer UNAVAILABLE ("... is being reopened after a write
 // error; retry"). If every attempt fails, the backend opens the database read-only
-// (which writes nothing): reads go on, writes answer UNAVAILABLE, and the next write
-// tries the reopen again. Only when that open fails too is the backend closed (every
-// call answers UNAVAILABLE and the next call tries again).
+// (which writes nothing): reads go on, writes answer UNAVAILABLE, and the first write
+// after reopen_retry_interval (1 s) tries the reopen again. Only when that open fails too is the
+// backend closed (every call answers UNAVAILABLE and the next call tries again).
 //
 // Thread-safety: every method may be called concurrently (see row_backend.h). Every use
 // of the database and its column-family handles holds db_mu_ shared; a reopen holds it
@@ -58,6 +58,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
@@ -151,6 +152,13 @@ struct RocksDbOptions {
   // FaultInjectionFileSystem here.
   // Default: nullptr
   std::shared_ptr<rocksdb::FileSystem> file_system;
+
+  // After a reopen whose every attempt failed (the disk still refuses writes), the next
+  // reopen waits this long: meanwhile writes answer UNAVAILABLE at once and reads go on
+  // from the read-only open, instead of every write running kReopenAttempts opens while
+  // reads wait behind them. 0: every call tries again.
+  // Default: 1 s
+  absl::Duration reopen_retry_interval = absl::Seconds(1);
 };
 
 class RocksDbBackend final : public RowBackend {
@@ -219,6 +227,8 @@ class RocksDbBackend final : public RowBackend {
 
   // Successful reopens after a write error since Open (ember_rocksdb_reopens_total).
   int64_t reopens() const { return reopens_.load(std::memory_order_relaxed); }
+  // Reopens whose every attempt failed, since Open.
+  int64_t failed_reopens() const { return failed_reopens_.load(std::memory_order_relaxed); }
 
  private:
   RocksDbBackend(const RocksDbOptions& options, std::unique_ptr<rocksdb::Env> env);
@@ -299,6 +309,10 @@ class RocksDbBackend final : public RowBackend {
   // Set while the database is closed because every open of a reopen failed.
   std::atomic<bool> closed_{false};
   std::atomic<int64_t> reopens_{0};
+  std::atomic<int64_t> failed_reopens_{0};
+  // Before this time no reopen is tried (reopen_retry_interval after a failed one);
+  // written by the thread that holds reopening_.
+  std::atomic<int64_t> next_reopen_unix_ns_{0};
 
   // Serializes column family creation (held across that IO; the data path never takes
   // it). Acquired before db_mu_ and mu_.

@@ -19,6 +19,7 @@
 #include "server/store/initializer.h"
 #include "server/store/rocksdb_backend.h"
 #include "server/store/table_config.h"
+#include "tests/support/eventually.h"
 
 namespace ember {
 namespace {
@@ -510,6 +511,8 @@ TEST(StoreFaultTest, RocksDbWriteFaultsSurfaceAndAcknowledgedRowsSurviveReopen) 
     ro.path = dir;
     ro.file_system = fs;
     ro.write_buffer_bytes = 1 << 20;
+    // A failed reopen is retried after 50 ms: the flush below succeeds once one has.
+    ro.reopen_retry_interval = absl::Milliseconds(50);
     return EmbeddingStore::Open(StoreOptions{.memory_budget_bytes = 50 * 200},
                                 RocksDbBackend::Open(ro).value())
         .value();
@@ -544,7 +547,9 @@ TEST(StoreFaultTest, RocksDbWriteFaultsSurfaceAndAcknowledgedRowsSurviveReopen) 
       auto row = store->ReadRow("t", id).value();
       ASSERT_EQ(row.meta.count, id < accepted ? 2.0f : 1.0f) << id;  // no update lost
     }
-    ASSERT_TRUE(store->Flush().ok());  // recovered once faults stop
+    // Recovered once faults stop (and the reopen back-off has passed).
+    const absl::Status flushed = EventuallyOk([&] { return store->Flush(); });
+    ASSERT_TRUE(flushed.ok()) << flushed;
     acknowledged.clear();
     for (uint64_t id = 0; id < 200; ++id) acknowledged.push_back(store->ReadRow("t", id).value());
     ASSERT_TRUE(store->Close().ok());

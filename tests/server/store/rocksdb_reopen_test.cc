@@ -40,6 +40,8 @@ class RocksDbReopenTest : public testing::Test {
     RocksDbOptions options = SmallRocksDbOptions(dir_ + "/db");
     options.write_buffer_bytes = 256 << 10;
     options.file_system = std::move(fs);
+    // Every call may retry a failed reopen at once (the back-off has its own test).
+    options.reopen_retry_interval = absl::ZeroDuration();
     return options;
   }
 
@@ -296,6 +298,35 @@ TEST_F(RocksDbReopenTest, AFailedReopenServesReadsOnlyUntilTheDiskHeals) {
   EXPECT_THAT(backend->ListTables(), ElementsAre("a", "b", "c"));
   EXPECT_EQ(Get(*backend, backend->OpenTable("b").value(), "kb2"), "vb2");
   EXPECT_EQ(Get(*backend, backend->OpenTable("a").value(), "lost"), std::nullopt);
+}
+
+// After a reopen whose every attempt failed, writes answer UNAVAILABLE at once, without
+// another round of opens, until reopen_retry_interval has passed; reads go on from the
+// read-only open meanwhile.
+TEST_F(RocksDbReopenTest, AFailedReopenIsNotRetriedBeforeTheInterval) {
+  auto fs = std::make_shared<FaultInjectionFileSystem>(rocksdb::FileSystem::Default());
+  RocksDbOptions options = Options(fs);
+  options.reopen_retry_interval = absl::Hours(1);
+  std::unique_ptr<RocksDbBackend> backend = RocksDbBackend::Open(options).value();
+  const BackendTable a = backend->OpenTable("a").value();
+  EMBER_ASSERT_OK(backend->Write({Put(a, "ka", "va")}));
+
+  fs->SetWriteFailure(true);
+  EXPECT_EQ(backend->Write({Put(a, "lost", "x")}).code(), absl::StatusCode::kUnavailable);
+  const absl::Status first = backend->Write({Put(a, "lost", "x")});  // the reopen fails
+  EXPECT_THAT(std::string(first.message()), testing::HasSubstr("failed 8 times"));
+  EXPECT_EQ(backend->failed_reopens(), 1);
+  const int opens_failed = fs->injected_write_failures();
+  fs->SetWriteFailure(false);  // healed, but the next try is an hour away
+  for (int i = 0; i < 5; ++i) {
+    const absl::Status later = backend->Write({Put(a, "lost", "x")});
+    EXPECT_EQ(later.code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(std::string(later.message()), testing::HasSubstr("the next try is in"));
+  }
+  EXPECT_EQ(backend->failed_reopens(), 1);
+  EXPECT_EQ(backend->reopens(), 0);
+  EXPECT_EQ(fs->injected_write_failures(), opens_failed);  // no open was tried
+  EXPECT_EQ(Get(*backend, a, "ka"), "va");                 // reads from the read-only open
 }
 
 // ------------------------------------------------------------------ the store above it
