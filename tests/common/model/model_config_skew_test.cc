@@ -135,11 +135,7 @@ INSTANTIATE_TEST_SUITE_P(
                   c->mutable_skew()->set_hot_cache_max_rows(uint64_t{1} << 30);
                 },
                 "skew.hot_cache_max_rows: 1073741824 is out of range 1..67108864"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name;
-      for (const char* p = info.param.what; *p; ++p) name += isalnum(*p) ? *p : '_';
-      return name;
-    });
+    BadCaseName);
 
 }  // namespace
 }  // namespace ember::model

@@ -487,11 +487,7 @@ INSTANTIATE_TEST_SUITE_P(
                   c->mutable_eval()->set_warm_min_count(50);
                 },
                 "eval.warm_min_count: 50 is above hot_min_count 10"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name;
-      for (const char* p = info.param.what; *p; ++p) name += isalnum(*p) ? *p : '_';
-      return name;
-    });
+    BadCaseName);
 
 TEST(ModelConfigTest, CrossDefaultsAndLimits) {
   v1::ModelConfig config = Small();
@@ -714,11 +710,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"cross_of on a categorical column",
                 [](v1::ModelConfig* c) { Col(c, 1)->add_cross_of("items"); },
                 "data.columns[1] (u): cross_of applies to CROSS columns only"}),
-    [](const ::testing::TestParamInfo<BadCase>& info) {
-      std::string name;
-      for (const char* p = info.param.what; *p; ++p) name += isalnum(*p) ? *p : '_';
-      return name;
-    });
+    BadCaseName);
 
 }  // namespace
 }  // namespace ember::model

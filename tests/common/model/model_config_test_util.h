@@ -68,6 +68,13 @@ struct BadCase {
   const char* message;  // expected substring
 };
 
+// A test name from the case's `what` (gtest allows letters, digits and '_').
+inline std::string BadCaseName(const ::testing::TestParamInfo<BadCase>& info) {
+  std::string name;
+  for (const char* p = info.param.what; *p; ++p) name += isalnum(*p) ? *p : '_';
+  return name;
+}
+
 // Normalizes Small() changed by `bad`: INVALID_ARGUMENT with bad.message.
 inline void ExpectRefused(const BadCase& bad) {
   v1::ModelConfig config = Small();
