@@ -29,6 +29,14 @@ def parser(description, config, run_dir):
     p.add_argument("--shards", type=int, default=2, help="shards of the local cluster")
     p.add_argument("--rank", type=int, default=0)
     p.add_argument("--world_size", type=int, default=1)
+    p.add_argument("--workers", default="",
+                   help="MIN:MAX: an elastic run (the coordinator gives ranks; workers join "
+                        "and leave at checkpoints); instead of --rank and --world_size")
+    p.add_argument("--member", default=None, help="elastic: this worker's id (HOSTNAME-PID)")
+    p.add_argument("--join_at_step", type=int, default=0,
+                   help="elastic: join a running run at a checkpoint at or after this step")
+    p.add_argument("--leave_at_step", type=int, default=0,
+                   help="elastic: leave at a checkpoint at or after this step (as on SIGTERM)")
     p.add_argument("--generation", type=int, default=0)
     p.add_argument("--rows", choices=("continue", "fresh"), default=None,
                    help="a new run on a cluster an earlier run trained on: train on from the "
@@ -50,8 +58,13 @@ def load(args):
     """Sets torch's threads and loads the config."""
     import torch
     from . import load_config
-    torch.set_num_threads(args.threads or
-                          max(1, (os.cpu_count() or 2) // max(1, args.world_size) - 1))
+    workers = args.world_size
+    if args.workers:  # elastic: as many threads as at its largest (Job checks the range)
+        try:
+            workers = int(args.workers.split(":")[-1])
+        except ValueError:
+            workers = 1
+    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // max(1, workers) - 1))
     return load_config(args.config)
 
 
@@ -61,9 +74,14 @@ def start_job(args, config):
     if not args.coordinator:
         cluster = LocalCluster(shards=args.shards).start()
         args.coordinator = cluster.coordinator
-    job = Job(config, args.coordinator, rank=args.rank, world_size=args.world_size,
-              generation=args.generation, rows=args.rows, run_dir=args.run_dir,
-              tls=(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None)
+    if args.workers:
+        where = dict(workers=args.workers, member=args.member, join_at_step=args.join_at_step,
+                     leave_at_step=args.leave_at_step)
+    else:
+        where = dict(rank=args.rank, world_size=args.world_size)
+    job = Job(config, args.coordinator, generation=args.generation, rows=args.rows,
+              run_dir=args.run_dir,
+              tls=(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None, **where)
     return job, cluster
 
 
@@ -77,7 +95,7 @@ def report(args, result):
     if args.result_json:
         with open(args.result_json, "w") as f:
             json.dump(result, f)
-    if args.rank == 0 and "test_auc" in result:
+    if result.get("rank", args.rank) == 0 and "test_auc" in result:
         oracle = f"  oracle AUC {result['oracle_auc']:.4f}" if "oracle_auc" in result else ""
         print(f"test AUC {result['test_auc']:.4f}{oracle}  "
               f"({result['examples_per_sec']:.0f} ex/s)")

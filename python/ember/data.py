@@ -138,6 +138,25 @@ class Dataset:
         if epoch < self.epochs:
             self._reader.seek(int(cursor["file_index"]), int(cursor["line"]))
 
+    def resume(self, state, origin="checkpoint"):
+        """Continues a job's reading after a checkpoint's worker state (a JoinJob
+        answer's ``state``), as this dataset's rank of its world size: the checkpoint's
+        own world size continues each rank's cursor; another one continues the epoch
+        with every example the checkpoint's workers had not consumed read exactly once
+        by one rank (docs/ARCHITECTURE.md "Resuming at another worker count"). Returns
+        the data progress that this world size's checkpoints carry (bytes).
+        FailedPreconditionError when the dataset's files are not the checkpoint's."""
+        if self._started:
+            raise FailedPreconditionError("resume must come before the first batch")
+        point = self._reader.resume_from(state, self.epochs, origin)
+        self.epoch = int(point["epoch"])
+        return point["progress"]
+
+    @property
+    def dataset_files(self):
+        """The dataset's file names (within its path, sorted), as checkpoints record them."""
+        return self._reader.dataset_files
+
     # -- reading ---------------------------------------------------------------------
     def _produce(self, q, stop):
         try:

@@ -28,8 +28,12 @@ is deterministic (seed torch; no dropout randomness outside the checkpoint).
 
 import hashlib
 import json
+import math
 import os
+import signal
+import socket
 import sys
+import threading
 import time
 
 import numpy as np
@@ -47,6 +51,39 @@ def _say(line):
     print(line, file=sys.stdout, flush=True)
 
 
+def _worker_range(workers):
+    """(MIN, MAX) of ``workers``: None (a fixed-size run: (0, 0)), a pair or "MIN:MAX"."""
+    if workers is None:
+        return 0, 0
+    if isinstance(workers, str):
+        try:
+            low, high = (int(p) for p in workers.split(":"))
+        except ValueError:
+            raise InvalidArgumentError(f'workers {workers!r} is not "MIN:MAX"') from None
+        workers = (low, high)
+    try:
+        low, high = workers
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"workers {workers!r} is not (MIN, MAX)") from None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)):
+        raise InvalidArgumentError(f"workers {workers!r}: MIN and MAX must be integers")
+    if low < 1 or low > high:
+        raise InvalidArgumentError(
+            f"worker range {low}..{high}: needs 1 <= MIN <= MAX")
+    return low, high
+
+
+class AttemptResized(BaseException):
+    """Raised by ``Attempt.steps`` in an elastic run after the resize checkpoint: the
+    attempt ends at that cut and ``Job.run`` rejoins at the new world size (or returns,
+    on a worker that leaves). A BaseException, like KeyboardInterrupt, so that a
+    ``train`` that catches Exception lets it through."""
+
+    def __init__(self, step, leaving):
+        super().__init__(f"the run resizes at step {step}")
+        self.step, self.leaving = step, leaving
+
+
 class Job:
     """A training job on the cluster of ``coordinator``. ``config``: the model config
     (data, tables, features, training schedule; ember.load_config). ``name`` defaults to
@@ -54,15 +91,53 @@ class Job:
     ``resume_from``: "" (the PS rows as they are), "latest" or a checkpoint name.
     ``rows`` (a new run without ``resume_from``): "continue" trains on from the rows the
     PS tables hold, "fresh" empties every table first; required once any run trained on
-    the cluster (the coordinator refuses to guess)."""
+    the cluster (the coordinator refuses to guess).
 
-    def __init__(self, config, coordinator, rank=0, world_size=1, generation=0, name=None,
+    Elastic runs (docs/ARCHITECTURE.md "Elastic runs"): ``workers=(MIN, MAX)`` instead
+    of ``rank`` and ``world_size``, the same on every worker of the run; the
+    coordinator (started with a checkpoint directory) gives each attempt's ranks. A
+    worker that starts while the run trains joins it at a checkpoint (not before step
+    ``join_at_step``); a worker sent SIGTERM (or past ``leave_at_step``) leaves at one,
+    while at least MIN stay, and ``run`` returns ``{"left": True, ...}``. No example is
+    read twice or skipped across the sizes. ``member`` names the worker (default
+    HOSTNAME-PID)."""
+
+    def __init__(self, config, coordinator, rank=None, world_size=None, generation=0, name=None,
                  resume_from="", rows=None, collective_host="127.0.0.1",
                  collective_timeout_s=60.0,
                  ps_deadline_s=30.0, recovery_timeout_s=600.0, max_recoveries=100,
-                 run_dir=None, tls=None, log=_say):
+                 run_dir=None, tls=None, log=_say, workers=None, member=None,
+                 join_at_step=0, leave_at_step=0):
+        self.min_workers, self.max_workers = _worker_range(workers)
+        elastic = self.max_workers > 0
+        if elastic and (rank is not None or world_size is not None):
+            raise InvalidArgumentError(
+                "an elastic worker's rank and world size are the coordinator's to assign: "
+                "give workers=(MIN, MAX) without rank and world_size")
+        if not elastic and (join_at_step or leave_at_step or member is not None):
+            raise InvalidArgumentError(
+                "join_at_step, leave_at_step and member are for elastic runs: give "
+                "workers=(MIN, MAX)")
+        for what, step in (("join_at_step", join_at_step), ("leave_at_step", leave_at_step)):
+            if not isinstance(step, int) or step < 0:
+                raise InvalidArgumentError(f"{what} {step!r} is not an integer >= 0")
+        rank = 0 if rank is None else rank
+        world_size = 1 if world_size is None else world_size
         if not isinstance(world_size, int) or world_size < 1 or not 0 <= rank < world_size:
             raise InvalidArgumentError(f"rank {rank} is not in [0, world_size {world_size})")
+        if member is None:
+            member = f"{socket.gethostname()}-{os.getpid()}"
+        if elastic and not 1 <= len(member.encode()) <= 128:
+            raise InvalidArgumentError(
+                f"an elastic worker needs a member id of 1..128 bytes (has {len(member.encode())})")
+        self.member = member
+        self.join_at_step, self.leave_at_step = join_at_step, leave_at_step
+        self.leave_requested = False  # SIGTERM, in an elastic run
+        if config.training.get("epoch_end", "FIRST_OUT") != "FIRST_OUT":
+            raise InvalidArgumentError(
+                f"training.epoch_end {config.training['epoch_end']} is ember-worker's: the "
+                f"Python loop ends an epoch when the first worker runs out of data "
+                f"(FIRST_OUT)")
         if not coordinator:
             raise InvalidArgumentError("a Job needs the coordinator's address")
         if rows not in (None, "continue", "fresh"):
@@ -89,44 +164,118 @@ class Job:
         ca, cert, key = tls if tls else ("", "", "")
         self.jobs = _ember.JobClient(coordinator, tls_ca=ca, tls_cert=cert, tls_key=key)
 
+    @property
+    def elastic(self):
+        return self.max_workers > 0
+
+    def _who(self):
+        if not self.elastic:
+            return f"worker {self.rank}"
+        return f"worker '{self.member}'" if self.rank is None else \
+            f"worker {self.rank} ('{self.member}')"
+
     def run(self, train):
         """Runs ``train(attempt)`` until an attempt finishes; rejoins after a
-        recoverable failure (at most max_recoveries times). Returns what train returned."""
+        recoverable failure (at most max_recoveries times) and, in an elastic run, after
+        a resize. Returns what train returned (``{"left": True, ...}`` on an elastic
+        worker that left the run)."""
+        if not self.elastic:
+            return self._run(train)
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+        try:
+            return self._run(train)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _on_sigterm(self, signum, frame):
+        if self.leave_requested:  # a second SIGTERM ends the worker at once
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        self.leave_requested = True
+        self.log(f"{self._who()}: SIGTERM: leaving the run at its next checkpoint")
+
+    def _run(self, train):
         after, reason = 0, ""
-        self.log(f"worker {self.rank}/{self.world_size}: joining job '{self.name}' "
-                 f"(generation {self.generation}) at {self.coordinator}")
-        recoveries = 0
+        if self.elastic:
+            self.rank = None
+            self.log(f"{self._who()}: joining job '{self.name}' (generation {self.generation}, "
+                     f"{self.min_workers} to {self.max_workers} workers) at {self.coordinator}")
+        else:
+            self.log(f"worker {self.rank}/{self.world_size}: joining job '{self.name}' "
+                     f"(generation {self.generation}) at {self.coordinator}")
+        recoveries = resizes = 0
+        resized = False
         while True:
-            join = self.jobs.join(self.name, self.generation, self.rank, self.world_size,
-                                  self.resume_from, self.digest, self.config_bytes,
-                                  after_attempt=after, reason=reason,
-                                  timeout_s=self.recovery_timeout_s,
-                                  unreachable_timeout_s=self.collective_timeout_s,
-                                  report=lambda line: self.log(f"worker {self.rank}: {line}"),
-                                  rows=self.rows)
-            if recoveries > 0:
+            # An elastic worker waits for its first place as long as it takes (a run at
+            # its maximum, a worker started before its run).
+            first = self.elastic and resizes == 0 and recoveries == 0
+            try:
+                join = self.jobs.join(self.name, self.generation, self.rank or 0, self.world_size,
+                                      self.resume_from, self.digest, self.config_bytes,
+                                      after_attempt=after, reason=reason,
+                                      timeout_s=math.inf if first else self.recovery_timeout_s,
+                                      unreachable_timeout_s=self.collective_timeout_s,
+                                      report=lambda line: self.log(f"{self._who()}: {line}"),
+                                      rows=self.rows, min_workers=self.min_workers,
+                                      max_workers=self.max_workers, member=self.member,
+                                      join_at_step=self.join_at_step)
+            except FailedPreconditionError:
+                if self.elastic and self._run_finished():
+                    self.log(f"{self._who()}: the run finished before this worker got a place")
+                    return {"left": True, "steps": 0, "resizes": resizes}
+                raise
+            if self.elastic:
+                self.rank, self.world_size = join["rank"], join["world_size"]
+                if not 0 <= self.rank < self.world_size:
+                    raise EmberError(f"the coordinator gave rank {self.rank} of "
+                                     f"{self.world_size}", code="INTERNAL", code_value=13)
+                self.log(f"{self._who()}: attempt {join['attempt']} has {self.world_size} "
+                         f"worker(s)")
+            if recoveries > 0 and not resized:
                 try:
                     record = self.jobs.get_job(self.name, 2.0)
                     if record["failure"] and reason not in record["failure"]:
-                        self.log(f"worker {self.rank}: attempt {after} was ended by: "
+                        self.log(f"{self._who()}: attempt {after} was ended by: "
                                  f"{record['failure']}")
                 except EmberError:
                     pass
             attempt = None
+            resized = False
             try:
-                attempt = Attempt(self, join, recoveries)
+                attempt = Attempt(self, join, recoveries, resizes)
                 result = train(attempt)
                 self._finish(join["attempt"])
                 return result
+            except AttemptResized as r:
+                resizes += 1
+                resized = True
+                if r.leaving:
+                    self.log(f"{self._who()}: left the run at step {r.step} (attempt "
+                             f"{join['attempt']}); the others go on without it")
+                    return {"left": True, "steps": r.step, "rank": self.rank,
+                            "resizes": resizes}
+                # Not a failure: the next attempt starts from the checkpoint just taken.
+                after, reason = join["attempt"], "resize"
             except EmberError as e:
                 if not e.recoverable or recoveries >= self.max_recoveries:
                     raise
-                self.log(f"worker {self.rank}: attempt {join['attempt']} failed, rejoining: {e}")
+                self.log(f"{self._who()}: attempt {join['attempt']} failed, rejoining: {e}")
                 after, reason = join["attempt"], str(e)
                 recoveries += 1
             finally:
                 if attempt is not None:
                     attempt.close()
+
+    def _run_finished(self):
+        try:
+            record = self.jobs.get_job(self.name, 2.0)
+        except EmberError:
+            return False
+        return record["phase"] == "FINISHED" and self.generation in (0, record["generation"])
 
 
     def _finish(self, attempt):
@@ -153,8 +302,9 @@ class Attempt:
     ``collective`` (this attempt's workers), the restored ``checkpoint`` ("" none) and
     the position: ``step``, ``examples`` (over all workers), ``epoch``."""
 
-    def __init__(self, job, join, recoveries):
+    def __init__(self, job, join, recoveries, resizes=0):
         self.job = job
+        self.resizes = resizes
         self.number = join["attempt"]
         self.checkpoint = join["checkpoint"]
         self.checkpoints_enabled = join["checkpoints"]
@@ -169,6 +319,10 @@ class Attempt:
         self._last_checkpoint_time = time.monotonic()
         self._next_poll = time.monotonic() + 1.0
         self._model = self._optimizer = self._dataset = None
+        self.epoch_examples = []     # data examples trained in each epoch, over all workers
+        self._data_progress = None   # what earlier world sizes consumed of the epoch (bytes)
+        self._pending_join_step = None  # elastic, rank 0: the earliest waiting worker's step
+        self._said_min = False
         self._curve = []
         self._interval = [0.0, 0.0]
         self._start = None
@@ -197,11 +351,12 @@ class Attempt:
                 f"coordinator needs its own generation)") from None
         if self._state is not None:
             s = self._state
-            if s["world_size"] != self.world_size or len(s["cursors"]) != self.world_size:
+            if len(s["cursors"]) != s["world_size"]:
                 raise FailedPreconditionError(
-                    f"checkpoint {self.checkpoint} has {s['world_size']} workers, the job "
-                    f"{self.world_size}")
+                    f"checkpoint {self.checkpoint} has {len(s['cursors'])} cursors for "
+                    f"{s['world_size']} workers")
             self.step, self.examples, self.epoch = s["step"], s["examples"], s["epoch"]
+            self.epoch_examples = list(s.get("epoch_examples", []))
             self._last_checkpoint_step = self.step
 
     # -- the model -------------------------------------------------------------------
@@ -215,11 +370,21 @@ class Attempt:
         dense_state.load_parameters(model, self._state["dense_parameters"], origin)
         dense_state.load_optimizer_state(model, optimizer,
                                          self._state["dense_optimizer_state"], origin)
-        cursor = self._state["cursors"][self.rank]
-        dataset.load_state(cursor)
+        if (dataset.rank, dataset.world_size) != (self.rank, self.world_size):
+            raise InvalidArgumentError(
+                f"the dataset is rank {dataset.rank} of {dataset.world_size}, the attempt "
+                f"rank {self.rank} of {self.world_size}: build it with attempt.rank and "
+                f"attempt.world_size")
+        # At the checkpoint's world size each rank continues its cursor; at another one
+        # the epoch continues with every unread example read once (Dataset.resume).
+        self._data_progress = dataset.resume(self._state, origin)
+        self.epoch = dataset.epoch
         if self.rank == 0:
+            saved = self._state["world_size"]
+            resized = "" if saved == self.world_size else \
+                f" ({saved} worker(s) then, {self.world_size} now)"
             self.job.log(f"resuming from checkpoint {self.checkpoint} at step {self.step} "
-                         f"(attempt {self.number})")
+                         f"(attempt {self.number}){resized}")
 
     # -- the loop --------------------------------------------------------------------
     def steps(self, dataset=None, embeddings=None, max_steps=None):
@@ -240,16 +405,16 @@ class Attempt:
         self._start_step = self.step
         from . import torch as ember_torch  # the stage clocks (torch is imported by then)
         self._stages_at_start = dict(ember_torch.stage_seconds)
-        if self.checkpoints_enabled and not self.checkpoint and self._last_checkpoint_step is None:
-            self.take_checkpoint(dataset)  # a fresh run: before any push
+        if self.job.elastic and self.rank == 0:
+            self._poll_job(0.5)  # the workers already waiting to join
         while True:
             if max_steps is not None and self.step >= max_steps:
                 break
             head = dataset.peek()
             has = head is not None
             agree = np.array([1.0 if has else 0.0, float(head.size) if has else 0.0,
-                              1.0 if self.rank == 0 and self._checkpoint_wanted() else 0.0],
-                             dtype=np.float32)
+                              1.0 if self.rank == 0 and self._checkpoint_wanted() else 0.0,
+                              self._elastic_votes()], dtype=np.float32)
             if world > 1:
                 self.collective.all_reduce_sum(agree)
             if agree[0] < world - 0.5:
@@ -258,8 +423,19 @@ class Attempt:
                 if self.epoch >= dataset.epochs:
                     break
                 continue
-            if self.checkpoints_enabled and agree[2] > 0.5 and self._last_checkpoint_step != self.step:
-                self.take_checkpoint(dataset, embeddings)
+            # Checkpoints are cut here, between steps, every pushed update applied: a
+            # fresh run's first (before any push), every_steps', the one rank 0 or an
+            # operator asked for, and (elastic) a resize's, after which the attempt ends
+            # and the next one starts from the cut at the new world size (every rank
+            # decided the same from the same sum).
+            resize, leaving = self._elastic_decision(int(round(float(agree[3]))))
+            if self.checkpoints_enabled and (resize or (
+                    self._last_checkpoint_step != self.step and (
+                        self._last_checkpoint_step is None or agree[2] > 0.5
+                        or (every and self.step % every == 0)))):
+                self.take_checkpoint(dataset, embeddings, resize=resize, leaving=leaving)
+                if resize:
+                    raise AttemptResized(self.step, leaving)
             batch = dataset.pop()
             batch.step = self.step
             if embeddings is not None:
@@ -275,9 +451,10 @@ class Attempt:
             self._stage["step"] += time.monotonic() - t0
             self.step += 1
             self.examples += int(agree[1])
+            while len(self.epoch_examples) <= self.epoch:
+                self.epoch_examples.append(0)
+            self.epoch_examples[self.epoch] += int(agree[1])
             self._interval[1] += float(agree[1])
-            if self.checkpoints_enabled and every and self.step % every == 0:
-                self.take_checkpoint(dataset, embeddings)
             self._maybe_log()
         if embeddings is not None:
             embeddings.flush(0)
@@ -314,18 +491,59 @@ class Attempt:
             return True
         if now < self._next_poll:
             return False
+        record = self._poll_job(0.2)
+        return bool(record and record["checkpoint_requested"])
+
+    def _poll_job(self, timeout_s):
+        """The job's record (None when the coordinator did not answer: the next poll is
+        10 s later); notes the workers waiting to join an elastic run."""
+        now = time.monotonic()
         try:
-            record = self.job.jobs.get_job(self.job.name, 0.2)
-            self._next_poll = now + 1.0
-            return bool(record["checkpoint_requested"])
+            record = self.job.jobs.get_job(self.job.name, timeout_s)
         except EmberError:
             self._next_poll = now + 10.0
-            return False
+            return None
+        self._next_poll = now + 1.0
+        steps = [p["join_at_step"] for p in record.get("pending", [])]
+        self._pending_join_step = min(steps) if steps else None
+        return record
 
-    def take_checkpoint(self, dataset=None, embeddings=None):
+    # -- elastic runs (docs/ARCHITECTURE.md "Elastic runs", as ember-worker's votes) --
+    def _wants_to_leave(self):
+        job = self.job
+        return job.leave_requested or (job.leave_at_step > 0 and self.step >= job.leave_at_step)
+
+    def _elastic_votes(self):
+        """This rank's votes for the step's agreement: 8 to leave, and on rank 0 4 when
+        a worker waits to join at or before this step and the world is below MAX."""
+        if not self.job.elastic:
+            return 0.0
+        votes = 8.0 if self._wants_to_leave() else 0.0
+        if (self.rank == 0 and self._pending_join_step is not None
+                and self._pending_join_step <= self.step
+                and self.world_size < self.job.max_workers):
+            votes += 4.0
+        return votes
+
+    def _elastic_decision(self, decisions):
+        """(resize at this step, this worker leaves) from the summed votes: the same on
+        every rank. Leavers wait while the rest would be fewer than MIN."""
+        if not self.job.elastic:
+            return False, False
+        leavers, join = decisions >> 3, bool((decisions >> 2) & 1)
+        may_leave = leavers > 0 and self.world_size - leavers >= self.job.min_workers
+        if leavers > 0 and not may_leave and self.rank == 0 and not self._said_min:
+            self._said_min = True
+            self.job.log(f"elastic: {leavers} worker(s) asked to leave at step {self.step}, but "
+                         f"the run needs at least {self.job.min_workers} of its "
+                         f"{self.world_size}; they train on until workers join")
+        return join or may_leave, may_leave and self._wants_to_leave()
+
+    def take_checkpoint(self, dataset=None, embeddings=None, resize=False, leaving=False):
         """A checkpoint at this step barrier: every worker calls it at the same step
         (``steps`` does), after its pushes are applied. Fails the attempt (on every
-        worker) when it fails."""
+        worker) when it fails. ``resize`` (elastic): the cut a resize starts from;
+        ``leaving``: this worker leaves at it."""
         dataset = dataset or self._dataset
         if embeddings is not None:
             embeddings.flush(0)
@@ -333,7 +551,7 @@ class Attempt:
             raise FailedPreconditionError("track(model, optimizer, dataset) before checkpointing")
         if self.world_size > 1:
             self.collective.barrier()
-        cursor = json.dumps(dataset.state()).encode()
+        cursor = json.dumps(dict(dataset.state(), leaving=bool(leaving))).encode()
         send = [b""] * self.world_size
         send[0] = cursor
         cursors = self.collective.all_to_all(send) if self.world_size > 1 else [cursor]
@@ -347,13 +565,18 @@ class Attempt:
                     self._model, self._optimizer),
                 "config_digest": self.job.digest, "config": self.job.config_bytes,
                 "cursors": [dict(json.loads(c), rank=r) for r, c in enumerate(cursors)],
+                "data": self._data_progress, "data_files": dataset.dataset_files,
+                "epoch_examples": self.epoch_examples,
             }
             try:
                 m = self.job.jobs.checkpoint(self.job.name, self.job.generation, self.number,
-                                             state, self.job.recovery_timeout_s)
+                                             state, self.job.recovery_timeout_s, resize=resize)
+                leavers = sum(1 for c in state["cursors"] if c["leaving"])
                 self.job.log(f"checkpoint {m['name']} at step {self.step} "
                              f"({'delta' if m['incremental'] else 'full'}, "
-                             f"{m['bytes'] / 1e6:.1f} MB, {m['seconds']:.2f}s)")
+                             f"{m['bytes'] / 1e6:.1f} MB, {m['seconds']:.2f}s)" +
+                             (f": the run resizes ({leavers} of {self.world_size} worker(s) "
+                              f"leave)" if resize else ""))
             except EmberError as e:
                 failed = e
         flag = np.array([0.0 if failed is None else 1.0], dtype=np.float32)
@@ -391,6 +614,8 @@ class Attempt:
                   "examples_per_sec": (self.examples - self._start_examples) / seconds,
                   "final_loss": self._curve[-1]["loss"] if self._curve else 0.0,
                   "attempt": self.number, "recoveries": self.recoveries,
+                  "rank": self.rank, "world_size": self.world_size, "resizes": self.resizes,
+                  "left": False, "examples_per_epoch": list(self.epoch_examples),
                   "checkpoints": self.checkpoints_taken, "resumed_from": self.checkpoint}
         if self._model is not None:
             rows, sparse, dense = self.checksums()

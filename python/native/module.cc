@@ -17,11 +17,14 @@
 #include "common/hash.h"
 #include "common/model/example_batch.h"
 #include "common/model/model_config.h"
+#include "ember/v1/checkpoint.pb.h"
 #include "ember/v1/model.pb.h"
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "python/native/bindings.h"
+#include "worker/data/file_source.h"
 #include "worker/data/reader.h"
+#include "worker/data/reader_position.h"
 #include "worker/data/statistics_pass.h"
 #include "worker/eval/metrics.h"
 #include "worker/job/run_report.h"
@@ -136,7 +139,7 @@ class Reader {
  public:
   Reader(const ModelConfig& config, const std::string& path, int rank, int world_size,
          bool with_eval_columns)
-      : config_(config) {
+      : config_(config), path_(path), rank_(rank), world_size_(world_size) {
     ReaderOptions options;
     options.rank = rank;
     options.world_size = world_size;
@@ -147,6 +150,9 @@ class Reader {
       reader = DatasetReader::Open(config_.config, path, options);
     }
     reader_ = ValueOrThrow(std::move(reader));
+    for (const std::string& file : ValueOrThrow(worker::ListDataFiles(path))) {
+      dataset_files_.push_back(std::filesystem::path(file).filename().string());
+    }
   }
 
   // The next batch as a dict of NumPy arrays, or None at the end of the partition.
@@ -214,8 +220,81 @@ class Reader {
   }
   std::vector<std::string> Files() const { return reader_->files(); }
 
+  // The dataset's files (names within its path, sorted): what a checkpoint records and
+  // a resume compares (DataProgress.files).
+  std::vector<std::string> DatasetFiles() const { return dataset_files_; }
+
+  // Continues a job's reading after a checkpoint's worker state (`state`: the JoinJob
+  // answer's dict, with its "data" bytes, a serialized DataProgress, and "cursors") as
+  // rank `rank_` of `world_size_`, at the checkpoint's world size or another one
+  // (worker/data/reader_position.h). Returns {"epoch": the epoch to read (`epochs`:
+  // none is left), "progress": the DataProgress bytes this world size's checkpoints
+  // carry until the epoch ends}.
+  py::dict ResumeFrom(const py::dict& state, int epochs, const std::string& origin) {
+    if (epochs < 1) ThrowInvalid(absl::StrCat("epochs ", epochs, " is not >= 1"));
+    worker::SavedReading saved;
+    v1::DataProgress data;
+    try {
+      saved.epoch = state["epoch"].cast<int>();
+      saved.world_size = state["world_size"].cast<int>();
+      if (state.contains("data") && !state["data"].is_none() &&
+          !data.ParseFromString(state["data"].cast<std::string>())) {
+        ThrowInvalid(absl::StrCat(origin, ": its data position does not parse"));
+      }
+      for (const py::handle& h : state["cursors"].cast<py::list>()) {
+        const py::dict c = h.cast<py::dict>();
+        saved.cursors.push_back(worker::RankCursor{
+            c["epoch"].cast<int>(),
+            ReaderPosition{c["file_index"].cast<int>(), c["line"].cast<uint64_t>()}});
+      }
+    } catch (const py::error_already_set& e) {
+      ThrowInvalid(absl::StrCat(origin, ": worker state: ", e.what()));
+    } catch (const py::cast_error& e) {
+      ThrowInvalid(absl::StrCat(origin, ": worker state: a field has the wrong type: ", e.what()));
+    }
+    if (data.files_size() > 0) {
+      const std::vector<std::string> then(data.files().begin(), data.files().end());
+      if (absl::Status same = worker::CheckSameFiles(then, dataset_files_); !same.ok()) {
+        ThrowIfError(absl::FailedPreconditionError(absl::StrCat(
+            origin, " does not fit this dataset: ", same.message(), " (", path_, ")")));
+      }
+    }
+    saved.progress = worker::FromProto(data);
+    worker::DataShape shape;
+    shape.by_file = config_.config.data().partition_by() == "file";
+    shape.num_files = static_cast<int>(dataset_files_.size());
+    shape.first_out = true;  // the Python loop ends an epoch when the first rank is out
+    shape.epochs = epochs;
+    absl::StatusOr<worker::ResumePoint> point =
+        worker::ResumePointFor(saved, shape, world_size_, rank_);
+    if (!point.ok()) {
+      ThrowIfError(absl::Status(point.status().code(),
+                                absl::StrCat(origin, ": ", point.status().message())));
+    }
+    if (point->epoch < epochs) {
+      absl::Status s;
+      {
+        py::gil_scoped_release unlocked;
+        s = reader_->Resume(point->progress, point->position);
+      }
+      ThrowIfError(s);
+    }
+    // What this world size's checkpoints carry: the saved world size's progress, or the
+    // one this world size starts from (as ember-worker's Trainer::DataResumePoint).
+    v1::DataProgress carry;
+    worker::ToProto(world_size_ == saved.world_size ? saved.progress : point->progress, &carry);
+    py::dict out;
+    out["epoch"] = point->epoch;
+    out["progress"] = py::bytes(carry.SerializeAsString());
+    return out;
+  }
+
  private:
   ModelConfig config_;  // the reader keeps pointers into it
+  std::string path_;
+  int rank_;
+  int world_size_;
+  std::vector<std::string> dataset_files_;
   std::unique_ptr<DatasetReader> reader_;
   model::ExampleBatch batch_;
 };
@@ -435,6 +514,7 @@ PYBIND11_MODULE(_ember, m) {
                                d["log_every_steps"] = t.log_every_steps();
                                d["eval_every_steps"] = t.eval_every_steps();
                                d["eval_max_examples"] = t.eval_max_examples();
+                               d["epoch_end"] = v1::TrainingConfig::EpochEnd_Name(t.epoch_end());
                                return d;
                              })
       .def_property_readonly("checkpoint",
@@ -491,7 +571,10 @@ PYBIND11_MODULE(_ember, m) {
       .def("seek", &Reader::Seek, py::arg("file_index"), py::arg("line"))
       .def("rewind", &Reader::Rewind)
       .def_property_readonly("stats", &Reader::Stats)
-      .def_property_readonly("files", &Reader::Files);
+      .def_property_readonly("files", &Reader::Files)
+      .def_property_readonly("dataset_files", &Reader::DatasetFiles)
+      .def("resume_from", &Reader::ResumeFrom, py::arg("state"), py::arg("epochs"),
+           py::arg("origin") = "checkpoint");
 
   m.def("write_run_directory", &WriteRunDirectory, py::arg("run_dir"), py::arg("config"),
         py::arg("world_size"), py::arg("result"), py::arg("curve"));

@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include "absl/random/distributions.h"
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "ember/v1/checkpoint.pb.h"
@@ -115,9 +117,14 @@ py::dict StateDict(const v1::WorkerState& s) {
     cd["epoch"] = c.epoch();
     cd["file_index"] = c.file_index();
     cd["line"] = c.line();
+    cd["leaving"] = c.leaving();
     cursors.append(cd);
   }
   d["cursors"] = cursors;
+  // The data position's progress (a serialized DataProgress: Reader.resume_from reads
+  // it) and the examples of each epoch over all workers.
+  d["data"] = py::bytes(s.data().SerializeAsString());
+  d["epoch_examples"] = std::vector<uint64_t>(s.epoch_examples().begin(), s.epoch_examples().end());
   return d;
 }
 
@@ -139,6 +146,28 @@ v1::WorkerState StateFromDict(const py::dict& d) {
       cursor->set_epoch(c["epoch"].cast<uint32_t>());
       cursor->set_file_index(c["file_index"].cast<int32_t>());
       cursor->set_line(c["line"].cast<uint64_t>());
+      if (c.contains("leaving")) cursor->set_leaving(c["leaving"].cast<bool>());
+    }
+    // "data": the DataProgress bytes of the epoch being read (Reader.resume_from's
+    // "progress"; None or one of an earlier epoch: the epoch began under this world
+    // size, nothing from earlier ones), "data_files": the dataset's files.
+    v1::DataProgress* data = s.mutable_data();
+    if (d.contains("data") && !d["data"].is_none() &&
+        !data->ParseFromString(d["data"].cast<std::string>())) {
+      ThrowInvalid("worker state: \"data\" is not a serialized DataProgress");
+    }
+    if (data->epoch() < s.epoch()) {
+      data->Clear();
+      data->set_epoch(s.epoch());
+    }
+    data->clear_files();
+    if (d.contains("data_files")) {
+      for (const std::string& f : d["data_files"].cast<std::vector<std::string>>()) {
+        data->add_files(f);
+      }
+    }
+    if (d.contains("epoch_examples")) {
+      for (uint64_t n : d["epoch_examples"].cast<std::vector<uint64_t>>()) s.add_epoch_examples(n);
     }
   } catch (const py::error_already_set& e) {
     ThrowInvalid(absl::StrCat("worker state: ", e.what()));
@@ -158,8 +187,21 @@ class PyJobClient {
   py::dict Join(const std::string& job, uint64_t generation, uint32_t rank, uint32_t world_size,
                 const std::string& resume_from, uint64_t config_digest, const py::bytes& config,
                 uint64_t after_attempt, const std::string& reason, double timeout_s,
-                double unreachable_timeout_s, py::object report, const std::string& rows) {
+                double unreachable_timeout_s, py::object report, const std::string& rows,
+                uint32_t min_workers, uint32_t max_workers, const std::string& member,
+                uint64_t join_at_step) {
     v1::JoinJobRequest request;
+    if (max_workers > 0) {
+      // Elastic: the coordinator assigns the rank and the world size per attempt.
+      request.set_min_workers(min_workers);
+      request.set_max_workers(max_workers);
+      request.set_member(member);
+      request.set_join_at_step(join_at_step);
+      // This process's id for its life: a member joining again from a restarted process
+      // ends the attempt it was in (as ember-worker's).
+      static const uint64_t process = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
+      request.set_process(process);
+    }
     if (rows == "continue") {
       request.set_rows(v1::JoinJobRequest::START_ROWS_CONTINUE);
     } else if (rows == "fresh") {
@@ -170,8 +212,10 @@ class PyJobClient {
     }
     request.set_job(job);
     request.set_generation(generation);
-    request.set_rank(rank);
-    request.set_world_size(world_size);
+    if (max_workers == 0) {
+      request.set_rank(rank);
+      request.set_world_size(world_size);
+    }
     request.set_resume_from(resume_from);
     request.set_config_digest(config_digest);
     request.set_config(std::string(config));
@@ -204,19 +248,27 @@ class PyJobClient {
     d["attempt"] = response->attempt();
     d["checkpoint"] = response->checkpoint();
     d["checkpoints"] = response->checkpoints();
+    d["generation"] = response->generation();
+    d["rank"] = max_workers > 0 ? response->rank() : rank;
+    d["world_size"] = max_workers > 0 ? response->world_size() : world_size;
     d["state"] = response->checkpoint().empty() ? py::object(py::none())
                                                 : py::object(StateDict(response->state()));
     return d;
   }
 
   py::dict Checkpoint(const std::string& job, uint64_t generation, uint64_t attempt,
-                      const py::dict& state, double timeout_s) {
+                      const py::dict& state, double timeout_s, bool resize) {
     v1::CheckpointRequest request;
     request.set_job(job);
     request.set_generation(generation);
     request.set_attempt(attempt);
     request.set_allow_incremental(true);
     *request.mutable_state() = StateFromDict(state);
+    // An elastic resize: the attempt ends at this cut; the cursors marked leaving exit.
+    request.set_resize(resize);
+    for (const v1::WorkerCursor& c : request.state().cursors()) {
+      if (c.leaving()) request.add_leaving_ranks(c.rank());
+    }
     absl::StatusOr<v1::CheckpointManifest> manifest;
     {
       py::gil_scoped_release unlocked;
@@ -252,6 +304,16 @@ class PyJobClient {
     d["recoveries"] = r->recoveries();
     d["failure"] = r->failure();
     d["restored_from"] = r->restored_from();
+    // Elastic runs: the workers waiting for a place (rank 0 votes a resize for them).
+    py::list pending;
+    for (const v1::PendingWorker& p : r->pending()) {
+      py::dict w;
+      w["member"] = p.member();
+      w["join_at_step"] = p.join_at_step();
+      pending.append(w);
+    }
+    d["pending"] = pending;
+    d["resizes"] = r->resizes();
     return d;
   }
 
@@ -314,9 +376,11 @@ void BindWorker(py::module_& m) {
            py::arg("world_size"), py::arg("resume_from") = "", py::arg("config_digest") = 0,
            py::arg("config") = py::bytes(), py::arg("after_attempt") = 0, py::arg("reason") = "",
            py::arg("timeout_s") = 600.0, py::arg("unreachable_timeout_s") = 60.0,
-           py::arg("report") = py::none(), py::arg("rows") = "")
+           py::arg("report") = py::none(), py::arg("rows") = "", py::arg("min_workers") = 0,
+           py::arg("max_workers") = 0, py::arg("member") = "", py::arg("join_at_step") = 0)
       .def("checkpoint", &PyJobClient::Checkpoint, py::arg("job"), py::arg("generation"),
-           py::arg("attempt"), py::arg("state"), py::arg("timeout_s") = 600.0)
+           py::arg("attempt"), py::arg("state"), py::arg("timeout_s") = 600.0,
+           py::arg("resize") = false)
       .def("get_job", &PyJobClient::GetJob, py::arg("job"), py::arg("timeout_s") = 5.0)
       .def("finish", &PyJobClient::Finish, py::arg("job"), py::arg("generation"),
            py::arg("attempt"), py::arg("timeout_s") = 30.0)
