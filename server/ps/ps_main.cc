@@ -525,12 +525,14 @@ absl::Status Run(const PsMainOptions& o) {
     if (agent != nullptr) agent->Stop();
     service.StopWatches();
   };
+  bool flushed = false;  // the store is closed: the destructors have nothing left to save
   hooks.stopped = [&]() -> absl::Status {
     service.StopReplication();  // its background copies read the store
     disk_faults.reset();        // the flush below runs on a healthy disk
     const absl::Status closed = storage->Close();
     metrics_server.reset();  // no scrape reads the store from here on
     if (!closed.ok()) return closed;
+    flushed = true;
     EMBER_LOG(INFO) << "flushed and closed";
     return absl::OkStatus();
   };
@@ -540,6 +542,7 @@ absl::Status Run(const PsMainOptions& o) {
                      << (served.ok() ? "" : absl::StrCat("; ", served.message()));
     std::_Exit(kExitRestartMe);
   }
+  if (flushed) ExitAfterServing("ember-ps", served);
   return served;
 }
 

@@ -142,13 +142,17 @@ absl::Status Run(const ServingMainOptions& o) {
     EMBER_LOG(INFO) << "following " << o.follower.coordinator << " from " << o.follower.data_dir
                     << " on " << o.server.host << ":" << port;
   };
+  bool closed = false;  // positions persisted, store closed: nothing is left to save
   hooks.stopped = [&]() -> absl::Status {
     metrics_server.reset();
     EMBER_RETURN_IF_ERROR(follower->Stop());
+    closed = true;
     EMBER_LOG(INFO) << "positions persisted, store closed";
     return absl::OkStatus();
   };
-  return ServeUntilStopped(serve, hooks);
+  const absl::Status served = ServeUntilStopped(serve, hooks);
+  if (closed) ExitAfterServing("ember-serving", served);
+  return served;
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include "server/shared/serve.h"
 #include "common/keepalive.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -109,6 +111,14 @@ absl::Status ServeUntilStopped(const ServeOptions& o, const ServeHooks& hooks) {
   ShutdownServer(server.get(), &calls, absl::Now() + o.shutdown_grace);
   const absl::Status stopped = hooks.stopped ? hooks.stopped() : absl::OkStatus();
   return drained.ok() ? stopped : drained;
+}
+
+void ExitAfterServing(absl::string_view program, const absl::Status& served) {
+  if (!served.ok()) std::cerr << program << ": " << served << std::endl;
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::_Exit(served.ok() ? 0 : 1);
 }
 
 }  // namespace ember

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "common/flags.h"
 #include "common/metrics.h"
@@ -113,6 +114,14 @@ struct ServeHooks {
 // its probe port cannot listen; `started`'s error. REQUIRES: BlockStopSignals()
 // (graceful_shutdown.h) was called before any thread started.
 absl::Status ServeUntilStopped(const ServeOptions& options, const ServeHooks& hooks);
+
+// Ends the process right after ServeUntilStopped, with RunMain's exit code (0, or 1
+// after printing "PROGRAM: STATUS" to stderr), skipping the destructors. For a binary
+// whose `stopped` hook ran and made everything durable (ember-ps, ember-serving; when
+// it did not run, return the status and let the destructors close): tearing gRPC
+// down afterwards waits for the transport's writes of answers that clients do not read
+// (10 s with 8 MiB answers unread: a supervisor's stop timeout SIGKILLed the shard).
+[[noreturn]] void ExitAfterServing(absl::string_view program, const absl::Status& served);
 
 }  // namespace ember
 
