@@ -77,6 +77,7 @@
 #include "grpcpp/security/credentials.h"
 #include "tools/bench/cluster_fixtures.h"
 #include "tools/bench/figures.h"
+#include "tools/bench/serving_cluster.h"
 #include "tools/bench/serving_predict.h"
 #include "tools/bench/storage_fixtures.h"
 #include "tools/bench/suite.h"
@@ -91,15 +92,17 @@ using cluster::InFlightRing;
 using cluster::Pipeline;
 using cluster::PsPullPipeline;
 using cluster::PsPushPipeline;
+using serving::Call;
+using serving::kDim;
+using serving::kMemoryBudgetMb;
+using serving::kTable;
+using serving::ServingCluster;
 
 constexpr char kSuite[] = "serving";
-constexpr char kTable[] = "train";
 constexpr uint64_t kTableSeed = 0x5e7f1;
-constexpr size_t kDim = 16;
 constexpr size_t kBatch = 1000;
 constexpr int kLoadThreads = 2;
 constexpr int kLookupThreads = 2;
-constexpr int kMemoryBudgetMb = 256;
 constexpr int kProbesPerRepetition = 40;
 constexpr int kIdleProbesPerRepetition = 10;
 constexpr double kLagP99TargetMs = 1000;
@@ -110,40 +113,8 @@ constexpr uint64_t kProbeRankBase = uint64_t{1} << 40;
 constexpr absl::Duration kProbePoll = absl::Milliseconds(1);
 constexpr absl::Duration kProbeTimeout = absl::Seconds(5);
 constexpr absl::Duration kProbeEvery = absl::Milliseconds(50);  // on average
-constexpr absl::Duration kStartTimeout = absl::Seconds(30);
-constexpr absl::Duration kCatchUpBound = absl::Seconds(120);
-constexpr absl::Duration kRpcDeadline = absl::Seconds(10);
 
 void Say(std::string_view message) { Log(kSuite, message); }
-
-// Runs `call` with a fresh ClientContext carrying kRpcDeadline; returns its status as
-// absl::Status.
-template <typename Fn>
-absl::Status Call(Fn call) {
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + kRpcDeadline));
-  const grpc::Status s = call(&context);
-  return FromGrpcStatus(s, &context);
-}
-
-// Polls `done` (a StatusOr<bool>; an error counts as "not yet") every 20 ms until
-// true, or DEADLINE_EXCEEDED naming `what` (and the last error) after `bound`.
-template <typename Fn>
-absl::Status PollUntil(Fn done, absl::Duration bound, const std::string& what) {
-  const absl::Time end = absl::Now() + bound;
-  absl::Status last;
-  while (true) {
-    absl::StatusOr<bool> d = done();
-    if (d.ok() && *d) return absl::OkStatus();
-    if (!d.ok()) last = d.status();
-    if (absl::Now() > end) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("timed out waiting for ", what,
-                       last.ok() ? std::string() : absl::StrCat("; last: ", last.ToString())));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-}
 
 // The `q` quantile (nearest rank) of `v`; 0 for none.
 double Quantile(std::vector<double> v, double q) {
@@ -297,133 +268,6 @@ struct TrainingLoad {
   }
 };
 
-// The processes and their stubs. The destructor stops them by PID: the follower first
-// (SIGTERM: it persists its positions), then the shards (SIGKILL: scratch data), then
-// the coordinator.
-struct Cluster {
-  std::string bin;
-  std::string dir;
-  std::unique_ptr<Process> coordinator;
-  std::vector<std::unique_ptr<Process>> ps;
-  std::vector<std::unique_ptr<v1::PsService::Stub>> ps_stubs;
-  std::unique_ptr<Process> serving;
-  std::unique_ptr<v1::ServingService::Stub> serving_stub;
-
-  ~Cluster() {
-    if (serving != nullptr) serving->Stop(absl::Seconds(5)).IgnoreError();
-    for (auto& p : ps) p->Kill().IgnoreError();
-    if (coordinator != nullptr) coordinator->Stop(absl::Seconds(5)).IgnoreError();
-  }
-
-  absl::StatusOr<std::unique_ptr<Process>> Spawn(const std::string& name,
-                                                 const std::vector<std::string>& args) {
-    return Process::Start(absl::StrCat(bin, "/", name), args, "listening on ", kStartTimeout);
-  }
-
-  // The coordinator and shards 0 and 1, once both serve the first slot map.
-  absl::Status Start() {
-    const std::string checkpoints = absl::StrCat(dir, "/checkpoints");
-    std::error_code ec;
-    std::filesystem::create_directories(checkpoints, ec);
-    if (ec) return absl::UnavailableError(absl::StrCat("mkdir ", checkpoints, ": ", ec.message()));
-    EMBER_ASSIGN_OR_RETURN(
-        coordinator, Spawn("ember-coordinator", {absl::StrCat("--data_dir=", dir, "/coord"),
-                                                 "--port=0", "--expected_shards=2",
-                                                 absl::StrCat("--checkpoint_dir=", checkpoints)}));
-    for (int id = 0; id < 2; ++id) {
-      EMBER_ASSIGN_OR_RETURN(
-          std::unique_ptr<Process> p,
-          Spawn("ember-ps", {absl::StrCat("--data_dir=", dir, "/ps-", id), "--port=0",
-                             absl::StrCat("--shard_id=", id),
-                             absl::StrCat("--coordinator=", coordinator->ready_text()),
-                             absl::StrCat("--memory_budget_mb=", kMemoryBudgetMb)}));
-      ps_stubs.push_back(v1::PsService::NewStub(
-          grpc::CreateChannel(p->ready_text(), grpc::InsecureChannelCredentials())));
-      ps.push_back(std::move(p));
-    }
-    return PollUntil(
-        [&]() -> absl::StatusOr<bool> {
-          EMBER_ASSIGN_OR_RETURN(const std::vector<v1::GetShardInfoResponse> infos, ShardInfos());
-          for (const auto& info : infos) {
-            if (info.epoch() == 0) return false;
-          }
-          return true;
-        },
-        kStartTimeout, "shards 0 and 1 to serve the first slot map");
-  }
-
-  absl::Status StartServing() {
-    const std::string checkpoints = absl::StrCat(dir, "/checkpoints");  // the coordinator's
-    EMBER_ASSIGN_OR_RETURN(
-        serving,
-        Spawn("ember-serving", {absl::StrCat("--coordinator=", coordinator->ready_text()),
-                                absl::StrCat("--checkpoint_dir=", checkpoints),
-                                absl::StrCat("--data_dir=", dir, "/serving"), "--port=0"}));
-    serving_stub = v1::ServingService::NewStub(
-        grpc::CreateChannel(serving->ready_text(), grpc::InsecureChannelCredentials()));
-    return absl::OkStatus();
-  }
-
-  // GetShardInfo of each shard, in shard order.
-  absl::StatusOr<std::vector<v1::GetShardInfoResponse>> ShardInfos() {
-    std::vector<v1::GetShardInfoResponse> infos(ps_stubs.size());
-    for (size_t i = 0; i < ps_stubs.size(); ++i) {
-      EMBER_RETURN_IF_ERROR(Call([&](grpc::ClientContext* c) {
-        return ps_stubs[i]->GetShardInfo(c, v1::GetShardInfoRequest(), &infos[i]);
-      }));
-    }
-    return infos;
-  }
-
-  // The newest version of each shard, summed.
-  absl::StatusOr<uint64_t> PsVersions() {
-    EMBER_ASSIGN_OR_RETURN(const std::vector<v1::GetShardInfoResponse> infos, ShardInfos());
-    uint64_t sum = 0;
-    for (const auto& info : infos) sum += info.version();
-    return sum;
-  }
-
-  absl::StatusOr<v1::ServingStatus> FollowerStatus() {
-    v1::ServingStatus status;
-    EMBER_RETURN_IF_ERROR(Call([&](grpc::ClientContext* c) {
-      return serving_stub->GetServingStatus(c, v1::GetServingStatusRequest(), &status);
-    }));
-    return status;
-  }
-
-  // Waits until the follower is ready and has applied, on every shard, at least the
-  // version the shard had when the wait began.
-  absl::Status WaitCaughtUp() {
-    EMBER_ASSIGN_OR_RETURN(const std::vector<v1::GetShardInfoResponse> target, ShardInfos());
-    return PollUntil(
-        [&]() -> absl::StatusOr<bool> {
-          EMBER_ASSIGN_OR_RETURN(const v1::ServingStatus status, FollowerStatus());
-          if (!status.ready() || status.shards_size() != static_cast<int>(target.size())) {
-            return false;
-          }
-          for (const v1::ShardFollowState& s : status.shards()) {
-            if (s.shard_id() >= target.size() ||
-                s.applied_version() < target[s.shard_id()].version()) {
-              return false;
-            }
-          }
-          return true;
-        },
-        kCatchUpBound, "the follower to apply every shard's newest version");
-  }
-
-  // "train"'s (rows, digest) on the follower.
-  absl::StatusOr<PsClient::TableDigest> FollowerDigest() {
-    v1::ChecksumRequest request;
-    request.set_table(kTable);
-    v1::ChecksumResponse response;
-    EMBER_RETURN_IF_ERROR(Call(
-        [&](grpc::ClientContext* c) { return serving_stub->Checksum(c, request, &response); }));
-    if (response.tables_size() != 1) return absl::InternalError("follower Checksum: no table");
-    return PsClient::TableDigest{response.tables(0).rows(), response.tables(0).digest()};
-  }
-};
-
 // Lag samples of `count` probes (step 6 of the header), ids from rank `first_rank`.
 struct ProbeResult {
   std::vector<double> lag_ms;
@@ -527,7 +371,7 @@ struct Throughput {
   double follower_warmup = 0;  // the follower's keys/s during its warm-up
 };
 
-absl::StatusOr<Throughput> MeasureLookups(Cluster& cluster,
+absl::StatusOr<Throughput> MeasureLookups(ServingCluster& cluster,
                                           const std::vector<std::vector<uint64_t>>& pools,
                                           int rounds, double seconds, double warmup) {
   std::vector<std::unique_ptr<v1::ServingService::Stub>> stubs;
@@ -629,7 +473,7 @@ absl::StatusOr<Figures> RunServingSuite(const BenchOptions& options) {
   // Declaration order is teardown order reversed: clients and the load go before the
   // processes, the processes before their scratch directory.
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<BenchDir> dir, BenchDir::Open(""));
-  Cluster cluster;
+  ServingCluster cluster;
   cluster.bin = bin;
   cluster.dir = dir->path();
   EMBER_RETURN_IF_ERROR(cluster.Start());
