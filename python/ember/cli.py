@@ -38,6 +38,9 @@ def parser(description, config, run_dir):
     p.add_argument("--leave_at_step", type=int, default=0,
                    help="elastic: leave at a checkpoint at or after this step (as on SIGTERM)")
     p.add_argument("--generation", type=int, default=0)
+    p.add_argument("--run_id", default=None,
+                   help="name the run instead of --generation (the same on every worker): "
+                        "the coordinator allocates its generation")
     p.add_argument("--rows", choices=("continue", "fresh"), default=None,
                    help="a new run on a cluster an earlier run trained on: train on from the "
                         "PS rows (continue) or empty every table first (fresh)")
@@ -79,7 +82,8 @@ def start_job(args, config):
                      leave_at_step=args.leave_at_step)
     else:
         where = dict(rank=args.rank, world_size=args.world_size)
-    job = Job(config, args.coordinator, generation=args.generation, rows=args.rows,
+    job = Job(config, args.coordinator, generation=args.generation, run_id=args.run_id,
+              rows=args.rows,
               run_dir=args.run_dir,
               tls=(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None, **where)
     return job, cluster

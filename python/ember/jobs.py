@@ -87,11 +87,14 @@ class AttemptResized(BaseException):
 class Job:
     """A training job on the cluster of ``coordinator``. ``config``: the model config
     (data, tables, features, training schedule; ember.load_config). ``name`` defaults to
-    the config's. Every run of a job on one coordinator needs its own ``generation``.
+    the config's. Every run of a job on one coordinator needs its own ``generation`` (or
+    ``run_id``).
     ``resume_from``: "" (the PS rows as they are), "latest" or a checkpoint name.
     ``rows`` (a new run without ``resume_from``): "continue" trains on from the rows the
     PS tables hold, "fresh" empties every table first; required once any run trained on
-    the cluster (the coordinator refuses to guess).
+    the cluster (the coordinator refuses to guess). ``run_id`` instead of ``generation``
+    (every worker of the run the same, e.g. a Kubernetes Job's UID): the coordinator
+    allocates the run's generation, so a new run needs no hand-picked, growing number.
 
     Elastic runs (docs/ARCHITECTURE.md "Elastic runs"): ``workers=(MIN, MAX)`` instead
     of ``rank`` and ``world_size``, the same on every worker of the run; the
@@ -107,7 +110,15 @@ class Job:
                  collective_timeout_s=60.0,
                  ps_deadline_s=30.0, recovery_timeout_s=600.0, max_recoveries=100,
                  run_dir=None, tls=None, log=_say, workers=None, member=None,
-                 join_at_step=0, leave_at_step=0):
+                 join_at_step=0, leave_at_step=0, run_id=None):
+        if run_id is not None and (not isinstance(run_id, str) or
+                                   not 1 <= len(run_id.encode()) <= 128):
+            raise InvalidArgumentError(f"run_id {run_id!r} is not a string of 1..128 bytes")
+        if run_id is not None and generation:
+            raise InvalidArgumentError(
+                "give the run's run_id or its generation, not both (the coordinator "
+                "allocates the generation of a run_id)")
+        self.run_id = run_id or ""
         self.min_workers, self.max_workers = _worker_range(workers)
         elastic = self.max_workers > 0
         if elastic and (rank is not None or world_size is not None):
@@ -200,13 +211,15 @@ class Job:
 
     def _run(self, train):
         after, reason = 0, ""
+        self._run_name = self.run_id
+        run = f"run '{self.run_id}'" if self.run_id else f"generation {self.generation}"
         if self.elastic:
             self.rank = None
-            self.log(f"{self._who()}: joining job '{self.name}' (generation {self.generation}, "
+            self.log(f"{self._who()}: joining job '{self.name}' ({run}, "
                      f"{self.min_workers} to {self.max_workers} workers) at {self.coordinator}")
         else:
             self.log(f"worker {self.rank}/{self.world_size}: joining job '{self.name}' "
-                     f"(generation {self.generation}) at {self.coordinator}")
+                     f"({run}) at {self.coordinator}")
         recoveries = resizes = 0
         resized = False
         while True:
@@ -222,12 +235,17 @@ class Job:
                                       report=lambda line: self.log(f"{self._who()}: {line}"),
                                       rows=self.rows, min_workers=self.min_workers,
                                       max_workers=self.max_workers, member=self.member,
-                                      join_at_step=self.join_at_step)
+                                      join_at_step=self.join_at_step, run_id=self.run_id)
             except FailedPreconditionError:
                 if self.elastic and self._run_finished():
                     self.log(f"{self._who()}: the run finished before this worker got a place")
                     return {"left": True, "steps": 0, "resizes": resizes}
                 raise
+            if self.run_id:
+                # Rejoins (and the collective's rendezvous) name the run by the generation
+                # the coordinator gave it.
+                self.generation, self.run_id = join["generation"], ""
+                self.log(f"{self._who()}: run '{self._run_name}' is generation {self.generation}")
             if self.elastic:
                 self.rank, self.world_size = join["rank"], join["world_size"]
                 if not 0 <= self.rank < self.world_size:

@@ -189,8 +189,11 @@ class PyJobClient {
                 uint64_t after_attempt, const std::string& reason, double timeout_s,
                 double unreachable_timeout_s, py::object report, const std::string& rows,
                 uint32_t min_workers, uint32_t max_workers, const std::string& member,
-                uint64_t join_at_step) {
+                uint64_t join_at_step, const std::string& run_id) {
     v1::JoinJobRequest request;
+    // A run named by its id (a Kubernetes Job's UID): the coordinator answers its
+    // generation, which later joins give instead.
+    request.set_run_id(run_id);
     if (max_workers > 0) {
       // Elastic: the coordinator assigns the rank and the world size per attempt.
       request.set_min_workers(min_workers);
@@ -377,7 +380,8 @@ void BindWorker(py::module_& m) {
            py::arg("config") = py::bytes(), py::arg("after_attempt") = 0, py::arg("reason") = "",
            py::arg("timeout_s") = 600.0, py::arg("unreachable_timeout_s") = 60.0,
            py::arg("report") = py::none(), py::arg("rows") = "", py::arg("min_workers") = 0,
-           py::arg("max_workers") = 0, py::arg("member") = "", py::arg("join_at_step") = 0)
+           py::arg("max_workers") = 0, py::arg("member") = "", py::arg("join_at_step") = 0,
+           py::arg("run_id") = "")
       .def("checkpoint", &PyJobClient::Checkpoint, py::arg("job"), py::arg("generation"),
            py::arg("attempt"), py::arg("state"), py::arg("timeout_s") = 600.0,
            py::arg("resize") = false)

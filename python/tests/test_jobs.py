@@ -183,3 +183,25 @@ def test_a_second_run_says_what_it_does_with_the_rows(quickstart_data):
             unsaid.run(lambda attempt: pytest.fail("a run that said nothing trained"))
         fresh = ember.Job(config, cluster.coordinator, generation=3, rows="fresh", log=None)
         assert fresh.run(lambda attempt: "fresh") == "fresh"
+
+
+def test_runs_named_by_run_id_get_their_generations_from_the_coordinator(quickstart_data):
+    import ember
+    from ember import errors
+    config = ember.load_config(quickstart_data[0])
+    with pytest.raises(errors.InvalidArgumentError, match="not both"):
+        ember.Job(config, "127.0.0.1:1", run_id="a", generation=3, log=None)
+    with pytest.raises(errors.InvalidArgumentError, match="1..128 bytes"):
+        ember.Job(config, "127.0.0.1:1", run_id="x" * 129, log=None)
+    with ember.local.LocalCluster(shards=1) as cluster:
+        seen = []
+        for run_id in ("uid-1", "uid-2"):
+            job = ember.Job(config, cluster.coordinator, run_id=run_id, rows="continue",
+                            log=None)
+            assert job.run(lambda attempt: attempt.job.generation) == job.generation
+            seen.append(job.generation)
+        assert seen[0] >= 1 and seen[1] > seen[0], seen  # no hand-picked numbers
+        # A superseded run is refused, naming the newer generation.
+        old = ember.Job(config, cluster.coordinator, run_id="uid-1", rows="continue", log=None)
+        with pytest.raises(errors.FailedPreconditionError):
+            old.run(lambda attempt: pytest.fail("a superseded run trained"))

@@ -31,9 +31,9 @@ absl::Status ServingCluster::Start() {
   std::filesystem::create_directories(checkpoints, ec);
   if (ec) return absl::UnavailableError(absl::StrCat("mkdir ", checkpoints, ": ", ec.message()));
   EMBER_ASSIGN_OR_RETURN(
-      coordinator, Spawn("ember-coordinator", {absl::StrCat("--data_dir=", dir, "/coord"),
-                                               "--port=0", "--expected_shards=2",
-                                               absl::StrCat("--checkpoint_dir=", checkpoints)}));
+      coordinator, Spawn("ember-coordinator",
+                         {absl::StrCat("--data_dir=", dir, "/coord"), "--port=0",
+                          "--expected_shards=2", absl::StrCat("--checkpoint_dir=", checkpoints)}));
   for (int id = 0; id < 2; ++id) {
     EMBER_ASSIGN_OR_RETURN(
         std::unique_ptr<Process> p,
@@ -59,10 +59,9 @@ absl::Status ServingCluster::Start() {
 absl::Status ServingCluster::StartServing() {
   const std::string checkpoints = absl::StrCat(dir, "/checkpoints");  // the coordinator's
   EMBER_ASSIGN_OR_RETURN(
-      serving,
-      Spawn("ember-serving", {absl::StrCat("--coordinator=", coordinator->ready_text()),
-                              absl::StrCat("--checkpoint_dir=", checkpoints),
-                              absl::StrCat("--data_dir=", dir, "/serving"), "--port=0"}));
+      serving, Spawn("ember-serving", {absl::StrCat("--coordinator=", coordinator->ready_text()),
+                                       absl::StrCat("--checkpoint_dir=", checkpoints),
+                                       absl::StrCat("--data_dir=", dir, "/serving"), "--port=0"}));
   serving_stub = v1::ServingService::NewStub(
       grpc::CreateChannel(serving->ready_text(), grpc::InsecureChannelCredentials()));
   return absl::OkStatus();
@@ -121,8 +120,8 @@ absl::StatusOr<PsClient::TableDigest> ServingCluster::FollowerDigest() {
   v1::ChecksumRequest request;
   request.set_table(kTable);
   v1::ChecksumResponse response;
-  EMBER_RETURN_IF_ERROR(Call(
-      [&](grpc::ClientContext* c) { return serving_stub->Checksum(c, request, &response); }));
+  EMBER_RETURN_IF_ERROR(
+      Call([&](grpc::ClientContext* c) { return serving_stub->Checksum(c, request, &response); }));
   if (response.tables_size() != 1) return absl::InternalError("follower Checksum: no table");
   return PsClient::TableDigest{response.tables(0).rows(), response.tables(0).digest()};
 }
