@@ -95,4 +95,17 @@ grpc::ServerUnaryReactor* AdminServiceImpl::RequestCheckpoint(
   return FinishNow(context, status);
 }
 
+grpc::ServerUnaryReactor* AdminServiceImpl::StopJob(grpc::CallbackServerContext* context,
+                                                    const v1::StopJobRequest* request,
+                                                    v1::GetJobResponse* response) {
+  if (absl::Status s = Authenticate(context); !s.ok()) return FinishNow(context, s);
+  if (jobs_ == nullptr) return FinishNow(context, absl::UnimplementedError("no job manager"));
+  absl::StatusOr<v1::GetJobResponse> stopped = jobs_->StopJob(request->job(), request->reason());
+  if (!stopped.ok()) return FinishNow(context, stopped.status());
+  *response = *std::move(stopped);
+  return FinishNow(context,
+                   state_->Audit(Who(context), absl::StrCat("stop_job job=", request->job(),
+                                                            " reason=", request->reason())));
+}
+
 }  // namespace ember

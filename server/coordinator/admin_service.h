@@ -56,6 +56,9 @@ class AdminServiceImpl final : public v1::AdminService::CallbackService {
   grpc::ServerUnaryReactor* RequestCheckpoint(grpc::CallbackServerContext* context,
                                               const v1::RequestCheckpointRequest* request,
                                               v1::RequestCheckpointResponse* response) override;
+  grpc::ServerUnaryReactor* StopJob(grpc::CallbackServerContext* context,
+                                    const v1::StopJobRequest* request,
+                                    v1::GetJobResponse* response) override;
   // admin_service_cluster.cc:
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context,
                                      const v1::ListJobsRequest* request,

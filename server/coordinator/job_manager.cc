@@ -240,6 +240,24 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   return absl::OkStatus();
 }
 
+absl::Status JobManager::CheckNoOtherRunLocked(const std::string& name) const {
+  for (const auto& [other, job] : jobs_) {
+    const v1::GetJobResponse::Phase phase = job.record.phase();
+    if (other == name ||
+        (phase != v1::GetJobResponse::RUNNING && phase != v1::GetJobResponse::RECOVERING)) {
+      continue;
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", ClipForMessage(name), "' cannot start: job '", other, "' (generation ",
+        job.record.generation(), ") is ", v1::GetJobResponse::Phase_Name(phase),
+        " on this PS cluster, whose shards serve one training job at a time (their attempt "
+        "fence is cluster-wide); wait for it to end, stop it if its workers are gone "
+        "('emberctl jobs stop --job=",
+        other, "'), or train '", ClipForMessage(name), "' on another cluster"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status JobManager::CheckStartRowsLocked(const v1::JoinJobRequest& request,
                                               bool resumes) const {
   if (resumes) {
@@ -323,6 +341,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   }
   auto it = jobs_.find(request.job());
   if (it == jobs_.end() || request.generation() > it->second.record.generation()) {
+    EMBER_RETURN_IF_ERROR(CheckNoOtherRunLocked(request.job()));
     EMBER_RETURN_IF_ERROR(StartRunLocked(request));
     it = jobs_.find(request.job());
   }

@@ -103,6 +103,9 @@ class JobManager {
   // Marks an on-demand checkpoint for the job's next step barrier. FAILED_PRECONDITION
   // for a FINISHED or FAILED job.
   absl::Status RequestCheckpoint(const std::string& job);
+  // Ends the job's RUNNING or RECOVERING run: FAILED with "stopped by an operator:
+  // `reason`" (admin.proto StopJob). NOT_FOUND; FAILED_PRECONDITION when not running.
+  absl::StatusOr<v1::GetJobResponse> StopJob(const std::string& job, const std::string& reason);
 
   // Records rank 0's progress of the running attempt (job_manager_progress.cc;
   // coordinator.proto ReportProgress for the errors). GetJob and ListJobs answer it.
@@ -221,6 +224,10 @@ class JobManager {
   absl::Status RestoreShards(const std::string& job, const std::string& checkpoint,
                              uint64_t attempt, std::map<uint32_t, uint64_t>* incarnations,
                              bool clear = false);
+  // FAILED_PRECONDITION naming the other job when one other than `name` is RUNNING or
+  // RECOVERING: the shards' attempt fence serves one training job at a time.
+  absl::Status CheckNoOtherRunLocked(const std::string& name) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A new run's JoinJobRequest.rows against the runs this coordinator knows: refuses an
   // unspecified choice once any run trained on the cluster, and a fresh start while
   // another job's run is under way (its rows would go too).

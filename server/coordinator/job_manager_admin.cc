@@ -1,7 +1,8 @@
 // Copyright 2026 The Ember Authors.
 //
 // JobManager, part 2: what operators see and do (AdminService): job and checkpoint
-// listings, restoring a stopped job's checkpoint, shards that take over slots.
+// listings, stopping a job, restoring a stopped job's checkpoint, shards that take
+// over slots.
 
 #include <utility>
 
@@ -22,6 +23,36 @@ void JobManager::AdoptShard(uint32_t shard_id, uint64_t incarnation) {
       PersistLocked(job).IgnoreError();  // the next write retries
     }
   }
+}
+
+absl::StatusOr<v1::GetJobResponse> JobManager::StopJob(const std::string& name,
+                                                       const std::string& reason) {
+  if (reason.size() > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the reason has ", reason.size(), " bytes; at most 256"));
+  }
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(name);
+  if (it == jobs_.end()) {
+    return absl::NotFoundError(absl::StrCat("unknown job '", ClipForMessage(name), "'"));
+  }
+  Job& job = it->second;
+  const v1::GetJobResponse::Phase phase = job.record.phase();
+  if (phase != v1::GetJobResponse::RUNNING && phase != v1::GetJobResponse::RECOVERING) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", name, "' is ", v1::GetJobResponse::Phase_Name(phase), ": nothing to stop"));
+  }
+  job.record.set_phase(v1::GetJobResponse::FAILED);
+  job.record.set_failure(absl::StrCat("stopped by an operator",
+                                      reason.empty() ? std::string() : absl::StrCat(": ", reason)));
+  job.record.clear_joined();
+  job.record.clear_joined_processes();
+  job.waiting.clear();
+  job.waiting_for.clear();
+  EMBER_RETURN_IF_ERROR(PersistLocked(job));
+  EMBER_LOG(WARNING) << "job " << name << " generation " << job.record.generation() << " attempt "
+                     << job.record.attempt() << " " << job.record.failure();
+  return DescribeLocked(name);
 }
 
 std::vector<v1::GetJobResponse> JobManager::ListJobs() const {

@@ -109,6 +109,14 @@ absl::StatusOr<v1::ListJobsResponse> AdminClient::ListJobs() {
   return Admin(&v1::AdminService::Stub::ListJobs, v1::ListJobsRequest(), "ListJobs");
 }
 
+absl::StatusOr<v1::GetJobResponse> AdminClient::StopJob(const std::string& job,
+                                                        const std::string& reason) {
+  v1::StopJobRequest request;
+  request.set_job(job);
+  request.set_reason(reason);
+  return Admin(&v1::AdminService::Stub::StopJob, request, "StopJob");
+}
+
 absl::StatusOr<v1::AdminCreateTableResponse> AdminClient::CreateTable(
     const v1::TableConfig& config) {
   v1::AdminCreateTableRequest request;

@@ -54,6 +54,7 @@ class AdminClient {
   absl::StatusOr<v1::GetAuditLogResponse> GetAuditLog(uint64_t after_sequence, uint32_t limit);
   absl::StatusOr<v1::RequestCheckpointResponse> RequestCheckpoint(const std::string& job);
   absl::StatusOr<v1::ListJobsResponse> ListJobs();
+  absl::StatusOr<v1::GetJobResponse> StopJob(const std::string& job, const std::string& reason);
   absl::StatusOr<v1::AdminCreateTableResponse> CreateTable(const v1::TableConfig& config);
   absl::StatusOr<v1::Migration> StartMigration(const v1::MigrationSpec& spec);
   // Empty op_id: the newest operation.

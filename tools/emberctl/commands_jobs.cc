@@ -1,8 +1,9 @@
 // Copyright 2026 The Ember Authors.
 //
-// emberctl `jobs list|describe`: every training job the coordinator knows, with the
-// progress its rank 0 reports (coordinator.proto JobProgress): step, share of the run
-// done, examples/s, training loss, last test AUC and the time left.
+// emberctl `jobs list|describe|stop`: every training job the coordinator knows, with
+// the progress its rank 0 reports (coordinator.proto JobProgress): step, share of the
+// run done, examples/s, training loss, last test AUC and the time left; and ending a
+// run whose workers are gone (admin.proto StopJob).
 
 #include <string>
 #include <vector>
@@ -107,6 +108,31 @@ absl::Status RunDescribe(Session& s, const std::string& name) {
   return absl::OkStatus();
 }
 
+struct StopOptions {
+  std::string reason;
+};
+
+void DeclareStop(FlagSet& flags, StopOptions& o) {
+  flags.String("reason", &o.reason, "TEXT", "recorded as the job's failure (at most 256 bytes)");
+}
+
+absl::StatusOr<Runner> FinishStop(const Args& args, const StopOptions& o) {
+  EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "JOB"));
+  return Runner([name = std::string(args.positionals[0]), reason = o.reason](Session& s) {
+    EMBER_ASSIGN_OR_RETURN(v1::GetJobResponse job, s.client->StopJob(name, reason));
+    if (s.options.json) {
+      JsonWriter j;
+      j.Proto(job);
+      PrintJson(s, j);
+    } else {
+      *s.out << "job " << job.job() << " (generation " << job.generation() << ", attempt "
+             << job.attempt() << "): " << v1::GetJobResponse::Phase_Name(job.phase()) << ", "
+             << job.failure() << "\n";
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::StatusOr<Runner> FinishList(const Args& args, const NoFlags&) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
   return Runner(RunList);
@@ -152,6 +178,12 @@ std::vector<CommandSpec> JobCommands() {
               "One job: its run, attempt, checkpoints, failure and progress; for an elastic\n"
               "run also its worker range, members by rank, waiting workers and resizes.\n",
               DeclareNoFlags, FinishDescribe),
+      Command("jobs", "stop", "JOB",
+              "Ends a running or recovering run of a job whose workers are gone or no\n"
+              "longer wanted: it becomes FAILED, its workers' next join fails, and another\n"
+              "job may start on the cluster (one training job at a time: the shards'\n"
+              "attempt fence is cluster-wide). The shards keep their rows. Audited.\n",
+              DeclareStop, FinishStop),
   };
 }
 

@@ -8,6 +8,8 @@
 // accepts a retry of a finished one. Rank 0's progress reports (ReportProgress) reach
 // GetJob and the coordinator's ember_job_* metrics, and bad or stale reports are refused.
 // A new run says what it does with the rows an earlier run left (JoinJobRequest.rows).
+// Another job cannot start while one runs (the shards' attempt fence is cluster-wide)
+// until an operator stops it (`emberctl jobs stop`, admin.proto StopJob).
 
 #include "worker/job/job_client.h"
 
@@ -18,11 +20,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/http_get.h"
 #include "tests/support/local_cluster.h"
 #include "tests/support/ports.h"
 #include "tests/support/scratch_dir.h"
+#include "tools/harness/process.h"
 
 namespace ember::worker {
 namespace {
@@ -193,7 +197,7 @@ TEST_F(JobClientTest, ANewRunSaysWhatItDoesWithTheShardsRows) {
   ASSERT_TRUE(started.ok()) << started.status();
   EXPECT_GT(started->attempt(), a1);
 
-  // Another job may not empty the tables under the running one.
+  // Another job may not start under the running one (let alone empty its tables).
   v1::JoinJobRequest other = JoinRequest(1, 0);
   other.set_job("another-job");
   other.set_rows(v1::JoinJobRequest::START_ROWS_FRESH);
@@ -204,6 +208,55 @@ TEST_F(JobClientTest, ANewRunSaysWhatItDoesWithTheShardsRows) {
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_EQ(job->generation(), 2u);
   EXPECT_EQ(job->phase(), v1::GetJobResponse::RUNNING);
+}
+
+// Two jobs on one cluster: the second cannot start while the first runs (their attempts
+// would fence each other's calls and each restore would roll back the other's rows);
+// `emberctl jobs stop` ends the first (its worker's next join fails) and the second
+// starts. The stop needs the admin credential and a running job.
+TEST_F(JobClientTest, AnotherJobStartsOnlyOnceTheRunningOneEndsOrIsStopped) {
+  const uint64_t a1 = StartAndJoin(
+      {absl::StrCat("--checkpoint_dir=", dir_.path(), "/ckpt"), "--admin_token=secret"});
+  ASSERT_NE(a1, 0u);
+  v1::JoinJobRequest other = JoinRequest(1, 0);
+  other.set_job("another-job");
+  absl::StatusOr<v1::JoinJobResponse> refused = jobs_->Join(other, wait_);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  for (const char* word : {"job 'another-job' cannot start",
+                           "job 'finish-test' (generation 1) "
+                           "is RUNNING",
+                           "emberctl jobs stop --job=finish-test"}) {
+    EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr(word));
+  }
+  absl::StatusOr<v1::GetJobResponse> nothing = jobs_->GetJob("another-job", absl::Seconds(10));
+  EXPECT_EQ(nothing.status().code(), absl::StatusCode::kNotFound) << nothing.status();
+
+  const std::string ctl = absl::StrCat("--coordinator=", cluster_->coordinator_address());
+  // The stop needs the admin credential, a known job and a running one.
+  RunResult r = RunBinary(EMBER_CTL_BINARY, absl::StrCat("jobs stop finish-test ", ctl));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("admin token"));
+  r = RunBinary(EMBER_CTL_BINARY, absl::StrCat("jobs stop no-such-job --admin_token=secret ", ctl));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("unknown job 'no-such-job'"));
+  r = RunBinary(EMBER_CTL_BINARY,
+                absl::StrCat("jobs stop finish-test --admin_token=secret --reason=gone ", ctl));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("FAILED, stopped by an operator: gone"));
+  r = RunBinary(EMBER_CTL_BINARY, absl::StrCat("jobs stop finish-test --admin_token=secret ", ctl));
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("is FAILED: nothing to stop"));
+  r = RunBinary(EMBER_CTL_BINARY, absl::StrCat("audit --admin_token=secret ", ctl));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("stop_job job=finish-test reason=gone"));
+
+  // The stopped run's worker is told so when it rejoins; the other job starts.
+  absl::StatusOr<v1::JoinJobResponse> rejoin = jobs_->Join(JoinRequest(1, a1), wait_);
+  EXPECT_EQ(rejoin.status().code(), absl::StatusCode::kFailedPrecondition) << rejoin.status();
+  EXPECT_THAT(std::string(rejoin.status().message()),
+              ::testing::HasSubstr("stopped by an operator: gone"));
+  absl::StatusOr<v1::JoinJobResponse> started = jobs_->Join(other, wait_);
+  ASSERT_TRUE(started.ok()) << started.status();
+  EXPECT_GT(started->attempt(), a1);
 }
 
 v1::ReportProgressRequest ProgressRequest(uint64_t generation, uint64_t attempt) {
