@@ -252,7 +252,7 @@ absl::Status JobManager::CheckNoOtherRunLocked(const std::string& name) const {
         job.record.generation(), ") is ", v1::GetJobResponse::Phase_Name(phase),
         " on this PS cluster, whose shards serve one training job at a time (their attempt "
         "fence is cluster-wide); wait for it to end, stop it if its workers are gone "
-        "('emberctl jobs stop --job=",
+        "('emberctl jobs stop ",
         other, "'), or train '", ClipForMessage(name), "' on another cluster"));
   }
   return absl::OkStatus();

@@ -225,7 +225,7 @@ TEST_F(JobClientTest, AnotherJobStartsOnlyOnceTheRunningOneEndsOrIsStopped) {
   for (const char* word : {"job 'another-job' cannot start",
                            "job 'finish-test' (generation 1) "
                            "is RUNNING",
-                           "emberctl jobs stop --job=finish-test"}) {
+                           "emberctl jobs stop finish-test"}) {
     EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr(word));
   }
   absl::StatusOr<v1::GetJobResponse> nothing = jobs_->GetJob("another-job", absl::Seconds(10));
