@@ -1,7 +1,8 @@
 """Elastic Python jobs (ember.Job(workers=(MIN, MAX))) on real clusters: a run that
 grows 2 -> 3 and shrinks 3 -> 2 while it trains reads every example of its data once
 (no line twice, none skipped: each file is consumed as one unbroken prefix), gives the
-same model in two runs of the same schedule, and its leaving worker exits 0; and the
+same model in two runs of the same schedule, and its leaving worker exits 0; the same
+schedule partitioned by a column reads no line twice; a SIGTERM'd worker leaves; and the
 Job's refusals of a bad worker range (docs/ARCHITECTURE.md "Elastic runs"). The workers
 are elastic_worker.py processes over data written here."""
 
@@ -128,6 +129,23 @@ def test_a_run_grows_and_shrinks_reading_every_example_once(elastic_config, tmp_
         models.append((ranks0["sparse_rows"], ranks0["sparse_checksum"],
                        ranks0["dense_checksum"]))
     assert models[0] == models[1], models  # BSP: the schedule alone fixes the model
+
+
+def test_partitioned_by_a_column_every_example_is_read_once(elastic_config, tmp_path):
+    # Every rank reads every file and keeps its residue of Mix64(user_id): a resize
+    # stacks a hash layer (docs/ARCHITECTURE.md "Resuming at another worker count").
+    by_user = str(tmp_path / "by_user.pbtxt")
+    with open(elastic_config) as f:
+        text = f.read()
+    assert 'partition_by: "file"' in text
+    with open(by_user, "w") as f:
+        f.write(text.replace('partition_by: "file"', 'partition_by: "user_id"'))
+    results, lines, logs = run_schedule(by_user, str(tmp_path / "run"))
+    final = [r for r in results.values() if not r["left"] and r["rank"] == 0][0]
+    expected = (30 * 2 + 30 * 3 + 40 * 2) * 64
+    assert final["steps"] == 100 and final["resizes"] == 2, final
+    assert final["examples"] == expected and final["examples_per_epoch"] == [expected]
+    assert len(lines) == expected and len(np.unique(lines)) == expected  # none twice
 
 
 def test_a_worker_sent_sigterm_leaves_at_a_checkpoint_and_exits_0(elastic_config, tmp_path):
