@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 
+from .errors import InvalidArgumentError
 from .jobs import Job
 from .local import LocalCluster
 
@@ -78,6 +79,10 @@ def start_job(args, config):
         cluster = LocalCluster(shards=args.shards).start()
         args.coordinator = cluster.coordinator
     if args.workers:
+        if args.rank != 0 or args.world_size != 1:
+            raise InvalidArgumentError(
+                "--workers=MIN:MAX makes the run elastic: the coordinator gives the rank and "
+                "the world size; leave out --rank and --world_size")
         where = dict(workers=args.workers, member=args.member, join_at_step=args.join_at_step,
                      leave_at_step=args.leave_at_step)
     else:

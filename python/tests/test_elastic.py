@@ -188,5 +188,10 @@ def test_a_bad_worker_range_is_refused(elastic_config):
         config.text.replace("training {", "training {\n  epoch_end: LAST_OUT", 1))
     with pytest.raises(InvalidArgumentError, match="LAST_OUT is ember-worker's"):
         ember.Job(last_out, "127.0.0.1:1", workers="1:2", log=None)
+    import ember.cli
+    args = ember.cli.parser("elastic", elastic_config, "run").parse_args(
+        ["--coordinator=127.0.0.1:1", "--workers=2:3", "--rank=1", "--world_size=3"])
+    with pytest.raises(InvalidArgumentError, match="leave out --rank and --world_size"):
+        ember.cli.start_job(args, config)
     with pytest.raises(InvalidArgumentError, match="integer >= 0"):
         ember.Job(config, "127.0.0.1:1", workers="1:2", leave_at_step=-1, log=None)
