@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import ember
+import ember.cli
 import ember.local
 from ember.errors import InvalidArgumentError
 
@@ -188,7 +189,6 @@ def test_a_bad_worker_range_is_refused(elastic_config):
         config.text.replace("training {", "training {\n  epoch_end: LAST_OUT", 1))
     with pytest.raises(InvalidArgumentError, match="LAST_OUT is ember-worker's"):
         ember.Job(last_out, "127.0.0.1:1", workers="1:2", log=None)
-    import ember.cli
     args = ember.cli.parser("elastic", elastic_config, "run").parse_args(
         ["--coordinator=127.0.0.1:1", "--workers=2:3", "--rank=1", "--world_size=3"])
     with pytest.raises(InvalidArgumentError, match="leave out --rank and --world_size"):
