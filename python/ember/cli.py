@@ -17,7 +17,7 @@ import json
 import os
 
 from .errors import InvalidArgumentError
-from .jobs import Job
+from .jobs import Job, _worker_range
 from .local import LocalCluster
 
 
@@ -62,12 +62,8 @@ def load(args):
     """Sets torch's threads and loads the config."""
     import torch
     from . import load_config
-    workers = args.world_size
-    if args.workers:  # elastic: as many threads as at its largest (Job checks the range)
-        try:
-            workers = int(args.workers.split(":")[-1])
-        except ValueError:
-            workers = 1
+    # Elastic: as many threads as at its largest (a bad range is refused here already).
+    workers = _worker_range(args.workers)[1] if args.workers else args.world_size
     torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 2) // max(1, workers) - 1))
     return load_config(args.config)
 

@@ -211,8 +211,8 @@ class Job:
 
     def _run(self, train):
         after, reason = 0, ""
-        self._run_name = self.run_id
-        run = f"run '{self.run_id}'" if self.run_id else f"generation {self.generation}"
+        run_id = self.run_id  # until the coordinator answers the run's generation
+        run = f"run '{run_id}'" if run_id else f"generation {self.generation}"
         if self.elastic:
             self.rank = None
             self.log(f"{self._who()}: joining job '{self.name}' ({run}, "
@@ -227,7 +227,8 @@ class Job:
             # its maximum, a worker started before its run).
             first = self.elastic and resizes == 0 and recoveries == 0
             try:
-                join = self.jobs.join(self.name, self.generation, self.rank or 0, self.world_size,
+                join = self.jobs.join(self.name, 0 if run_id else self.generation,
+                                      self.rank or 0, self.world_size,
                                       self.resume_from, self.digest, self.config_bytes,
                                       after_attempt=after, reason=reason,
                                       timeout_s=math.inf if first else self.recovery_timeout_s,
@@ -235,17 +236,18 @@ class Job:
                                       report=lambda line: self.log(f"{self._who()}: {line}"),
                                       rows=self.rows, min_workers=self.min_workers,
                                       max_workers=self.max_workers, member=self.member,
-                                      join_at_step=self.join_at_step, run_id=self.run_id)
+                                      join_at_step=self.join_at_step, run_id=run_id)
             except FailedPreconditionError:
                 if self.elastic and self._run_finished():
                     self.log(f"{self._who()}: the run finished before this worker got a place")
                     return {"left": True, "steps": 0, "resizes": resizes}
                 raise
-            if self.run_id:
+            if run_id:
                 # Rejoins (and the collective's rendezvous) name the run by the generation
                 # the coordinator gave it.
-                self.generation, self.run_id = join["generation"], ""
-                self.log(f"{self._who()}: run '{self._run_name}' is generation {self.generation}")
+                self.generation = join["generation"]
+                self.log(f"{self._who()}: run '{run_id}' is generation {self.generation}")
+                run_id = ""
             if self.elastic:
                 self.rank, self.world_size = join["rank"], join["world_size"]
                 if not 0 <= self.rank < self.world_size:

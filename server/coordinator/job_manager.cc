@@ -268,21 +268,10 @@ absl::Status JobManager::CheckStartRowsLocked(const v1::JoinJobRequest& request,
     }
     return absl::OkStatus();  // the checkpoint's rows replace the shards'
   }
-  // The newest run of any job: the one whose rows the shards may hold.
+  // A run whose rows the shards may hold. (No other job runs: CheckNoOtherRunLocked
+  // refused the join first, so a fresh start empties no one else's tables.)
   const v1::JobRecord* earlier = nullptr;
-  for (const auto& [name, job] : jobs_) {
-    const v1::JobRecord& r = job.record;
-    const bool running =
-        r.phase() == v1::GetJobResponse::RUNNING || r.phase() == v1::GetJobResponse::RECOVERING;
-    if (request.rows() == v1::JoinJobRequest::START_ROWS_FRESH && running &&
-        name != request.job()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "rows=fresh would empty the tables under job '", name, "' (generation ", r.generation(),
-          ", ", v1::GetJobResponse::Phase_Name(r.phase()),
-          "), which trains on this PS cluster: one job per PS cluster (docs/OPERATIONS.md)"));
-    }
-    earlier = &r;
-  }
+  for (const auto& [name, job] : jobs_) earlier = &job.record;
   if (request.rows() != v1::JoinJobRequest::START_ROWS_UNSPECIFIED || earlier == nullptr) {
     return absl::OkStatus();
   }

@@ -229,8 +229,8 @@ class JobManager {
   absl::Status CheckNoOtherRunLocked(const std::string& name) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A new run's JoinJobRequest.rows against the runs this coordinator knows: refuses an
-  // unspecified choice once any run trained on the cluster, and a fresh start while
-  // another job's run is under way (its rows would go too).
+  // unspecified choice once any run trained on the cluster. REQUIRES:
+  // CheckNoOtherRunLocked passed (no other job's rows are in use).
   absl::Status CheckStartRowsLocked(const v1::JoinJobRequest& request, bool resumes) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
