@@ -102,6 +102,10 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
               "a slot migration retries shards that do not answer this long before it stops "
               "as FAILED")
       .Min(0);
+  flags.Choice("migration_copy_priority", &o.migration.copy_priority, BackgroundPriorityWords(),
+               "CPU priority of the thread that relays a slot migration's snapshot pages: "
+               "low (nice 19), idle (SCHED_IDLE: only CPU nothing else wants) or normal; the "
+               "shards serve those pages at their own --migration_copy_priority");
   flags.Bool("auto_rebalance", &o.policy.auto_rebalance,
              "when a shard registers that owns no slots (a shard added while jobs run), move "
              "about its share of slots to it, balanced by slot count, one migration at a time. "

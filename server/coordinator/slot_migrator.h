@@ -52,6 +52,7 @@
 #include "ember/v1/admin.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/shared/background_lane.h"
 
 namespace ember {
 
@@ -73,6 +74,11 @@ struct SlotMigratorOptions {
   int max_catch_up_rounds = 50;
   // Moves of more slots are split into moves of at most this many. Default: 1024
   uint32_t max_slots_per_move = 1024;
+  // The snapshot copy (ExportRows pages relayed to ImportRows) runs on a thread at
+  // this priority (background_lane.h), and asks the shards to serve its pages at
+  // theirs (ImportRowsRequest.background); catch-up and the switch keep the
+  // coordinator's priority. kNormal: the migration's own thread. Default: kLow
+  BackgroundPriority copy_priority = BackgroundPriority::kLow;
   // Test hook (fault tests): the coordinator SIGKILLs itself when a move reaches
   // "copying" (after its first page), "catching_up", "fenced" or "switched" (map
   // committed, not yet installed). Empty: never.

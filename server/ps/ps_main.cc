@@ -60,6 +60,7 @@
 #include "common/status_macros.h"
 #include "common/tls.h"
 #include "prometheus/registry.h"
+#include "rocksdb/env.h"
 #include "server/ps/heavy_hitters.h"
 #include "server/ps/memory_limit.h"
 #include "server/ps/ps_metrics.h"
@@ -67,6 +68,7 @@
 #include "server/ps/shard_agent.h"
 #include "server/ps/shard_bounds.h"
 #include "server/ps/shard_drain.h"
+#include "server/shared/background_lane.h"
 #include "server/shared/graceful_shutdown.h"
 #include "server/shared/listener_check.h"
 #include "server/shared/serve.h"
@@ -114,6 +116,8 @@ struct PsMainOptions {
   int64_t disk_faults_for_ms = 0;
   int64_t disk_faults_until_unix_ms = 0;
   DrainFlags drain;
+  BackgroundPriority migration_copy_priority = BackgroundPriority::kLow;
+  BackgroundPriority compaction_priority = BackgroundPriority::kIdle;
 };
 
 // --test_crash_on_migration=METHOD:N.
@@ -163,6 +167,15 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
       .Range(0, int64_t{1} << 40)
       .DefaultText(absl::StrCat(kDefaultMemoryBudgetMb, "; with --memory_limit_mb its share"));
   flags.Bool("wal", &o.wal, "RocksDB write-ahead log");
+  flags.Choice("compaction_priority", &o.compaction_priority, BackgroundPriorityWords(),
+               "CPU priority of RocksDB's compaction threads: idle (SCHED_IDLE: only CPU that "
+               "pulls and pushes do not want), low (nice 19) or normal. Memtable flushes keep "
+               "the normal priority; compaction that falls behind under a saturated CPU slows "
+               "writes (RocksDB's L0 triggers), which frees the CPU for it");
+  flags.Choice("migration_copy_priority", &o.migration_copy_priority, BackgroundPriorityWords(),
+               "CPU priority of the thread that serves a slot migration's snapshot pages "
+               "(ExportRows, bulk ImportRows): low (nice 19), idle (SCHED_IDLE) or normal (on "
+               "gRPC's threads)");
   flags.Bool("frequency_admission", &o.frequency_admission,
              "while the memory budget is full, a row a pull reads from RocksDB enters the "
              "memory tier only if its ID was seen more often than the row it would push out "
@@ -403,6 +416,17 @@ absl::Status Run(const PsMainOptions& o) {
   }
   EMBER_ASSIGN_OR_RETURN(std::unique_ptr<ShardStorage> storage,
                          ShardStorage::Open(storage_options));
+  // Compaction yields to pulls and pushes (background_lane.h; the threads apply it at
+  // their next job). Process-wide: Env::Default's pool serves this shard's one database.
+  if (o.compaction_priority != BackgroundPriority::kNormal) {
+    const rocksdb::Status lowered = rocksdb::Env::Default()->LowerThreadPoolCPUPriority(
+        rocksdb::Env::LOW, o.compaction_priority == BackgroundPriority::kIdle
+                               ? rocksdb::CpuPriority::kIdle
+                               : rocksdb::CpuPriority::kLow);
+    if (!lowered.ok()) {
+      EMBER_LOG(WARNING) << "--compaction_priority: " << lowered.ToString();
+    }
+  }
 
   // Metrics, when enabled. The registry and PsMetrics outlive the service; the metrics
   // server (and with it every scrape) is declared after the service, so it ends first.
@@ -423,6 +447,7 @@ absl::Status Run(const PsMainOptions& o) {
   service.RequireClusterToken(o.cluster_token);
   service.SetPeerCredentials(tls.Channel());
   service.SetHotKeyOptions(o.hot_keys);
+  service.SetMigrationCopyPriority(o.migration_copy_priority);
   bool bound_inflight = false;
   InflightLimits inflight =
       InflightLimitsFrom(o.bounds, storage_options.store.memory_budget_bytes, &bound_inflight);

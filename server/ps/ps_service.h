@@ -69,6 +69,7 @@
 #include "server/ps/replica_owner.h"
 #include "server/ps/replica_store.h"
 #include "server/ps/watch_slots.h"
+#include "server/shared/background_lane.h"
 #include "server/shared/shard_storage.h"
 #include "server/store/embedding_store.h"
 
@@ -130,6 +131,12 @@ class PsServiceImpl final
   // stream's reader may make no progress. Default: WatchLimits's. Call before the
   // server starts.
   void SetWatchLimits(const WatchLimits& limits);
+
+  // Runs the migration's bulk copy (every ExportRows, and ImportRows with `background`)
+  // on a thread of its own at `priority` (background_lane.h), so that under contention
+  // the training calls get the CPU first. kNormal: on gRPC's threads (the default).
+  // ember-ps: --migration_copy_priority. Call before the server starts.
+  void SetMigrationCopyPriority(BackgroundPriority priority);
 
   // Replaces the hot-key settings (HotKeyOptions). Call before the server starts.
   void SetHotKeyOptions(const HotKeyOptions& options);
@@ -301,6 +308,11 @@ class PsServiceImpl final
                                         const absl::Status& status,
                                         const google::protobuf::Message& request,
                                         const google::protobuf::Message& response);
+  // The same on a reactor taken already (a call finished on another thread).
+  void FinishOn(grpc::ServerUnaryReactor* reactor, grpc::CallbackServerContext* context,
+                absl::string_view method, int64_t start_micros, const absl::Status& status,
+                const google::protobuf::Message& request,
+                const google::protobuf::Message& response);
 
   // OK if `epoch` is the current one and every id's slot is owned by this shard;
   // UNAVAILABLE if `epoch` is newer than the shard's (its map lags: retry) or an id's
@@ -431,6 +443,9 @@ class PsServiceImpl final
   std::atomic<uint64_t> pulled_keys_{0};
   std::atomic<uint64_t> pushed_keys_{0};
   std::atomic<uint64_t> replica_pulled_keys_{0};
+  // The migration copy's low-priority thread (SetMigrationCopyNice); null: none. Last,
+  // so that it is joined before anything its tasks use goes.
+  std::unique_ptr<BackgroundLane> copy_lane_;
 };
 
 }  // namespace ember

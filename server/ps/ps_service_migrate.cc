@@ -135,8 +135,7 @@ absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& requ
   EMBER_ASSIGN_OR_RETURN(const ChangeBatch batch,
                          store_->ReadChanges(request.after_version(), max));
   // Fewer entries than asked for: everything up to the watermark was read.
-  const uint64_t through =
-      batch.changes.size() < max ? batch.watermark : batch.changes.back().version;
+  uint64_t through = batch.changes.size() < max ? batch.watermark : batch.changes.back().version;
   // The changed rows of the ranges, once each, per table; their current values are
   // read below (newer than `through` is fine: a later read sends them again).
   std::vector<std::vector<uint64_t>> ids(batch.table_names.size());
@@ -153,6 +152,10 @@ absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& requ
     }
     if (!slots[SlotOf(seeds[change.table], change.id)]) continue;
     if (seen.insert({change.table, change.id}).second) ids[change.table].push_back(change.id);
+    if (request.max_rows() > 0 && seen.size() >= request.max_rows()) {
+      through = change.version;  // versions are consecutive: the next read starts after it
+      break;
+    }
   }
   for (size_t t = 0; t < ids.size(); ++t) {
     if (ids[t].empty()) continue;
@@ -246,8 +249,14 @@ absl::Status PsServiceImpl::DoDropSlots(const v1::DropSlotsRequest& request,
     removed += rows;
   }
   // Durable: dropped rows must not come back after a crash as rows of slots the shard
-  // does not own.
-  EMBER_RETURN_IF_ERROR(store_->Flush());
+  // does not own. The backend's deletes are all there is to make durable (the memory
+  // tier's copies were removed first); flushing the whole store would also write back
+  // every row training dirtied since the last checkpoint, on every move's cleanup.
+  if (storage_ != nullptr) {
+    EMBER_RETURN_IF_ERROR(storage_->rocksdb()->Flush());
+  } else {
+    EMBER_RETURN_IF_ERROR(store_->Flush());
+  }
   response->set_rows(removed);
   return absl::OkStatus();
 }
@@ -300,13 +309,28 @@ grpc::ServerUnaryReactor* PsServiceImpl::FinishNamed(grpc::CallbackServerContext
                                                      const absl::Status& status,
                                                      const google::protobuf::Message& request,
                                                      const google::protobuf::Message& response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  FinishOn(reactor, context, method, start_micros, status, request, response);
+  return reactor;
+}
+
+void PsServiceImpl::FinishOn(grpc::ServerUnaryReactor* reactor,
+                             grpc::CallbackServerContext* context, absl::string_view method,
+                             int64_t start_micros, const absl::Status& status,
+                             const google::protobuf::Message& request,
+                             const google::protobuf::Message& response) {
   if (metrics_ != nullptr) {
     metrics_->method(method).Record(status.code(), metrics_->clock()->NowMicros() - start_micros);
     metrics_->CountBytes(method, request.ByteSizeLong(), status.ok() ? response.ByteSizeLong() : 0);
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status, context));
-  return reactor;
+}
+
+void PsServiceImpl::SetMigrationCopyPriority(BackgroundPriority priority) {
+  copy_lane_ = priority == BackgroundPriority::kNormal
+                   ? nullptr
+                   : std::make_unique<BackgroundLane>(BackgroundLaneOptions{
+                         .priority = priority, .name = absl::StrCat("ps", shard_id_, "-copy")});
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::ExportRows(grpc::CallbackServerContext* context,
@@ -315,6 +339,15 @@ grpc::ServerUnaryReactor* PsServiceImpl::ExportRows(grpc::CallbackServerContext*
   MaybeCrash("ExportRows");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
+  if (status.ok() && copy_lane_ != nullptr) {
+    // Every page of the snapshot copy: at the lane's low priority (background_lane.h).
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    copy_lane_->Submit([this, reactor, context, request, response, start] {
+      FinishOn(reactor, context, "ExportRows", start, DoExportRows(*request, response), *request,
+               *response);
+    });
+    return reactor;
+  }
   if (status.ok()) status = DoExportRows(*request, response);
   return FinishNamed(context, "ExportRows", start, status, *request, *response);
 }
@@ -335,6 +368,14 @@ grpc::ServerUnaryReactor* PsServiceImpl::ImportRows(grpc::CallbackServerContext*
   MaybeCrash("ImportRows");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
+  if (status.ok() && request->background() && copy_lane_ != nullptr) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    copy_lane_->Submit([this, reactor, context, request, response, start] {
+      FinishOn(reactor, context, "ImportRows", start, DoImportRows(*request, response), *request,
+               *response);
+    });
+    return reactor;
+  }
   if (status.ok()) status = DoImportRows(*request, response);
   return FinishNamed(context, "ImportRows", start, status, *request, *response);
 }

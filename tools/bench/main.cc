@@ -84,6 +84,10 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
   flags.Bool("frequency_admission", &o.frequency_admission,
              "storage: the tiered store admits pulled rows by frequency (TinyLFU-style); "
              "default false: plain CLOCK, every row read enters");
+  flags.Bool("background_priorities", &o.background_priorities,
+             "rebalance: the servers run compaction and the migration copy at their default "
+             "background priorities; false: at normal priority (--compaction_priority=normal "
+             "--migration_copy_priority=normal), as before 2026-12-07");
   flags
       .String("dir", &o.dir, "PATH",
               "database directory, kept and reused by later runs with the same rows")

@@ -24,6 +24,7 @@
 //     the plan's spec (unthrottled), GetMigration every 100 ms until DONE. The
 //     migration window runs from StartMigration to the first poll that sees DONE.
 //     FAILED or CANCELLED fails the suite.
+//     Then a window as long as the baseline with nothing moving (the "after" figures).
 //  5. Still under load: the same slots back, throttled to kThrottleBytesPerSec
 //     (4 MB/s): PlanRebalance draining shard 2, then as in 4.
 //  6. The load stops; checks (each failure fails the suite): every slot is owned by
@@ -59,6 +60,10 @@
 //   examples_per_sec_during          the same over the migration window
 //   examples_per_sec_during_vs_before  the ratio of the two; _target 0.7 (issue 25) and
 //                                    _met (ratio >= target)
+//   examples_per_sec_after           the same over a window as long as the baseline's
+//                                    right after the move (three shards, nothing
+//                                    moving); _after_vs_before, during_vs_after: what
+//                                    the new topology costs, and what the copy does
 //   failed_calls                     Pull/Push calls that returned an error (any window)
 //   throttled_*                      the drain of step 5: bytes_per_sec (the throttle),
 //                                    rows, seconds, mb_per_sec, max_fence_ms,
@@ -67,6 +72,8 @@
 //                                    of shards 0,1,2 after both moves
 //   rows_max_over_mean_after         largest shard's "train" rows over the mean of the
 //                                    shards that own slots
+//   background_priorities            --background_priorities (the servers' defaults; false:
+//                                    compaction and the copy at normal priority)
 //   checks_passed                    true (the suite fails otherwise)
 
 #include <algorithm>
@@ -305,6 +312,7 @@ Window Summarize(const std::vector<CallRecord>& calls, const std::vector<double>
 struct Cluster {
   std::string bin;
   std::string dir;
+  std::vector<std::string> priority_flags;  // empty: the servers' defaults
   std::unique_ptr<Process> coordinator;
   std::vector<std::unique_ptr<Process>> ps;  // index = shard id
   std::unique_ptr<v1::AdminService::Stub> admin;
@@ -320,12 +328,12 @@ struct Cluster {
   }
 
   absl::Status StartCoordinator() {
-    EMBER_ASSIGN_OR_RETURN(
-        coordinator, Process::Start(bin + "/ember-coordinator",
-                                    {absl::StrCat("--data_dir=", dir, "/coordinator"), "--port=0",
+    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir, "/coordinator"), "--port=0",
                                      "--expected_shards=2", "--heartbeat_timeout_ms=3000",
-                                     absl::StrCat("--admin_token=", kAdminToken)},
-                                    "listening on ", kStartTimeout));
+                                     absl::StrCat("--admin_token=", kAdminToken)};
+    if (!priority_flags.empty()) args.push_back("--migration_copy_priority=normal");
+    EMBER_ASSIGN_OR_RETURN(coordinator, Process::Start(bin + "/ember-coordinator", std::move(args),
+                                                       "listening on ", kStartTimeout));
     auto channel =
         grpc::CreateChannel(coordinator->ready_text(), grpc::InsecureChannelCredentials());
     admin = v1::AdminService::NewStub(channel);
@@ -334,14 +342,14 @@ struct Cluster {
   }
 
   absl::Status StartPs(uint32_t id) {
+    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir, "/ps-", id), "--port=0",
+                                     absl::StrCat("--shard_id=", id),
+                                     absl::StrCat("--coordinator=", coordinator->ready_text()),
+                                     absl::StrCat("--memory_budget_mb=", kMemoryBudgetMb)};
+    args.insert(args.end(), priority_flags.begin(), priority_flags.end());
     EMBER_ASSIGN_OR_RETURN(
         std::unique_ptr<Process> p,
-        Process::Start(bin + "/ember-ps",
-                       {absl::StrCat("--data_dir=", dir, "/ps-", id), "--port=0",
-                        absl::StrCat("--shard_id=", id),
-                        absl::StrCat("--coordinator=", coordinator->ready_text()),
-                        absl::StrCat("--memory_budget_mb=", kMemoryBudgetMb)},
-                       "listening on ", kStartTimeout));
+        Process::Start(bin + "/ember-ps", std::move(args), "listening on ", kStartTimeout));
     ps_stubs.push_back(v1::PsService::NewStub(
         grpc::CreateChannel(p->ready_text(), grpc::InsecureChannelCredentials())));
     ps.push_back(std::move(p));
@@ -471,6 +479,7 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   figures.AddNumber("zipf_s", options.zipf);
   figures.AddInt("examples_per_step", kExamplesPerStep);
   figures.AddInt("load_threads", kLoadThreads);
+  figures.AddBool("background_priorities", options.background_priorities);
   figures.AddInt("memory_budget_mb", kMemoryBudgetMb);
   figures.AddNumber("baseline_seconds", baseline_s);
   figures.AddNumber("warmup_s", options.warmup_s);
@@ -492,6 +501,9 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   Cluster cluster;
   cluster.bin = bin;
   cluster.dir = dir->path();
+  if (!options.background_priorities) {
+    cluster.priority_flags = {"--compaction_priority=normal", "--migration_copy_priority=normal"};
+  }
   EMBER_RETURN_IF_ERROR(cluster.StartCoordinator());
   EMBER_RETURN_IF_ERROR(cluster.StartPs(0));
   EMBER_RETURN_IF_ERROR(cluster.StartPs(1));
@@ -597,6 +609,11 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   double migration_end = 0;
   EMBER_ASSIGN_OR_RETURN(const v1::Migration op,
                          MigrateUnderLoad(cluster, *load, spec, &migration_begin, &migration_end));
+  // The same load on the new topology, with nothing moving: how much of the drop
+  // during the move is the copy, and how much is a third shard on the same cores.
+  const double after_begin = load->Now();
+  absl::SleepFor(absl::Seconds(baseline_s));
+  const double after_end = load->Now();
 
   // The same rows back (drain shard 2), throttled: what a throttle buys the trainers.
   v1::PlanRebalanceRequest drain_request;
@@ -629,6 +646,8 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   }
   const double eps_before = kExamplesPerStep * before.steps / before.seconds;
   const double eps_during = kExamplesPerStep * during.steps / during.seconds;
+  const Window after = Summarize(calls, step_ends, after_begin, after_end);
+  const double eps_after = kExamplesPerStep * after.steps / after.seconds;
   figures.AddInt("migration_moves", op.spec().moves_size());
   figures.AddInt("slots_moved", static_cast<int64_t>(slots_moved));
   figures.AddInt("migration_rows", static_cast<int64_t>(op.rows_copied()));
@@ -650,6 +669,9 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   figures.AddNumber("examples_per_sec_during_vs_before_target", kDuringVsBeforeTarget);
   figures.AddBool("examples_per_sec_during_vs_before_met",
                   eps_during / eps_before >= kDuringVsBeforeTarget);  // false for NaN
+  figures.AddNumber("examples_per_sec_after", eps_after);
+  figures.AddNumber("examples_per_sec_after_vs_before", eps_after / eps_before);
+  figures.AddNumber("examples_per_sec_during_vs_after", eps_during / eps_after);
   const Window slowed = Summarize(calls, step_ends, throttled_begin, throttled_end);
   figures.AddInt("throttled_bytes_per_sec", static_cast<int64_t>(kThrottleBytesPerSec));
   figures.AddInt("throttled_rows", static_cast<int64_t>(throttled.rows_copied()));

@@ -40,6 +40,9 @@ struct BenchOptions {
   double budget_fraction = 0.1;
   // storage: the tiered store's admission of pulled rows (StoreOptions).
   bool frequency_admission = false;
+  // rebalance: the servers' default background priorities (ember-ps
+  // --compaction_priority, --migration_copy_priority; the coordinator's); false: normal.
+  bool background_priorities = true;
   // Zipf exponent of skewed key streams. Default: 1.1.
   double zipf = 1.1;
   // Directory of the suite's database. Empty: a fresh directory under /tmp, removed at
