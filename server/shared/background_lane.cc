@@ -54,7 +54,8 @@ bool LowerCurrentThreadPriority(BackgroundPriority priority, absl::string_view w
     case BackgroundPriority::kNormal:
       return true;
     case BackgroundPriority::kLow:
-      if (setpriority(PRIO_PROCESS, static_cast<id_t>(ThreadId()), kLowestNice) != 0) failed = errno;
+      if (setpriority(PRIO_PROCESS, static_cast<id_t>(ThreadId()), kLowestNice) != 0)
+        failed = errno;
       break;
     case BackgroundPriority::kIdle: {
       // Nice 19 as well: a kernel that ignores SCHED_IDLE's weight still sees the lowest.
