@@ -52,6 +52,7 @@ struct CoordinatorMainOptions {
   CoordinatorOptions state;
   JobManagerOptions jobs;
   SlotMigratorOptions migration;
+  int64_t migration_background_floor_kbps = 1024;  // into migration (FinishFlags)
   ServerFlags server;
   ServerSecurityFlags security;
   AdminPolicy admin;  // from security
@@ -102,10 +103,13 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
               "a slot migration retries shards that do not answer this long before it stops "
               "as FAILED")
       .Min(0);
-  flags.Choice("migration_copy_priority", &o.migration.copy_priority, BackgroundPriorityWords(),
-               "CPU priority of the thread that relays a slot migration's snapshot pages: "
-               "low (nice 19), idle (SCHED_IDLE: only CPU nothing else wants) or normal; the "
-               "shards serve those pages at their own --migration_copy_priority");
+  flags
+      .Number("migration_background_floor_kbps", &o.migration_background_floor_kbps, "N",
+              "a slot migration's snapshot pages are served at the shards' background "
+              "priority (ember-ps --migration_copy_priority) while the move's copy averages at "
+              "least N KiB/s; below it, at normal priority until it is back above. 0: always "
+              "background")
+      .Range(0, int64_t{1} << 30);
   flags.Bool("auto_rebalance", &o.policy.auto_rebalance,
              "when a shard registers that owns no slots (a shard added while jobs run), move "
              "about its share of slots to it, balanced by slot count, one migration at a time. "
@@ -176,6 +180,8 @@ void DeclareFlags(FlagSet& flags, CoordinatorMainOptions& o) {
 // The checks of flags together, after parsing.
 absl::Status FinishFlags(CoordinatorMainOptions& o) {
   FinishServerFlags(&o.server);
+  o.migration.background_floor_bytes_per_sec =
+      static_cast<uint64_t>(o.migration_background_floor_kbps) << 10;
   EMBER_RETURN_IF_ERROR(ValidateHotSetOptions(o.hot_set));
   EMBER_ASSIGN_OR_RETURN(
       o.admin,

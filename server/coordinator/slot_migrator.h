@@ -52,7 +52,6 @@
 #include "ember/v1/admin.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
 #include "server/coordinator/coordinator_state.h"
-#include "server/shared/background_lane.h"
 
 namespace ember {
 
@@ -74,11 +73,14 @@ struct SlotMigratorOptions {
   int max_catch_up_rounds = 50;
   // Moves of more slots are split into moves of at most this many. Default: 1024
   uint32_t max_slots_per_move = 1024;
-  // The snapshot copy (ExportRows pages relayed to ImportRows) runs on a thread at
-  // this priority (background_lane.h), and asks the shards to serve its pages at
-  // theirs (ImportRowsRequest.background); catch-up and the switch keep the
-  // coordinator's priority. kNormal: the migration's own thread. Default: kLow
-  BackgroundPriority copy_priority = BackgroundPriority::kLow;
+  // The snapshot copy asks the shards to serve its pages at their background priority
+  // (ExportRowsRequest/ImportRowsRequest.background; ember-ps --migration_copy_priority)
+  // while the move's copy has averaged at least this many bytes per second (after its
+  // first second); below it, pages go at normal priority until the average is back,
+  // so that a machine kept busy by anything else (or a shard added because the others
+  // are saturated) still moves its slots. Catch-up and the switch are never
+  // background. 0: every page background. Default: 1 MiB/s
+  uint64_t background_floor_bytes_per_sec = uint64_t{1} << 20;
   // Test hook (fault tests): the coordinator SIGKILLs itself when a move reaches
   // "copying" (after its first page), "catching_up", "fenced" or "switched" (map
   // committed, not yet installed). Empty: never.

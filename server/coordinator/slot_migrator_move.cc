@@ -115,8 +115,7 @@ absl::Status SlotMigrator::RunMove(v1::Migration& op, const v1::SlotMove& move) 
 
   SetPhase(op, v1::Migration::COPYING);
   uint64_t version = 0;
-  EMBER_RETURN_IF_ERROR(RunAtPriority(options_.copy_priority,
-                                      [&] { return Copy(op, move, source, target, &version); }));
+  EMBER_RETURN_IF_ERROR(Copy(op, move, source, target, &version));
   SetPhase(op, v1::Migration::CATCHING_UP);
   EMBER_RETURN_IF_ERROR(CatchUp(op, move, source, target, &version, 0));
   MaybeCrash("catching_up");
@@ -145,6 +144,16 @@ absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, con
     }
     return s;
   };
+  // Background pages while the copy keeps its floor rate (SlotMigratorOptions); the
+  // bytes are counted here as exported (`op` belongs to the import in flight).
+  const absl::Time copy_start = absl::Now();
+  uint64_t exported_bytes = 0;
+  auto background = [&] {
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - copy_start);
+    if (options_.background_floor_bytes_per_sec == 0 || seconds < 1) return true;
+    return static_cast<double>(exported_bytes) / seconds >=
+           static_cast<double>(options_.background_floor_bytes_per_sec);
+  };
   for (const v1::TableConfig& table : cluster.tables()) {
     const uint32_t page_rows = static_cast<uint32_t>(
         std::clamp<size_t>(options_.page_bytes / RowBytesBound(table.dim()), 16, 65536));
@@ -158,6 +167,7 @@ absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, con
         request.set_max_rows(page_rows);
         request.set_incarnation(source.incarnation);
         request.set_attempt(source.attempt);
+        request.set_background(background());
         v1::ExportRowsResponse response;
         const absl::Status exported = EMBER_PS_CALL(source, ExportRows, request, &response);
         EMBER_RETURN_IF_ERROR(join());
@@ -166,9 +176,10 @@ absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, con
         if (first) *version = response.version();  // the oldest start: changes after it
         first = false;
         if (response.block().count() > 0) {
+          exported_bytes += response.block().ByteSizeLong();
           auto import = std::make_shared<v1::ImportRowsRequest>();
           *import->add_blocks() = std::move(*response.mutable_block());
-          import->set_background(true);
+          import->set_background(request.background());
           importing = std::async(std::launch::async, [this, &op, &target, import] {
             return Import(op, target, *import);
           });

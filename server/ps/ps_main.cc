@@ -117,7 +117,7 @@ struct PsMainOptions {
   int64_t disk_faults_until_unix_ms = 0;
   DrainFlags drain;
   BackgroundPriority migration_copy_priority = BackgroundPriority::kLow;
-  BackgroundPriority compaction_priority = BackgroundPriority::kIdle;
+  BackgroundPriority compaction_priority = BackgroundPriority::kNormal;
 };
 
 // --test_crash_on_migration=METHOD:N.

@@ -339,8 +339,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::ExportRows(grpc::CallbackServerContext*
   MaybeCrash("ExportRows");
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
-  if (status.ok() && copy_lane_ != nullptr) {
-    // Every page of the snapshot copy: at the lane's low priority (background_lane.h).
+  if (status.ok() && request->background() && copy_lane_ != nullptr) {
+    // A page of the snapshot copy: at the lane's low priority (background_lane.h).
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     copy_lane_->Submit([this, reactor, context, request, response, start] {
       FinishOn(reactor, context, "ExportRows", start, DoExportRows(*request, response), *request,

@@ -117,15 +117,4 @@ void BackgroundLane::Run() {
   }
 }
 
-absl::Status RunAtPriority(BackgroundPriority priority, absl::FunctionRef<absl::Status()> fn) {
-  if (priority == BackgroundPriority::kNormal) return fn();
-  absl::Status result;
-  std::thread thread([&] {
-    LowerCurrentThreadPriority(priority, "background thread");
-    result = fn();
-  });
-  thread.join();
-  return result;
-}
-
 }  // namespace ember

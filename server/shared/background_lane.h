@@ -13,9 +13,6 @@
 //   BackgroundLane lane({.priority = BackgroundPriority::kLow, .name = "ps0-copy"});
 //   lane.Submit([reactor, request, response] { ...; reactor->Finish(...); });
 //
-//   // Or run one function on a fresh thread at a priority and wait for it:
-//   absl::Status s = RunAtPriority(BackgroundPriority::kLow, [&] { return Copy(...); });
-//
 // Linux keeps the nice value and the scheduling policy per thread. Caveats: threads
 // created by a lane's thread inherit its priority (keep thread pools started
 // elsewhere: ember-ps opens RocksDB, whose background threads start at Open, on its
@@ -39,8 +36,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/any_invocable.h"
-#include "absl/functional/function_ref.h"
-#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
@@ -92,10 +87,6 @@ class BackgroundLane {
   bool lowered_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;  // last: started after the rest is constructed
 };
-
-// Runs `fn` on a new thread at `priority`, waits for it and returns its result.
-// kNormal runs `fn` on the caller's thread.
-absl::Status RunAtPriority(BackgroundPriority priority, absl::FunctionRef<absl::Status()> fn);
 
 // The calling thread's nice value and whether its policy is SCHED_IDLE (tests).
 int CurrentThreadNice();

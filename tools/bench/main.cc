@@ -88,6 +88,9 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
              "rebalance: the servers run compaction and the migration copy at their default "
              "background priorities; false: at normal priority (--compaction_priority=normal "
              "--migration_copy_priority=normal), as before 2026-12-07");
+  flags.Choice<std::string>("compaction_priority", &o.compaction_priority,
+                            {{"normal", "normal"}, {"low", "low"}, {"idle", "idle"}},
+                            "rebalance: the shards' --compaction_priority (default: theirs)");
   flags
       .String("dir", &o.dir, "PATH",
               "database directory, kept and reused by later runs with the same rows")

@@ -331,7 +331,6 @@ struct Cluster {
     std::vector<std::string> args = {absl::StrCat("--data_dir=", dir, "/coordinator"), "--port=0",
                                      "--expected_shards=2", "--heartbeat_timeout_ms=3000",
                                      absl::StrCat("--admin_token=", kAdminToken)};
-    if (!priority_flags.empty()) args.push_back("--migration_copy_priority=normal");
     EMBER_ASSIGN_OR_RETURN(coordinator, Process::Start(bin + "/ember-coordinator", std::move(args),
                                                        "listening on ", kStartTimeout));
     auto channel =
@@ -480,6 +479,10 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   figures.AddInt("examples_per_step", kExamplesPerStep);
   figures.AddInt("load_threads", kLoadThreads);
   figures.AddBool("background_priorities", options.background_priorities);
+  figures.AddString("compaction_priority",
+                    options.background_priorities
+                        ? (options.compaction_priority.empty() ? "default" : options.compaction_priority)
+                        : "normal");
   figures.AddInt("memory_budget_mb", kMemoryBudgetMb);
   figures.AddNumber("baseline_seconds", baseline_s);
   figures.AddNumber("warmup_s", options.warmup_s);
@@ -503,6 +506,8 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   cluster.dir = dir->path();
   if (!options.background_priorities) {
     cluster.priority_flags = {"--compaction_priority=normal", "--migration_copy_priority=normal"};
+  } else if (!options.compaction_priority.empty()) {
+    cluster.priority_flags = {"--compaction_priority=" + options.compaction_priority};
   }
   EMBER_RETURN_IF_ERROR(cluster.StartCoordinator());
   EMBER_RETURN_IF_ERROR(cluster.StartPs(0));

@@ -43,6 +43,8 @@ struct BenchOptions {
   // rebalance: the servers' default background priorities (ember-ps
   // --compaction_priority, --migration_copy_priority; the coordinator's); false: normal.
   bool background_priorities = true;
+  // rebalance: ember-ps --compaction_priority for the shards; empty: the default.
+  std::string compaction_priority;
   // Zipf exponent of skewed key streams. Default: 1.1.
   double zipf = 1.1;
   // Directory of the suite's database. Empty: a fresh directory under /tmp, removed at

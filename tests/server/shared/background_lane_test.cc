@@ -1,9 +1,8 @@
 // Copyright 2026 The Ember Authors.
 //
-// BackgroundLane and RunAtPriority (server/shared/background_lane.h): the work runs on a
-// thread of its own at the asked priority (read back from the kernel inside the task),
-// in submission order, and the lane runs everything submitted before it goes; the
-// caller's own thread keeps its priority.
+// BackgroundLane (server/shared/background_lane.h): the work runs on a thread of its own at the
+// asked priority (read back from the kernel inside the task), in submission order, and the lane
+// runs everything submitted before it goes; the caller's own thread keeps its priority.
 
 #include "server/shared/background_lane.h"
 
@@ -14,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -77,32 +75,6 @@ TEST(BackgroundLaneTest, ATaskMaySubmitTheNextOne) {
   BackgroundLane lane({.priority = BackgroundPriority::kLow, .name = "test-chain"});
   lane.Submit([&] { lane.Submit([&] { second.Notify(); }); });
   EXPECT_TRUE(second.WaitForNotificationWithTimeout(absl::Seconds(30)));
-}
-
-TEST(RunAtPriorityTest, RunsOnAnotherThreadAndReturnsItsStatus) {
-  const pid_t caller = ThreadId();
-  const int caller_nice = CurrentThreadNice();
-  pid_t ran_on = 0;
-  int ran_at = -1;
-  const absl::Status status = RunAtPriority(BackgroundPriority::kLow, [&] {
-    ran_on = ThreadId();
-    ran_at = CurrentThreadNice();
-    return absl::DataLossError("from the low thread");
-  });
-  EXPECT_EQ(status, absl::DataLossError("from the low thread"));
-  EXPECT_NE(ran_on, caller);
-  EXPECT_EQ(ran_at, 19);
-  EXPECT_EQ(CurrentThreadNice(), caller_nice);
-}
-
-TEST(RunAtPriorityTest, NormalRunsOnTheCallersThread) {
-  const pid_t caller = ThreadId();
-  pid_t ran_on = 0;
-  EXPECT_TRUE(RunAtPriority(BackgroundPriority::kNormal, [&] {
-                ran_on = ThreadId();
-                return absl::OkStatus();
-              }).ok());
-  EXPECT_EQ(ran_on, caller);
 }
 
 TEST(BackgroundPriorityTest, FlagWordsNameEveryPriority) {
