@@ -479,10 +479,11 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   figures.AddInt("examples_per_step", kExamplesPerStep);
   figures.AddInt("load_threads", kLoadThreads);
   figures.AddBool("background_priorities", options.background_priorities);
-  figures.AddString("compaction_priority",
-                    options.background_priorities
-                        ? (options.compaction_priority.empty() ? "default" : options.compaction_priority)
-                        : "normal");
+  figures.AddString(
+      "compaction_priority",
+      options.background_priorities
+          ? (options.compaction_priority.empty() ? "default" : options.compaction_priority)
+          : "normal");
   figures.AddInt("memory_budget_mb", kMemoryBudgetMb);
   figures.AddNumber("baseline_seconds", baseline_s);
   figures.AddNumber("warmup_s", options.warmup_s);
