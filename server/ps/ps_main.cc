@@ -168,10 +168,11 @@ void DeclareFlags(FlagSet& flags, PsMainOptions& o) {
       .DefaultText(absl::StrCat(kDefaultMemoryBudgetMb, "; with --memory_limit_mb its share"));
   flags.Bool("wal", &o.wal, "RocksDB write-ahead log");
   flags.Choice("compaction_priority", &o.compaction_priority, BackgroundPriorityWords(),
-               "CPU priority of RocksDB's compaction threads: idle (SCHED_IDLE: only CPU that "
-               "pulls and pushes do not want), low (nice 19) or normal. Memtable flushes keep "
-               "the normal priority; compaction that falls behind under a saturated CPU slows "
-               "writes (RocksDB's L0 triggers), which frees the CPU for it");
+               "CPU priority of RocksDB's compaction threads: normal, low (nice 19) or idle "
+               "(SCHED_IDLE: only CPU nothing else wants). Memtable flushes keep the normal "
+               "priority. idle keeps training fastest during slot migrations, but where other "
+               "processes saturate the machine starved compaction stalls flushes, writes and "
+               "migrations: only for dedicated shard machines (docs/OPERATIONS.md)");
   flags.Choice("migration_copy_priority", &o.migration_copy_priority, BackgroundPriorityWords(),
                "CPU priority of the thread that serves a slot migration's snapshot pages "
                "(ExportRows, bulk ImportRows): low (nice 19), idle (SCHED_IDLE) or normal (on "

@@ -132,9 +132,9 @@ class PsServiceImpl final
   // server starts.
   void SetWatchLimits(const WatchLimits& limits);
 
-  // Runs the migration's bulk copy (every ExportRows, and ImportRows with `background`)
-  // on a thread of its own at `priority` (background_lane.h), so that under contention
-  // the training calls get the CPU first. kNormal: on gRPC's threads (the default).
+  // Runs the migration's bulk copy (ExportRows and ImportRows marked `background`) on a
+  // thread of its own at `priority` (background_lane.h), so that under contention the
+  // training calls get the CPU first. kNormal: on gRPC's threads (the default).
   // ember-ps: --migration_copy_priority. Call before the server starts.
   void SetMigrationCopyPriority(BackgroundPriority priority);
 
@@ -308,6 +308,14 @@ class PsServiceImpl final
                                         const absl::Status& status,
                                         const google::protobuf::Message& request,
                                         const google::protobuf::Message& response);
+  // Runs `run` on the copy lane, which finishes the call (`method` must be a literal);
+  // returns the reactor at once.
+  template <typename Request, typename Response>
+  grpc::ServerUnaryReactor* OnCopyLane(grpc::CallbackServerContext* context,
+                                       absl::string_view method, int64_t start_micros,
+                                       const Request* request, Response* response,
+                                       absl::Status (PsServiceImpl::*run)(const Request&,
+                                                                          Response*));
   // The same on a reactor taken already (a call finished on another thread).
   void FinishOn(grpc::ServerUnaryReactor* reactor, grpc::CallbackServerContext* context,
                 absl::string_view method, int64_t start_micros, const absl::Status& status,
@@ -443,7 +451,7 @@ class PsServiceImpl final
   std::atomic<uint64_t> pulled_keys_{0};
   std::atomic<uint64_t> pushed_keys_{0};
   std::atomic<uint64_t> replica_pulled_keys_{0};
-  // The migration copy's low-priority thread (SetMigrationCopyNice); null: none. Last,
+  // The migration copy's low-priority thread (SetMigrationCopyPriority); null: none. Last,
   // so that it is joined before anything its tasks use goes.
   std::unique_ptr<BackgroundLane> copy_lane_;
 };

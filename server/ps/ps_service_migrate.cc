@@ -326,6 +326,19 @@ void PsServiceImpl::FinishOn(grpc::ServerUnaryReactor* reactor,
   reactor->Finish(ToGrpcStatus(status, context));
 }
 
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* PsServiceImpl::OnCopyLane(
+    grpc::CallbackServerContext* context, absl::string_view method, int64_t start_micros,
+    const Request* request, Response* response,
+    absl::Status (PsServiceImpl::*run)(const Request&, Response*)) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  copy_lane_->Submit([=, this] {
+    FinishOn(reactor, context, method, start_micros, (this->*run)(*request, response), *request,
+             *response);
+  });
+  return reactor;
+}
+
 void PsServiceImpl::SetMigrationCopyPriority(BackgroundPriority priority) {
   copy_lane_ = priority == BackgroundPriority::kNormal
                    ? nullptr
@@ -340,13 +353,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::ExportRows(grpc::CallbackServerContext*
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
   if (status.ok() && request->background() && copy_lane_ != nullptr) {
-    // A page of the snapshot copy: at the lane's low priority (background_lane.h).
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    copy_lane_->Submit([this, reactor, context, request, response, start] {
-      FinishOn(reactor, context, "ExportRows", start, DoExportRows(*request, response), *request,
-               *response);
-    });
-    return reactor;
+    return OnCopyLane(context, "ExportRows", start, request, response,
+                      &PsServiceImpl::DoExportRows);
   }
   if (status.ok()) status = DoExportRows(*request, response);
   return FinishNamed(context, "ExportRows", start, status, *request, *response);
@@ -369,12 +377,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::ImportRows(grpc::CallbackServerContext*
   const int64_t start = CallStart();
   absl::Status status = AuthorizeAdmin(context);
   if (status.ok() && request->background() && copy_lane_ != nullptr) {
-    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-    copy_lane_->Submit([this, reactor, context, request, response, start] {
-      FinishOn(reactor, context, "ImportRows", start, DoImportRows(*request, response), *request,
-               *response);
-    });
-    return reactor;
+    return OnCopyLane(context, "ImportRows", start, request, response,
+                      &PsServiceImpl::DoImportRows);
   }
   if (status.ok()) status = DoImportRows(*request, response);
   return FinishNamed(context, "ImportRows", start, status, *request, *response);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -107,6 +108,37 @@ class ExportChangesTest : public ::testing::Test {
     return response;
   }
 
+  // One call of ReadUntilCaughtUp, for its per-call checks.
+  struct Call {
+    uint64_t after = 0, version = 0;
+    size_t rows = 0;
+    bool caught_up = false;
+  };
+  struct ReadAll {
+    std::set<uint64_t> ids;  // over every call
+    int calls = 0;
+    uint64_t version = 0;  // the last answer's
+  };
+  // Calls from version 0, each after the previous answer's version, until one is
+  // caught up (at most 1000 calls).
+  ReadAll ReadUntilCaughtUp(uint32_t max_changes, uint32_t max_rows,
+                            const std::function<void(const Call&)>& check) {
+    ReadAll all;
+    for (Call call; all.calls < 1000 && !call.caught_up; call.after = call.version) {
+      std::set<uint64_t> ids;
+      const v1::ExportChangesResponse response =
+          Read(call.after, max_changes, max_rows, &ids, &call.rows);
+      ++all.calls;
+      EXPECT_GE(response.version(), call.after);
+      call.version = response.version();
+      call.caught_up = response.caught_up();
+      check(call);
+      all.ids.insert(ids.begin(), ids.end());
+      all.version = call.version;
+    }
+    return all;
+  }
+
   std::string dir_;
   std::unique_ptr<InProcessShard> shard_;
   uint64_t seed_ = 0;
@@ -124,49 +156,26 @@ TEST_F(ExportChangesTest, UnboundedReadAnswersEveryChangedRowOfTheRangesOnce) {
 
 TEST_F(ExportChangesTest, ReadsBoundedByRowsStopAndResumeWithoutLosingAChange) {
   constexpr uint32_t kMaxRows = 100;
-  std::set<uint64_t> ids;
-  uint64_t after = 0;
-  int calls = 0;
-  for (;;) {
-    size_t rows = 0;
-    std::set<uint64_t> call_ids;
-    // A read of every entry: only the rows bound it.
-    const v1::ExportChangesResponse response = Read(after, 65536, kMaxRows, &call_ids, &rows);
-    ids.insert(call_ids.begin(), call_ids.end());
-    ++calls;
-    ASSERT_LE(rows, kMaxRows);
-    ASSERT_GE(response.version(), after);
-    if (!response.caught_up()) {
-      EXPECT_EQ(rows, kMaxRows) << "a call stopped early without being caught up";
-    }
-    after = response.version();
-    if (response.caught_up() || calls > 1000) break;
-  }
-  EXPECT_EQ(ids, expected_);
+  // A read of every entry (65,536 > the log): only the rows bound it.
+  const ReadAll all = ReadUntilCaughtUp(65536, kMaxRows, [&](const Call& call) {
+    EXPECT_LE(call.rows, kMaxRows);
+    if (!call.caught_up) EXPECT_EQ(call.rows, kMaxRows) << "stopped early, not caught up";
+  });
+  EXPECT_EQ(all.ids, expected_);
   // An id changed by several pushes may be answered by several calls: at least the
   // distinct rows' worth of calls.
-  EXPECT_GE(calls, static_cast<int>(expected_.size() / kMaxRows));
-  EXPECT_EQ(after, shard_->storage->store()->version());
+  EXPECT_GE(all.calls, static_cast<int>(expected_.size() / kMaxRows));
+  EXPECT_EQ(all.version, shard_->storage->store()->version());
 }
 
 TEST_F(ExportChangesTest, EntriesBoundTheReadWhenRowsDoNot) {
   // 1,000 entries per call, no row bound: the calls needed are the log's length over
   // 1,000, whatever share of the entries is of the ranges.
-  std::set<uint64_t> ids;
-  uint64_t after = 0;
-  int calls = 0;
-  for (;;) {
-    size_t rows = 0;
-    std::set<uint64_t> call_ids;
-    const v1::ExportChangesResponse response = Read(after, 1000, 0, &call_ids, &rows);
-    ++calls;
-    ASSERT_LE(response.version() - after, 1000u);
-    ids.insert(call_ids.begin(), call_ids.end());
-    after = response.version();
-    if (response.caught_up() || calls > 1000) break;
-  }
-  EXPECT_EQ(ids, expected_);
-  EXPECT_GE(calls, kPushes * static_cast<int>(kIdsPerPush) / 1000);
+  const ReadAll all = ReadUntilCaughtUp(
+      1000, 0, [&](const Call& call) { EXPECT_LE(call.version - call.after, 1000u); });
+  EXPECT_EQ(all.ids, expected_);
+  EXPECT_GE(all.calls, kPushes * static_cast<int>(kIdsPerPush) / 1000);
+  EXPECT_EQ(all.version, shard_->storage->store()->version());
 }
 
 }  // namespace

@@ -85,8 +85,8 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
              "storage: the tiered store admits pulled rows by frequency (TinyLFU-style); "
              "default false: plain CLOCK, every row read enters");
   flags.Bool("background_priorities", &o.background_priorities,
-             "rebalance: the servers run compaction and the migration copy at their default "
-             "background priorities; false: at normal priority (--compaction_priority=normal "
+             "rebalance: the shards run compaction and the migration copy at their default "
+             "priorities; false: both at normal priority (--compaction_priority=normal "
              "--migration_copy_priority=normal), as before 2026-12-07");
   flags.Choice<std::string>("compaction_priority", &o.compaction_priority,
                             {{"normal", "normal"}, {"low", "low"}, {"idle", "idle"}},

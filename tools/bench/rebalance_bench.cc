@@ -72,8 +72,9 @@
 //                                    of shards 0,1,2 after both moves
 //   rows_max_over_mean_after         largest shard's "train" rows over the mean of the
 //                                    shards that own slots
-//   background_priorities            --background_priorities (the servers' defaults; false:
+//   background_priorities            --background_priorities (the shards' defaults; false:
 //                                    compaction and the copy at normal priority)
+//   compaction_priority              the shards' --compaction_priority ("default": not given)
 //   checks_passed                    true (the suite fails otherwise)
 
 #include <algorithm>
@@ -328,11 +329,12 @@ struct Cluster {
   }
 
   absl::Status StartCoordinator() {
-    std::vector<std::string> args = {absl::StrCat("--data_dir=", dir, "/coordinator"), "--port=0",
+    EMBER_ASSIGN_OR_RETURN(
+        coordinator, Process::Start(bin + "/ember-coordinator",
+                                    {absl::StrCat("--data_dir=", dir, "/coordinator"), "--port=0",
                                      "--expected_shards=2", "--heartbeat_timeout_ms=3000",
-                                     absl::StrCat("--admin_token=", kAdminToken)};
-    EMBER_ASSIGN_OR_RETURN(coordinator, Process::Start(bin + "/ember-coordinator", std::move(args),
-                                                       "listening on ", kStartTimeout));
+                                     absl::StrCat("--admin_token=", kAdminToken)},
+                                    "listening on ", kStartTimeout));
     auto channel =
         grpc::CreateChannel(coordinator->ready_text(), grpc::InsecureChannelCredentials());
     admin = v1::AdminService::NewStub(channel);

@@ -40,8 +40,8 @@ struct BenchOptions {
   double budget_fraction = 0.1;
   // storage: the tiered store's admission of pulled rows (StoreOptions).
   bool frequency_admission = false;
-  // rebalance: the servers' default background priorities (ember-ps
-  // --compaction_priority, --migration_copy_priority; the coordinator's); false: normal.
+  // rebalance: the shards' default priorities (ember-ps --compaction_priority,
+  // --migration_copy_priority); false: both normal.
   bool background_priorities = true;
   // rebalance: ember-ps --compaction_priority for the shards; empty: the default.
   std::string compaction_priority;
