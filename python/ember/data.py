@@ -118,13 +118,13 @@ class Dataset:
 
     # -- the cursor ------------------------------------------------------------------
     def state(self):
-        """The cursor of the next batch to be handed out: {epoch, file_index, line}."""
+        """The cursor of the next batch to be handed out: {epoch, file_index, line}. At
+        the end of an epoch that is the next epoch's start ({epoch + 1, 0, 0}): this
+        rank has nothing left of the epoch (in a job whose epochs end with the last
+        worker, the others may still be reading theirs)."""
         head = self.peek()
         if head is None:
-            if self.epoch >= self.epochs:
-                return {"epoch": self.epochs, "file_index": 0, "line": 0}
-            f, line = self._end_position
-            return {"epoch": self.epoch, "file_index": f, "line": line}
+            return {"epoch": min(self.epoch + 1, self.epochs), "file_index": 0, "line": 0}
         return dict(head.cursor)
 
     def load_state(self, cursor):
@@ -148,7 +148,8 @@ class Dataset:
         FailedPreconditionError when the dataset's files are not the checkpoint's."""
         if self._started:
             raise FailedPreconditionError("resume must come before the first batch")
-        point = self._reader.resume_from(state, self.epochs, origin)
+        first_out = self.config.training.get("epoch_end", "FIRST_OUT") == "FIRST_OUT"
+        point = self._reader.resume_from(state, self.epochs, origin, first_out)
         self.epoch = int(point["epoch"])
         return point["progress"]
 
@@ -210,7 +211,6 @@ class Dataset:
         if item is _END:
             self._thread.join()
             self._thread = None
-            self._end_position = position
             self._epoch_ended = True
             return None
         cursor = {"epoch": self.epoch, "file_index": position[0], "line": position[1]}

@@ -144,11 +144,10 @@ class Job:
         self.member = member
         self.join_at_step, self.leave_at_step = join_at_step, leave_at_step
         self.leave_requested = False  # SIGTERM, in an elastic run
-        if config.training.get("epoch_end", "FIRST_OUT") != "FIRST_OUT":
-            raise InvalidArgumentError(
-                f"training.epoch_end {config.training['epoch_end']} is ember-worker's: the "
-                f"Python loop ends an epoch when the first worker runs out of data "
-                f"(FIRST_OUT)")
+        self.empty_steps = 0  # steps this worker took with no data (LAST_OUT), all attempts
+        # An epoch ends when the first worker runs out of data in it (FIRST_OUT), or the
+        # last (LAST_OUT: the others take empty steps; Attempt.steps).
+        self.first_out = config.training.get("epoch_end", "FIRST_OUT") == "FIRST_OUT"
         if not coordinator:
             raise InvalidArgumentError("a Job needs the coordinator's address")
         if rows not in (None, "continue", "fresh"):
@@ -277,7 +276,7 @@ class Job:
                     self.log(f"{self._who()}: left the run at step {r.step} (attempt "
                              f"{join['attempt']}); the others go on without it")
                     return {"left": True, "steps": r.step, "rank": self.rank,
-                            "resizes": resizes}
+                            "resizes": resizes, "empty_steps": self.empty_steps}
                 # Not a failure: the next attempt starts from the checkpoint just taken.
                 after, reason = join["attempt"], "resize"
             except EmberError as e:
@@ -398,7 +397,10 @@ class Attempt:
         # At the checkpoint's world size each rank continues its cursor; at another one
         # the epoch continues with every unread example read once (Dataset.resume).
         self._data_progress = dataset.resume(self._state, origin)
-        self.epoch = dataset.epoch
+        # The attempt's epoch is the checkpoint's; a rank that had read all of it then
+        # (LAST_OUT) resumes its reader at the next one and takes empty steps until the
+        # others finish theirs.
+        self.epoch = min(dataset.epoch, self.epoch)
         if self.rank == 0:
             saved = self._state["world_size"]
             resized = "" if saved == self.world_size else \
@@ -410,10 +412,18 @@ class Attempt:
     def steps(self, dataset=None, embeddings=None, max_steps=None):
         """The batches of this worker, one per global step, until the schedule ends
         (epochs, or max_steps: the config's training.max_steps when None). Every worker
-        ends an epoch when the first runs out of data in it. Between steps it takes the
-        checkpoints the config (checkpoint.every_steps / every_seconds) or an operator
-        (emberctl checkpoint create) asks for, and one at the end. Sets
-        ``embeddings.step`` (the pulls' step) and ``batch.step``."""
+        ends an epoch when the first runs out of data in it (training.epoch_end
+        FIRST_OUT, the default) or when the last does (LAST_OUT: every example of the
+        epoch is trained; a worker whose share ran out takes empty steps here, without
+        yielding: its part of the BSP sparse exchange of ``embeddings`` and of the
+        tracked DistributedOptimizer's all-reduce, so a loop must make no other
+        collective call per step). Between steps it takes the checkpoints the config
+        (checkpoint.every_steps / every_seconds) or an operator (emberctl checkpoint
+        create) asks for, and one at the end. Sets ``embeddings.step`` (the pulls'
+        step), ``batch.step``, and the gradients' weights: this worker's share of the
+        step's examples (``embeddings.gradient_scale``, the optimizer's
+        ``local_weight``), so that the update is the one of the global batch's mean even
+        when the workers' batches differ in size."""
         dataset = dataset or self._dataset
         if dataset is None:
             raise InvalidArgumentError("steps() needs the dataset (or track() first)")
@@ -421,6 +431,12 @@ class Attempt:
             max_steps = self.job.config.training["max_steps"] or None
         every = self.job.config.checkpoint["every_steps"]
         world = self.world_size
+        first_out = self.job.first_out
+        if not first_out and world > 1 and self._model is None:
+            raise FailedPreconditionError(
+                "training.epoch_end LAST_OUT: call attempt.track(model, optimizer, dataset) "
+                "before steps(): a worker out of data takes empty steps with the "
+                "optimizer's all-reduce")
         self._start, self._start_examples = time.monotonic(), self.examples
         self._start_step = self.step
         from . import torch as ember_torch  # the stage clocks (torch is imported by then)
@@ -430,16 +446,18 @@ class Attempt:
         while True:
             if max_steps is not None and self.step >= max_steps:
                 break
-            head = dataset.peek()
+            # A rank resumed past the epoch (it had read its share, LAST_OUT) has none.
+            head = dataset.peek() if dataset.epoch == self.epoch else None
             has = head is not None
             agree = np.array([1.0 if has else 0.0, float(head.size) if has else 0.0,
                               1.0 if self.rank == 0 and self._checkpoint_wanted() else 0.0,
                               self._elastic_votes()], dtype=np.float32)
             if world > 1:
                 self.collective.all_reduce_sum(agree)
-            if agree[0] < world - 0.5:
-                dataset.next_epoch()
-                self.epoch = dataset.epoch
+            if agree[0] < 0.5 or (first_out and agree[0] < world - 0.5):
+                if dataset.epoch == self.epoch:
+                    dataset.next_epoch()
+                self.epoch += 1
                 if self.epoch >= dataset.epochs:
                     break
                 continue
@@ -456,9 +474,19 @@ class Attempt:
                 self.take_checkpoint(dataset, embeddings, resize=resize, leaving=leaving)
                 if resize:
                     raise AttemptResized(self.step, leaving)
+            if not has:  # LAST_OUT: the others still have data in this epoch
+                self._empty_step(embeddings)
+                self._count_step(agree[1], 0)
+                continue
             batch = dataset.pop()
             batch.step = self.step
+            # This worker's share of the step's examples (exactly 1 / world and 1 with
+            # equal batches: the same bits as without weights).
+            global_examples = float(agree[1])
+            if self._optimizer is not None and hasattr(self._optimizer, "local_weight"):
+                self._optimizer.local_weight = batch.size * world / global_examples
             if embeddings is not None:
+                embeddings.gradient_scale = batch.size / global_examples
                 embeddings.step = self.step
                 if embeddings.consistency != "bsp":
                     # SSP/ASP: the next batch's pulls overlap this step (they may miss
@@ -469,13 +497,7 @@ class Attempt:
             t0 = time.monotonic()
             yield batch
             self._stage["step"] += time.monotonic() - t0
-            self.step += 1
-            self.examples += int(agree[1])
-            while len(self.epoch_examples) <= self.epoch:
-                self.epoch_examples.append(0)
-            self.epoch_examples[self.epoch] += int(agree[1])
-            self._interval[1] += float(agree[1])
-            self._maybe_log()
+            self._count_step(agree[1], batch.size)
         if embeddings is not None:
             embeddings.flush(0)
         if world > 1:
@@ -485,10 +507,33 @@ class Attempt:
             self.take_checkpoint(dataset, embeddings)
         self._maybe_log(force=True)
 
+    def _count_step(self, global_examples, examples):
+        self.step += 1
+        self.examples += int(global_examples)
+        while len(self.epoch_examples) <= self.epoch:
+            self.epoch_examples.append(0)
+        self.epoch_examples[self.epoch] += int(global_examples)
+        self._interval[1] += float(examples)
+        self._maybe_log()
+
+    def _empty_step(self, embeddings):
+        """A step of this worker with no example (LAST_OUT): the collective calls the
+        others' step makes, with nothing of its own: the BSP sparse exchange (it still
+        pushes the summed gradients of the IDs it owns) and the dense all-reduce, after
+        which it applies the same dense update as every rank."""
+        self.job.empty_steps += 1
+        if embeddings is not None:
+            embeddings.step = self.step
+            embeddings.empty_step(self.step)
+        optimizer = self._optimizer
+        if optimizer is not None and hasattr(optimizer, "all_reduce"):
+            optimizer.zero_grad()
+            optimizer.step()
+
     def record_loss(self, loss, examples):
         """This worker's mean loss over its batch of ``examples`` (for progress lines
         and the run directory's curve; rank 0's figures)."""
-        self._interval[0] += float(loss) * examples * self.world_size
+        self._interval[0] += float(loss) * examples
 
     def _maybe_log(self, force=False):
         every = self.job.config.training["log_every_steps"] or 50
@@ -579,7 +624,7 @@ class Attempt:
         if self.rank == 0:
             state = {
                 "step": self.step, "examples": self.examples, "world_size": self.world_size,
-                "epoch": dataset.state()["epoch"],
+                "epoch": self.epoch,
                 "dense_parameters": dense_state.parameters_to_bytes(self._model),
                 "dense_optimizer_state": dense_state.optimizer_state_to_bytes(
                     self._model, self._optimizer),
@@ -636,6 +681,7 @@ class Attempt:
                   "attempt": self.number, "recoveries": self.recoveries,
                   "rank": self.rank, "world_size": self.world_size, "resizes": self.resizes,
                   "left": False, "examples_per_epoch": list(self.epoch_examples),
+                  "empty_steps": self.job.empty_steps,
                   "checkpoints": self.checkpoints_taken, "resumed_from": self.checkpoint}
         if self._model is not None:
             rows, sparse, dense = self.checksums()

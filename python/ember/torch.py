@@ -25,7 +25,10 @@ rank then holds the same dense weights.
 
 Gradient scale: sparse gradients are multiplied by 1 / world_size, dense ones
 averaged, so that with each worker's loss a mean over its own batch the update is the
-one of the mean over the global batch.
+one of the mean over the global batch. In a job (ember.Job's ``Attempt.steps``) the
+weights are each worker's share of the step's examples (``gradient_scale``, the
+optimizer's ``local_weight``): the same when the batches are equal, and still the global
+batch's mean when they are not (an epoch's last batches, LAST_OUT's empty steps).
 """
 
 import collections
@@ -246,6 +249,27 @@ class EmbeddingCollection(torch.nn.Module):
         while len(self._in_flight) > keep:
             self._in_flight.pop(0).finish_push()
 
+    def empty_step(self, step):
+        """This worker's part of a BSP step in which it has no example (a job's
+        training.epoch_end LAST_OUT; ember.Job calls it): the sparse exchange with
+        nothing to add, after which it pushes the summed gradients of the IDs it owns.
+        Without a collective of several workers, or in SSP/ASP, there is nothing to do."""
+        if self.consistency != "bsp" or self.collective is None or \
+                self.collective.world_size <= 1:
+            return
+        from .data import Batch
+        none = torch.zeros(0, dtype=torch.int64)
+        empty = Batch.from_tensors(torch.zeros(0), {f: none for f in self.feature_names},
+                                   {f: torch.zeros(1, dtype=torch.int64)
+                                    for f in self.feature_names})
+        prepared = self.prepare(empty, step)
+        rows = prepared.wait()
+        if self._native_pooling:
+            width = sum(w for _, _, w in self._columns)
+            prepared.push_pooled(torch.zeros(0, width))
+        else:
+            prepared.push([None] * len(rows))
+
     def prepare(self, batch, step=None):
         """Dedups the batch's IDs per table and starts their pulls (SSP/ASP: call it for
         the next batch before this step's backward to overlap them). In BSP every
@@ -304,11 +328,14 @@ class DistributedOptimizer:
     workers, in one all-reduce (deterministic: every rank gets the same bits). With no
     collective (one worker) it is the optimizer itself. The all-reduce is also the
     step's barrier in BSP: no worker pulls the next batch before every worker pushed.
-    A parameter without a gradient takes part as zeros."""
+    A parameter without a gradient takes part as zeros. ``local_weight`` multiplies
+    this worker's gradients before the average: its share of the step's examples times
+    the world size (Attempt.steps sets it; 1 when the workers' batches are equal)."""
 
     def __init__(self, optimizer, collective=None):
         self.optimizer = optimizer
         self.collective = collective
+        self.local_weight = 1.0
         self._params = [p for g in optimizer.param_groups for p in g["params"]]
         self._buffer = None
 
@@ -343,6 +370,8 @@ class DistributedOptimizer:
                         "workers fail at their collective timeout)")
                 buf[at:at + k] = g.reshape(-1).to(torch.float32).numpy()
             at += k
+        if self.local_weight != 1.0:
+            buf[:n] *= np.float32(self.local_weight)
         buf[n] = 1.0  # the step's barrier: every worker takes part even without params
         t0 = time.monotonic()
         self.collective.all_reduce_sum(buf)

@@ -227,10 +227,12 @@ class Reader {
   // Continues a job's reading after a checkpoint's worker state (`state`: the JoinJob
   // answer's dict, with its "data" bytes, a serialized DataProgress, and "cursors") as
   // rank `rank_` of `world_size_`, at the checkpoint's world size or another one
-  // (worker/data/reader_position.h). Returns {"epoch": the epoch to read (`epochs`:
-  // none is left), "progress": the DataProgress bytes this world size's checkpoints
-  // carry until the epoch ends}.
-  py::dict ResumeFrom(const py::dict& state, int epochs, const std::string& origin) {
+  // (worker/data/reader_position.h); `first_out`: training.epoch_end FIRST_OUT (an epoch
+  // some rank had finished is over), else LAST_OUT (it continues). Returns {"epoch": the
+  // epoch to read (`epochs`: none is left), "progress": the DataProgress bytes this
+  // world size's checkpoints carry until the epoch ends}.
+  py::dict ResumeFrom(const py::dict& state, int epochs, const std::string& origin,
+                      bool first_out) {
     if (epochs < 1) ThrowInvalid(absl::StrCat("epochs ", epochs, " is not >= 1"));
     worker::SavedReading saved;
     v1::DataProgress data;
@@ -263,7 +265,7 @@ class Reader {
     worker::DataShape shape;
     shape.by_file = config_.config.data().partition_by() == "file";
     shape.num_files = static_cast<int>(dataset_files_.size());
-    shape.first_out = true;  // the Python loop ends an epoch when the first rank is out
+    shape.first_out = first_out;  // training.epoch_end FIRST_OUT (else LAST_OUT)
     shape.epochs = epochs;
     absl::StatusOr<worker::ResumePoint> point =
         worker::ResumePointFor(saved, shape, world_size_, rank_);
@@ -574,7 +576,7 @@ PYBIND11_MODULE(_ember, m) {
       .def_property_readonly("files", &Reader::Files)
       .def_property_readonly("dataset_files", &Reader::DatasetFiles)
       .def("resume_from", &Reader::ResumeFrom, py::arg("state"), py::arg("epochs"),
-           py::arg("origin") = "checkpoint");
+           py::arg("origin") = "checkpoint", py::arg("first_out") = true);
 
   m.def("write_run_directory", &WriteRunDirectory, py::arg("run_dir"), py::arg("config"),
         py::arg("world_size"), py::arg("result"), py::arg("curve"));

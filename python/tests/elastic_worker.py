@@ -7,7 +7,7 @@ attempt, so that the test can count every line of the epoch exactly once across 
 world sizes, and writes its result (or ``{"left": true}``) as JSON.
 
     elastic_worker.py --config=C --coordinator=A --workers=2:3 --member=a \
-        --out=DIR [--join_at_step=N] [--leave_at_step=N] --max_steps=N
+        --out=DIR [--join_at_step=N] [--leave_at_step=N] [--max_steps=N]
 """
 
 import argparse
@@ -34,7 +34,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--join_at_step", type=int, default=0)
     p.add_argument("--leave_at_step", type=int, default=0)
-    p.add_argument("--max_steps", type=int, required=True)
+    p.add_argument("--max_steps", type=int, default=0,
+                   help="steps to train (0: the config's epochs)")
     p.add_argument("--step_sleep_ms", type=int, default=0,
                    help="sleep this long in every step (a run long enough to signal)")
     args = p.parse_args()
@@ -57,7 +58,7 @@ def main():
         seen = []
         path = os.path.join(args.out, f"lines-{args.member}-a{attempt.number}.npy")
         try:
-            for batch in attempt.steps(data, emb, max_steps=args.max_steps):
+            for batch in attempt.steps(data, emb, max_steps=args.max_steps or None):
                 seen.append(batch.ids["line_id"].numpy().copy())
                 pooled = emb(batch)
                 x = torch.cat([pooled[f] for f in features] + [batch.dense], dim=1)

@@ -44,6 +44,47 @@ def test_a_cursor_resumes_with_identical_batches(quickstart_data):
     assert offsets[0] == 0 and offsets[-1] == batch.ids["recent_items"].numel()
 
 
+def _count(dataset):
+    """Examples left in the dataset's current epoch."""
+    n = 0
+    while (batch := dataset.pop()) is not None:
+        n += batch.size
+    return n
+
+
+def test_a_rank_out_of_data_resumes_by_the_epoch_end_rule(quickstart_data):
+    # training.epoch_end LAST_OUT cuts checkpoints while a rank has read its share of the
+    # epoch: its cursor is then the next epoch's start. At the same world size that rank
+    # resumes in the next epoch and the other continues; at another world size the
+    # epoch continues with only the unread lines (LAST_OUT), or is over (FIRST_OUT).
+    config = ember.load_config(quickstart_data[0])
+    last_out = ember._ember.parse_model_config(
+        config.text.replace("training {", "training {\n  epoch_end: LAST_OUT", 1))
+    opts = dict(batch_size=1000, epochs=2)
+    ranks = [ember.data.Dataset(last_out, "train", rank=r, world_size=2, **opts) for r in (0, 1)]
+    share0 = _count(ranks[0])
+    assert ranks[0].state() == {"epoch": 1, "file_index": 0, "line": 0}
+    read1 = sum(ranks[1].pop().size for _ in range(5))
+    share1 = _count(ember.data.Dataset(last_out, "train", rank=1, world_size=2, **opts))
+    state = {"epoch": 0, "world_size": 2, "data": None,
+             "cursors": [ranks[0].state(), ranks[1].state()]}
+    assert share0 + share1 == 60000 and read1 == 5000
+
+    same = [ember.data.Dataset(last_out, "train", rank=r, world_size=2, **opts) for r in (0, 1)]
+    for d in same:
+        d.resume(state)
+    assert [d.epoch for d in same] == [1, 0]
+    assert _count(same[0]) == share0  # the whole of its share, in epoch 1
+    assert _count(same[1]) == share1 - read1
+
+    one = ember.data.Dataset(last_out, "train", rank=0, world_size=1, **opts)
+    one.resume(state)
+    assert one.epoch == 0 and _count(one) == share1 - read1  # rank 0's share is not read again
+    first_out = ember.data.Dataset(config, "train", rank=0, world_size=1, **opts)
+    first_out.resume(state)
+    assert first_out.epoch == 1 and _count(first_out) == 60000
+
+
 def test_test_data_carries_its_eval_columns(quickstart_data):
     config = ember.load_config(quickstart_data[0])
     batch = next(iter(ember.data.Dataset(config, "test")))

@@ -28,22 +28,22 @@ WORKER = os.path.join(HERE, "elastic_worker.py")
 FILES, LINES = 6, 5000  # 6 files of 5000 examples; line_id = file * 100000 + line
 
 
-@pytest.fixture(scope="module")
-def elastic_config(tmp_path_factory):
-    root = tmp_path_factory.mktemp("elastic")
+def write_job(root, name, lines_per_file, seed, epoch_end=""):
+    """Files of `lines_per_file` examples under root/train (line_id = file * 100000 +
+    line) and a one-epoch config over them; the config's path."""
     data = root / "train"
     data.mkdir()
-    rng = random.Random(7)
-    for f in range(FILES):
+    rng = random.Random(seed)
+    for f, lines in enumerate(lines_per_file):
         with open(data / f"part-{f:02d}.tsv", "w") as out:
             out.write("label\tline_id\tuser_id\tprice\n")
-            for line in range(1, LINES + 1):
+            for line in range(1, lines + 1):
                 user = rng.randrange(500)
                 click = 1 if rng.random() < 0.2 + 0.5 * (user % 2) else 0
                 out.write(f"{click}\t{f * 100000 + line}\t{user}\t{rng.random() * 10:.3f}\n")
-    config = root / "elastic.pbtxt"
+    config = root / f"{name}.pbtxt"
     config.write_text(f"""
-name: "elastic_py"
+name: "{name}"
 data {{
   format: SCHEMA_TSV
   train_path: "{data}"
@@ -57,10 +57,15 @@ tables {{ name: "line" dim: 4 }}
 tables {{ name: "user" dim: 4 }}
 features {{ column: "line_id" table: "line" }}
 features {{ column: "user_id" table: "user" }}
-training {{ batch_size: 64 epochs: 1 }}
+training {{ batch_size: 64 epochs: 1 {epoch_end} }}
 checkpoint {{ every_steps: 20 }}
 """)
     return str(config)
+
+
+@pytest.fixture(scope="module")
+def elastic_config(tmp_path_factory):
+    return write_job(tmp_path_factory.mktemp("elastic"), "elastic_py", [LINES] * FILES, 7)
 
 
 def start(cluster, config, out, member, *flags):
@@ -85,11 +90,11 @@ def wait_all(procs, timeout=300):
         assert p.returncode == 0, f"worker {member}: {open(log.name).read()[-3000:]}"
 
 
-def run_schedule(config, out):
-    """2 workers (a, b); c joins at step 30; b leaves at step 60; 100 steps in all.
-    Returns {member: result} and every line each attempt trained."""
+def run_schedule(config, out, max_steps=100):
+    """2 workers (a, b); c joins at step 30; b leaves at step 60; max_steps in all (0:
+    the epoch). Returns {member: result} and every line each attempt trained."""
     os.makedirs(out)
-    common = ["--workers=2:3", "--max_steps=100"]
+    common = ["--workers=2:3", f"--max_steps={max_steps}"]
     with ember.local.LocalCluster(shards=2,
                                   coordinator_flags=("--elastic_settle_ms=1000",)) as cluster:
         # c first: it waits (join_at_step 30 keeps it out of the first world) so that
@@ -149,6 +154,43 @@ def test_partitioned_by_a_column_every_example_is_read_once(elastic_config, tmp_
     assert len(lines) == expected and len(np.unique(lines)) == expected  # none twice
 
 
+UNEVEN = [4000, 600, 3000, 600, 2000, 300]  # lines per file: rank 1 of 2 runs out first
+
+
+@pytest.fixture(scope="module")
+def last_out_config(tmp_path_factory):
+    """A one-epoch LAST_OUT config over six files of UNEVEN sizes: with 2 workers rank
+    1's share (1,500 lines) ends at step 24, rank 0's (9,000) at step 141."""
+    return write_job(tmp_path_factory.mktemp("last_out"), "elastic_last_out", UNEVEN, 11,
+                     epoch_end="epoch_end: LAST_OUT")
+
+
+def test_last_out_trains_every_example_of_uneven_files_across_sizes(last_out_config, tmp_path):
+    # The epoch ends with the last worker (training.epoch_end LAST_OUT): the one whose
+    # share ran out takes empty steps (its part of the sparse exchange and of the dense
+    # all-reduce) until the others finish, also across the resizes at steps 30 (a
+    # worker out of data then) and 60. Every line of the data is trained exactly once,
+    # where FIRST_OUT would end the epoch at step 24, and two runs give the same model.
+    total = sum(UNEVEN)
+    models = []
+    for run in ("one", "two"):
+        results, lines, logs = run_schedule(last_out_config, str(tmp_path / run), max_steps=0)
+        assert {m for m, r in results.items() if r["left"]} == {"b"}, results
+        final = [r for r in results.values() if not r["left"]]
+        rank0 = [r for r in final if r["rank"] == 0][0]
+        assert rank0["resizes"] == 2 and rank0["steps"] > 60, rank0
+        assert rank0["examples"] == total and rank0["examples_per_epoch"] == [total], rank0
+        assert len(lines) == total and len(np.unique(lines)) == total
+        for f, n in enumerate(UNEVEN):  # every line of every file, once
+            got = np.sort(lines[(lines // 100000) == f] % 100000)
+            assert np.array_equal(got, np.arange(1, n + 1)), (f, got[:5], len(got), n)
+        # Rank 1 of the first two workers ran out at step 24 or 25 and took empty steps
+        # until the resize at step 30.
+        assert sum(r["empty_steps"] for r in results.values()) >= 5, results
+        models.append((rank0["sparse_rows"], rank0["sparse_checksum"], rank0["dense_checksum"]))
+    assert models[0] == models[1], models  # BSP: the schedule alone fixes the model
+
+
 def test_a_worker_sent_sigterm_leaves_at_a_checkpoint_and_exits_0(elastic_config, tmp_path):
     out = str(tmp_path)
     common = ["--workers=1:2", "--max_steps=200", "--step_sleep_ms=20"]
@@ -185,10 +227,6 @@ def test_a_bad_worker_range_is_refused(elastic_config):
         ember.Job(config, "127.0.0.1:1", join_at_step=5, log=None)
     with pytest.raises(InvalidArgumentError, match="member id"):
         ember.Job(config, "127.0.0.1:1", workers="1:2", member="x" * 129, log=None)
-    last_out = ember._ember.parse_model_config(
-        config.text.replace("training {", "training {\n  epoch_end: LAST_OUT", 1))
-    with pytest.raises(InvalidArgumentError, match="LAST_OUT is ember-worker's"):
-        ember.Job(last_out, "127.0.0.1:1", workers="1:2", log=None)
     args = ember.cli.parser("elastic", elastic_config, "run").parse_args(
         ["--coordinator=127.0.0.1:1", "--workers=2:3", "--rank=1", "--world_size=3"])
     with pytest.raises(InvalidArgumentError, match="leave out --rank and --world_size"):
