@@ -585,17 +585,29 @@ absl::Status RocksDbBackend::DeleteRange(BackendTable table, std::string_view be
   rocksdb::WriteBatch wb;
   rocksdb::Status s = wb.DeleteRange(cf, ToSlice(begin), ToSlice(end));
   if (!s.ok()) return FromRocksDb(s, "build delete range batch");
-  s = db_->Write(write_options_, &wb);
+  // The tombstone is made durable before any file goes (below), so that a crash never
+  // leaves the range half deleted: a synced WAL write, or with the WAL off a flush.
+  rocksdb::WriteOptions durable = write_options_;
+  durable.sync = options_.enable_wal;
+  s = db_->Write(durable, &wb);
+  if (s.ok() && !options_.enable_wal) {
+    rocksdb::FlushOptions flush_options;
+    flush_options.wait = true;
+    s = db_->Flush(flush_options, cf);
+  }
   if (!s.ok()) {
     WriteFailed();
     return FromRocksDb(s, absl::StrCat("delete range in table ", table));
   }
-  // Compacting the range drops the deleted rows' files now: a drained shard's disk
-  // shrinks at once and the key estimates stop counting them. Best effort: the
-  // delete itself is done.
+  // The range's files that hold nothing else go now, unread (a drained shard's disk
+  // shrinks at once); the tombstone hides the rest of the range until compaction drops
+  // it with the files it shares. Compacting the range here instead read and rewrote
+  // every file it touches, at normal priority, inside each migration's cleanup
+  // (docs/PERFORMANCE.md). Best effort: the delete itself is done.
   const rocksdb::Slice from = ToSlice(begin);
   const rocksdb::Slice to = ToSlice(end);
-  db_->CompactRange(rocksdb::CompactRangeOptions(), cf, &from, &to).PermitUncheckedError();
+  rocksdb::DeleteFilesInRange(db_.get(), cf, &from, &to, /*include_end=*/false)
+      .PermitUncheckedError();
   return absl::OkStatus();
 }
 

@@ -195,8 +195,11 @@ class RocksDbBackend final : public RowBackend {
   absl::Status Scan(
       BackendTable table, std::string_view begin, std::string_view end,
       const std::function<bool(std::string_view key, std::string_view value)>& fn) override;
-  // DeleteRange writes one range tombstone (reads skip the range at once), then
-  // compacts the range so that its space is reclaimed now (best effort).
+  // DeleteRange writes one range tombstone (reads skip the range at once) and makes it
+  // durable (a synced WAL write; with the WAL off a flush of the table), then drops the
+  // SST files wholly inside the range without reading them (their space is reclaimed
+  // now; best effort). The rest of the range goes with the compactions of the files it
+  // shares: no compaction runs for the delete itself.
   absl::Status DeleteRange(BackendTable table, std::string_view begin,
                            std::string_view end) override;
   // The column family's "rocksdb.estimate-num-keys".

@@ -75,6 +75,18 @@ class RocksDbBackendTest : public testing::Test {
     return static_cast<int>(std::count(found.begin(), found.end(), true));
   }
 
+  // A "crash": a copy of the database directory taken while the backend is still open,
+  // with no clean close, opened as a database of its own.
+  std::unique_ptr<RocksDbBackend> OpenCrashCopy(const RocksDbOptions& options) {
+    const std::string crashed = dir_ + "/crashed";
+    std::error_code ec;
+    std::filesystem::copy(options.path, crashed, std::filesystem::copy_options::recursive, ec);
+    EXPECT_FALSE(ec) << ec.message();
+    RocksDbOptions crashed_options = options;
+    crashed_options.path = crashed;
+    return MustOpen(crashed_options);
+  }
+
   std::string dir_;
 };
 
@@ -156,15 +168,8 @@ TEST_F(RocksDbBackendTest, WalDisabledFlushSurvivesCrash) {
   EMBER_ASSERT_OK(backend->Write({Put(b, "x", "1"), Put(kMetaTable, "version", "1")}));
   EMBER_ASSERT_OK(backend->Flush());
 
-  const std::string crashed = dir_ + "/crashed";
-  std::error_code ec;
-  std::filesystem::copy(options.path, crashed, std::filesystem::copy_options::recursive, ec);
-  ASSERT_FALSE(ec) << ec.message();
+  std::unique_ptr<RocksDbBackend> recovered = OpenCrashCopy(options);
   EMBER_ASSERT_OK(WriteRows(*backend, a, "unflushed", 10));
-
-  RocksDbOptions crashed_options = options;
-  crashed_options.path = crashed;
-  std::unique_ptr<RocksDbBackend> recovered = MustOpen(crashed_options);
   ASSERT_NE(recovered, nullptr);
   EXPECT_THAT(recovered->ListTables(), ElementsAre("a", "b"));
   const BackendTable ra = recovered->OpenTable("a").value();
@@ -179,6 +184,33 @@ TEST_F(RocksDbBackendTest, WalDisabledFlushSurvivesCrash) {
   const BackendTable a2 = backend->OpenTable("a").value();
   EXPECT_EQ(CountRows(*backend, a2, "flushed", 100), 100);
   EXPECT_EQ(CountRows(*backend, a2, "unflushed", 10), 10);
+}
+
+// DeleteRange drops the files wholly inside the range at once, so its tombstone must be
+// durable before it returns: with the WAL off, a crash right after it (no Flush) must
+// not bring back rows of the range that sit in files it kept.
+TEST_F(RocksDbBackendTest, WalDisabledDeleteRangeIsDurableWithoutAFlush) {
+  RocksDbOptions options = Options();
+  options.enable_wal = false;
+  std::unique_ptr<RocksDbBackend> backend = MustOpen(options);
+  ASSERT_NE(backend, nullptr);
+  const BackendTable a = backend->OpenTable("a").value();
+  // "k..." straddles the range's start ("m"), "m..." lies inside it, "z..." after it.
+  EMBER_ASSERT_OK(WriteRows(*backend, a, "k", 50));
+  EMBER_ASSERT_OK(WriteRows(*backend, a, "m", 50));
+  EMBER_ASSERT_OK(backend->Flush());
+  EMBER_ASSERT_OK(WriteRows(*backend, a, "m-late", 20));  // in the memtable
+  EMBER_ASSERT_OK(WriteRows(*backend, a, "z", 50));
+  EMBER_ASSERT_OK(backend->Flush());
+  EMBER_ASSERT_OK(backend->DeleteRange(a, "m", "n"));
+
+  std::unique_ptr<RocksDbBackend> recovered = OpenCrashCopy(options);
+  ASSERT_NE(recovered, nullptr);
+  const BackendTable ra = recovered->OpenTable("a").value();
+  EXPECT_EQ(CountRows(*recovered, ra, "k", 50), 50);
+  EXPECT_EQ(CountRows(*recovered, ra, "m", 50), 0);
+  EXPECT_EQ(CountRows(*recovered, ra, "m-late", 20), 0);
+  EXPECT_EQ(CountRows(*recovered, ra, "z", 50), 50);
 }
 
 TEST_F(RocksDbBackendTest, WriteFaultsFailCleanlyAndRecover) {
