@@ -95,6 +95,20 @@ void AddCriteoDefaultColumns(DataConfig* data) {
   }
 }
 
+// The dim of every feature's table when they all share one, else 0.
+uint32_t SharedFeatureDim(const ModelConfig& config) {
+  uint32_t shared = 0;
+  for (const FeatureConfig& f : config.features()) {
+    uint32_t dim = 0;
+    for (const v1::TableConfig& t : config.tables()) {
+      if (t.name() == f.table()) dim = t.dim();
+    }
+    if (dim == 0 || (shared != 0 && dim != shared)) return 0;
+    shared = dim;
+  }
+  return shared;
+}
+
 // Fills every default documented in model.proto. Idempotent.
 void FillDefaults(ModelConfig* config) {
   if (config->name().empty()) config->set_name("ember");
@@ -125,8 +139,12 @@ void FillDefaults(ModelConfig* config) {
 
   DenseTowerConfig* dense = config->mutable_dense();
   if (dense->bottom_mlp().empty()) {
+    // DOT interaction needs the bottom MLP to end at the features' table dim: when they
+    // share one, the default tower does, so a config that leaves the tower out works
+    // with whatever dim its tables have (mixed dims: 16, and the check names the fix).
+    const uint32_t dim = SharedFeatureDim(*config);
     dense->add_bottom_mlp(64);
-    dense->add_bottom_mlp(16);
+    dense->add_bottom_mlp(dim >= 1 && dim <= 4096 ? dim : 16);
   }
   if (dense->interaction() == DenseTowerConfig::INTERACTION_UNSPECIFIED) {
     dense->set_interaction(DenseTowerConfig::DOT);

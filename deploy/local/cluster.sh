@@ -431,8 +431,11 @@ case "$cmd" in
       for ((n = 0; n < min_workers; n++)); do start_worker "$n"; done
       echo "training elastically, $min_workers to $max_workers workers (cluster.sh scale" \
         "--workers=N); progress: $run_dir/logs/worker-0.log (rank 0 while it runs)"
-      tail -c "+$(cat "$run_dir/pids/worker-0.logstart")" -f "$run_dir/logs/worker-0.log" \
-        --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &
+      # Read here, not in the background tail: a worker that fails at once has its
+      # pid files removed by the loop below before a background expansion would run.
+      logstart="$(cat "$run_dir/pids/worker-0.logstart")"
+      supervisor0="$(cat "$run_dir/pids/worker-0.supervisor")"
+      tail -c "+$logstart" -f "$run_dir/logs/worker-0.log" --pid="$supervisor0" &
       # Until every worker of the run ended, those `scale` started too (not children
       # of this shell: their supervisors leave pids/NAME.rc).
       while true; do
@@ -467,8 +470,12 @@ case "$cmd" in
         $(cluster_token_flag) $worker_args
     done
     echo "training with $workers worker(s); progress: $run_dir/logs/worker-0.log"
-    # The log is appended to run after run: show this run's lines only.
-    tail -c "+$(cat "$run_dir/pids/worker-0.logstart")" -f "$run_dir/logs/worker-0.log" --pid="$(cat "$run_dir/pids/worker-0.supervisor")" &
+    # The log is appended to run after run: show this run's lines only. The pid files
+    # are read here, not in the background tail: the loop below removes them as soon
+    # as a worker that failed at once is reported.
+    logstart="$(cat "$run_dir/pids/worker-0.logstart")"
+    supervisor0="$(cat "$run_dir/pids/worker-0.supervisor")"
+    tail -c "+$logstart" -f "$run_dir/logs/worker-0.log" --pid="$supervisor0" &
     tail_pid=$!
     failed=0
     for ((r = 0; r < workers; r++)); do

@@ -181,6 +181,30 @@ TEST(ModelConfigTest, FillsDefaults) {
   EXPECT_EQ(z->dense_optimizer().initial_accumulator(), 0.0f);
 }
 
+TEST(ModelConfigTest, TheDefaultTowerEndsAtTheTablesSharedDim) {
+  // A config without a dense section trains with tables of any one dim (DOT needs the
+  // bottom MLP to end at it); mixed dims keep 16, and the check names the mismatch.
+  v1::ModelConfig eight = Small();
+  for (v1::TableConfig& t : *eight.mutable_tables()) t.set_dim(8);
+  absl::StatusOr<v1::ModelConfig> c = NormalizeModelConfig(eight, "eight");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(c->dense().bottom_mlp(), ::testing::ElementsAre(64, 8));
+  absl::StatusOr<v1::ModelConfig> again = NormalizeModelConfig(*c, "eight");
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(MessageDifferencer::Equals(*c, *again));
+
+  v1::ModelConfig mixed = Small();
+  v1::TableConfig* other = mixed.add_tables();
+  other->set_name("wide");
+  other->set_dim(32);
+  mixed.mutable_features(1)->set_table("wide");
+  absl::StatusOr<v1::ModelConfig> m = NormalizeModelConfig(mixed, "mixed");
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(std::string(m.status().message()),
+              ::testing::HasSubstr("table 'wide' has dim 32 but DOT interaction needs the last "
+                                   "bottom_mlp size 16"));
+}
+
 TEST(ModelConfigTest, CriteoDefaultColumns) {
   v1::ModelConfig config;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
