@@ -91,6 +91,9 @@ void DeclareFlags(FlagSet& flags, BenchMain& m) {
   flags.Choice<std::string>("compaction_priority", &o.compaction_priority,
                             {{"normal", "normal"}, {"low", "low"}, {"idle", "idle"}},
                             "rebalance: the shards' --compaction_priority (default: theirs)");
+  flags.Choice<std::string>("migration_copy_priority", &o.migration_copy_priority,
+                            {{"normal", "normal"}, {"low", "low"}, {"idle", "idle"}},
+                            "rebalance: the shards' --migration_copy_priority (default: theirs)");
   flags
       .String("dir", &o.dir, "PATH",
               "database directory, kept and reused by later runs with the same rows")

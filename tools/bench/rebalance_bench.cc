@@ -75,6 +75,7 @@
 //   background_priorities            --background_priorities (the shards' defaults; false:
 //                                    compaction and the copy at normal priority)
 //   compaction_priority              the shards' --compaction_priority ("default": not given)
+//   migration_copy_priority          the shards' --migration_copy_priority (the same)
 //   checks_passed                    true (the suite fails otherwise)
 
 #include <algorithm>
@@ -486,6 +487,11 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
       options.background_priorities
           ? (options.compaction_priority.empty() ? "default" : options.compaction_priority)
           : "normal");
+  figures.AddString(
+      "migration_copy_priority",
+      options.background_priorities
+          ? (options.migration_copy_priority.empty() ? "default" : options.migration_copy_priority)
+          : "normal");
   figures.AddInt("memory_budget_mb", kMemoryBudgetMb);
   figures.AddNumber("baseline_seconds", baseline_s);
   figures.AddNumber("warmup_s", options.warmup_s);
@@ -509,8 +515,14 @@ absl::StatusOr<Figures> RunRebalanceSuite(const BenchOptions& options) {
   cluster.dir = dir->path();
   if (!options.background_priorities) {
     cluster.priority_flags = {"--compaction_priority=normal", "--migration_copy_priority=normal"};
-  } else if (!options.compaction_priority.empty()) {
-    cluster.priority_flags = {"--compaction_priority=" + options.compaction_priority};
+  } else {
+    if (!options.compaction_priority.empty()) {
+      cluster.priority_flags.push_back("--compaction_priority=" + options.compaction_priority);
+    }
+    if (!options.migration_copy_priority.empty()) {
+      cluster.priority_flags.push_back("--migration_copy_priority=" +
+                                       options.migration_copy_priority);
+    }
   }
   EMBER_RETURN_IF_ERROR(cluster.StartCoordinator());
   EMBER_RETURN_IF_ERROR(cluster.StartPs(0));

@@ -45,6 +45,8 @@ struct BenchOptions {
   bool background_priorities = true;
   // rebalance: ember-ps --compaction_priority for the shards; empty: the default.
   std::string compaction_priority;
+  // rebalance: ember-ps --migration_copy_priority for the shards; empty: the default.
+  std::string migration_copy_priority;
   // Zipf exponent of skewed key streams. Default: 1.1.
   double zipf = 1.1;
   // Directory of the suite's database. Empty: a fresh directory under /tmp, removed at
