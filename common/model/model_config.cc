@@ -142,7 +142,11 @@ void FillDefaults(ModelConfig* config) {
     // DOT interaction needs the bottom MLP to end at the features' table dim: when they
     // share one, the default tower does, so a config that leaves the tower out works
     // with whatever dim its tables have (mixed dims: 16, and the check names the fix).
-    const uint32_t dim = SharedFeatureDim(*config);
+    // Other interactions keep 16 (ember.torch gives CONCAT to configs without a dense
+    // section, whose job digests then stay what they were).
+    const bool dot = dense->interaction() == DenseTowerConfig::INTERACTION_UNSPECIFIED ||
+                     dense->interaction() == DenseTowerConfig::DOT;
+    const uint32_t dim = dot ? SharedFeatureDim(*config) : 0;
     dense->add_bottom_mlp(64);
     dense->add_bottom_mlp(dim >= 1 && dim <= 4096 ? dim : 16);
   }

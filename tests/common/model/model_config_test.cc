@@ -192,6 +192,12 @@ TEST(ModelConfigTest, TheDefaultTowerEndsAtTheTablesSharedDim) {
   absl::StatusOr<v1::ModelConfig> again = NormalizeModelConfig(*c, "eight");
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(MessageDifferencer::Equals(*c, *again));
+  // Only DOT needs it: CONCAT (what ember.torch gives configs without a dense section)
+  // keeps 16.
+  eight.mutable_dense()->set_interaction(v1::DenseTowerConfig::CONCAT);
+  absl::StatusOr<v1::ModelConfig> concat = NormalizeModelConfig(eight, "eight");
+  ASSERT_TRUE(concat.ok()) << concat.status();
+  EXPECT_THAT(concat->dense().bottom_mlp(), ::testing::ElementsAre(64, 16));
 
   v1::ModelConfig mixed = Small();
   v1::TableConfig* other = mixed.add_tables();
