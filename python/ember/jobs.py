@@ -441,6 +441,7 @@ class Attempt:
         self._start_step = self.step
         from . import torch as ember_torch  # the stage clocks (torch is imported by then)
         self._stages_at_start = dict(ember_torch.stage_seconds)
+        distributed = isinstance(self._optimizer, ember_torch.DistributedOptimizer)
         if self.job.elastic and self.rank == 0:
             self._poll_job(0.5)  # the workers already waiting to join
         while True:
@@ -475,7 +476,7 @@ class Attempt:
                 if resize:
                     raise AttemptResized(self.step, leaving)
             if not has:  # LAST_OUT: the others still have data in this epoch
-                self._empty_step(embeddings)
+                self._empty_step(embeddings, distributed)
                 self._count_step(agree[1], 0)
                 continue
             batch = dataset.pop()
@@ -483,7 +484,7 @@ class Attempt:
             # This worker's share of the step's examples (exactly 1 / world and 1 with
             # equal batches: the same bits as without weights).
             global_examples = float(agree[1])
-            if self._optimizer is not None and hasattr(self._optimizer, "local_weight"):
+            if distributed:
                 self._optimizer.local_weight = batch.size * world / global_examples
             if embeddings is not None:
                 embeddings.gradient_scale = batch.size / global_examples
@@ -516,7 +517,7 @@ class Attempt:
         self._interval[1] += float(examples)
         self._maybe_log()
 
-    def _empty_step(self, embeddings):
+    def _empty_step(self, embeddings, distributed):
         """A step of this worker with no example (LAST_OUT): the collective calls the
         others' step makes, with nothing of its own: the BSP sparse exchange (it still
         pushes the summed gradients of the IDs it owns) and the dense all-reduce, after
@@ -525,10 +526,9 @@ class Attempt:
         if embeddings is not None:
             embeddings.step = self.step
             embeddings.empty_step(self.step)
-        optimizer = self._optimizer
-        if optimizer is not None and hasattr(optimizer, "all_reduce"):
-            optimizer.zero_grad()
-            optimizer.step()
+        if distributed:
+            self._optimizer.zero_grad()
+            self._optimizer.step()
 
     def record_loss(self, loss, examples):
         """This worker's mean loss over its batch of ``examples`` (for progress lines
