@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/build_info.h"
 #include "common/log.h"
+#include "common/malloc_tuning.h"
 
 namespace ember {
 namespace {
@@ -406,6 +407,7 @@ int RunMain(const char* name, const char* component, FlagSet& flags, int argc, c
   if (parsed.ok()) InitLogging(component, log_format);
   if (parsed.ok()) parsed = finish();
   if (!parsed.ok()) return UsageError(name, parsed.message(), name);
+  KeepFreedBuffers();  // before run() starts threads (common/malloc_tuning.h)
   const absl::Status status = run();
   if (!status.ok()) {
     std::cerr << name << ": " << status << std::endl;

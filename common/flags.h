@@ -360,8 +360,9 @@ namespace flags_internal {
 // RunMain without the template: adds --log_format and --version to `flags`, turns off
 // Abseil's mutex deadlock detection (Debian's build has it on: a global lock and ~40 ns
 // per acquisition; tests keep it), parses, handles --help and --version, initializes
-// logging (InitLogging(component, --log_format)), finishes, runs, and maps the outcome
-// to the exit codes.
+// logging (InitLogging(component, --log_format)), finishes, keeps freed RPC buffers for
+// reuse (KeepFreedBuffers, common/malloc_tuning.h), runs, and maps the outcome to the
+// exit codes.
 int RunMain(const char* name, const char* component, FlagSet& flags, int argc, char** argv,
             const std::function<absl::Status()>& finish, const std::function<absl::Status()>& run);
 }  // namespace flags_internal

@@ -55,6 +55,7 @@
 #include "common/cluster_token.h"
 #include "common/flags.h"
 #include "common/log.h"
+#include "common/malloc_tuning.h"
 #include "common/metrics.h"
 #include "common/slot_map.h"
 #include "common/status_macros.h"
@@ -400,6 +401,8 @@ absl::Status Run(const PsMainOptions& o) {
     // (docs/RELIABILITY.md). Two arenas keep it in check; MALLOC_ARENA_MAX overrides.
     mallopt(M_ARENA_MAX, kCappedMallocArenas);
   }
+  // RunMain set them already; this names the outcome in the log.
+  if (const std::string kept = KeepFreedBuffers(); !kept.empty()) EMBER_LOG(INFO) << kept;
 
   ShardStorageOptions storage_options;
   storage_options.rocksdb.path = o.data_dir;
