@@ -28,8 +28,10 @@ namespace ember {
 inline constexpr int64_t kKeptFreeBytesPerArena = int64_t{16} << 20;
 inline constexpr int64_t kMmapThresholdBytes = int64_t{32} << 20;  // glibc's largest
 
-// Sets the thresholds above (call first thing in main, before threads start). Returns
-// what it did, for the log: "" when the environment set them.
+// Sets the thresholds above: best early in main (RunMain does it before run()); later
+// is safe too (mallopt locks the arenas; the Python extension calls it at import), and
+// counts from then on. Returns what it did, for the log: "" when the environment set
+// them.
 std::string KeepFreedBuffers();
 
 // Whether `tunables` (a GLIBC_TUNABLES value; null: none) or the MALLOC_*_ variables
