@@ -24,7 +24,9 @@ bool EnvironmentSetsMallocThresholds(const char* tunables, const char* trim, con
          t.find("glibc.malloc.mmap_threshold") != absl::string_view::npos;
 }
 
-std::string KeepFreedBuffers() {
+namespace {
+
+std::string SetThresholds() {
   if (EnvironmentSetsMallocThresholds(
           std::getenv("GLIBC_TUNABLES"), std::getenv("MALLOC_TRIM_THRESHOLD_"),
           std::getenv("MALLOC_MMAP_THRESHOLD_"), std::getenv("EMBER_MALLOC_DEFAULTS"))) {
@@ -37,6 +39,13 @@ std::string KeepFreedBuffers() {
   return absl::StrCat("malloc keeps up to ", kKeptFreeBytesPerArena >> 20,
                       " MiB freed per arena for reuse (mmap threshold ", kMmapThresholdBytes >> 20,
                       " MiB)");
+}
+
+}  // namespace
+
+std::string KeepFreedBuffers() {
+  static const std::string* const outcome = new std::string(SetThresholds());  // once
+  return *outcome;
 }
 
 }  // namespace ember

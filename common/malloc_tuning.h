@@ -30,8 +30,8 @@ inline constexpr int64_t kMmapThresholdBytes = int64_t{32} << 20;  // glibc's la
 
 // Sets the thresholds above: best early in main (RunMain does it before run()); later
 // is safe too (mallopt locks the arenas; the Python extension calls it at import), and
-// counts from then on. Returns what it did, for the log: "" when the environment set
-// them.
+// counts from then on. Sets them once; later calls return the first one's outcome, for
+// the log: "" when the environment set them.
 std::string KeepFreedBuffers();
 
 // Whether `tunables` (a GLIBC_TUNABLES value; null: none) or the MALLOC_*_ variables

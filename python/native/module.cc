@@ -472,7 +472,7 @@ PYBIND11_MODULE(_ember, m) {
       "Ember's native runtime (PS client, readers, collectives, jobs); use the `ember` package";
   // As every Ember binary does (common/malloc_tuning.h): the pulls' and pushes' buffers,
   // and PyTorch's tensors, reuse freed memory instead of faulting in pages each step
-  // (ember.torch +17% examples/s in `ember-bench python`). EMBER_MALLOC_DEFAULTS=1, or
+  // (ember.torch +15% examples/s in `ember-bench python`). EMBER_MALLOC_DEFAULTS=1, or
   // the process's own MALLOC_*_THRESHOLD_ / GLIBC_TUNABLES, keep glibc's thresholds.
   KeepFreedBuffers();
   m.attr("__version__") = std::string(BuildVersion());

@@ -401,7 +401,7 @@ absl::Status Run(const PsMainOptions& o) {
     // (docs/RELIABILITY.md). Two arenas keep it in check; MALLOC_ARENA_MAX overrides.
     mallopt(M_ARENA_MAX, kCappedMallocArenas);
   }
-  // RunMain set them already; this names the outcome in the log.
+  // RunMain set them already; this only names the outcome in the log.
   if (const std::string kept = KeepFreedBuffers(); !kept.empty()) EMBER_LOG(INFO) << kept;
 
   ShardStorageOptions storage_options;

@@ -55,9 +55,9 @@ TEST(MallocTuningTest, TheEnvironmentDecides) {
 // trim threshold, 2 MiB once the first 1 MiB mapping was freed) and the next call
 // faults in about a thousand pages again; kept, the calls after the first fault in none.
 TEST(MallocTuningTest, BuffersOfACallAreReusedByTheNext) {
-  if (std::getenv("EMBER_MALLOC_DEFAULTS") != nullptr || std::getenv("GLIBC_TUNABLES") != nullptr ||
-      std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
-      std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr) {
+  if (EnvironmentSetsMallocThresholds(
+          std::getenv("GLIBC_TUNABLES"), std::getenv("MALLOC_TRIM_THRESHOLD_"),
+          std::getenv("MALLOC_MMAP_THRESHOLD_"), std::getenv("EMBER_MALLOC_DEFAULTS"))) {
     GTEST_SKIP() << "the environment sets malloc's thresholds";
   }
   ASSERT_NE(KeepFreedBuffers(), "");
