@@ -151,6 +151,7 @@ absl::Status JobClient::Finish(const v1::FinishJobRequest& request, absl::Durati
 absl::Status JobClient::AwaitFinished(const std::string& job, uint64_t generation, uint64_t attempt,
                                       absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
+  std::string answered;  // what the last answer said
   std::string last = "the coordinator did not answer";
   while (true) {
     absl::StatusOr<v1::GetJobResponse> r = GetJob(
@@ -175,9 +176,12 @@ absl::Status JobClient::AwaitFinished(const std::string& job, uint64_t generatio
             "attempt ", attempt, " of job '", job, "' was rolled back before rank 0 finished it",
             r->failure().empty() ? "" : absl::StrCat(" (", r->failure(), ")")));
       }
-      last = absl::StrCat("attempt ", attempt, " still running");
-    } else {
+      answered = last = absl::StrCat("attempt ", attempt, " still running");
+    } else if (answered.empty()) {
       last = std::string(r.status().message());
+    } else {
+      // A poll cut short by the deadline (or lost) does not hide what the job said.
+      last = absl::StrCat(answered, "; the last poll: ", r.status().message());
     }
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat("rank 0 did not finish job '", job,
