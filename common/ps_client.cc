@@ -39,6 +39,7 @@
 #include "common/float16.h"
 #include "common/grpc_status.h"
 #include "common/hash.h"
+#include "common/job_name.h"
 #include "common/ps_client_cluster.h"
 #include "common/ps_client_impl.h"
 #include "common/pull_wire.h"
@@ -170,14 +171,16 @@ class PsHandle::Op {
       }
       std::unique_ptr<Round> round = std::move(round_);
       std::vector<Part> next;
+      std::vector<size_t> reroute;  // pulled keys to split again after the refresh
       bool backoff = false;
       bool refresh = false;
       for (std::unique_ptr<Rpc>& rpc : round->rpcs) {
-        EMBER_RETURN_IF_ERROR(HandleRpc(*rpc, &next, &backoff, &refresh));
+        EMBER_RETURN_IF_ERROR(HandleRpc(*rpc, &next, &reroute, &backoff, &refresh));
       }
       round.reset();  // every callback has run (AwaitRound)
-      if (next.empty()) break;
+      if (next.empty() && reroute.empty()) break;
       EMBER_RETURN_IF_ERROR(BeforeRetry(refresh, backoff));
+      if (!reroute.empty()) EMBER_RETURN_IF_ERROR(Split(impl_->Snapshot(), reroute, &next));
       Send(impl_->Snapshot(), std::move(next));
     }
     return absl::OkStatus();
@@ -186,9 +189,11 @@ class PsHandle::Op {
  private:
   // Wait's handling of one finished RPC: consumes its answer, or puts what is to be
   // retried (unavailable or stale shard: same part; redirect or replica miss: its keys
-  // re-split) into *next, setting *backoff and *refresh as the retry needs. Returns
-  // the call's error when the RPC fails it.
-  absl::Status HandleRpc(Rpc& rpc, std::vector<Part>* next, bool* backoff, bool* refresh) {
+  // re-split) into *next, or (a pull of an unavailable shard) its keys into *reroute,
+  // to be split under the map the refresh brings, setting *backoff and *refresh as the
+  // retry needs. Returns the call's error when the RPC fails it.
+  absl::Status HandleRpc(Rpc& rpc, std::vector<Part>* next, std::vector<size_t>* reroute,
+                         bool* backoff, bool* refresh) {
     Part& part = rpc.part;
     const absl::Status s = FromGrpcStatus(rpc.status, &rpc.context);
     if (part.replica) {
@@ -227,6 +232,14 @@ class PsHandle::Op {
       ++part.retries;
       *backoff = true;
       *refresh = *refresh || !stale_shard;
+      if (kind_ == Kind::kPull && !stale_shard && impl_->coordinator != nullptr) {
+        // A pull applies nothing, so its keys may go wherever the refreshed map says: a
+        // shard that drained and left answers nothing again, and a restarting one is
+        // asked again under an unchanged map. (A push stays with its shard: its
+        // (worker, sequence) is deduplicated there.) The deadline bounds the rounds.
+        reroute->insert(reroute->end(), part.index.begin(), part.index.end());
+        return absl::OkStatus();
+      }
       next->push_back(std::move(part));  // same shard, same sequence
       return absl::OkStatus();
     }
@@ -355,6 +368,7 @@ class PsHandle::Op {
         r.set_ids(PackIds(ids_, rpc->part.index));
         r.set_epoch(epoch);
         r.set_attempt(impl_->options.attempt);
+        r.set_job(impl_->options.job);
         r.set_encoding(encoding);
         r.set_step(step_);
         if (rpc->part.replica) {
@@ -371,6 +385,7 @@ class PsHandle::Op {
         r.set_sequence(rpc->part.sequence);
         r.set_epoch(epoch);
         r.set_attempt(impl_->options.attempt);
+        r.set_job(impl_->options.job);
         // Each row's gradient straight into the request's bytes.
         const uint32_t dim = table_.dim();
         const size_t row_bytes = dim * (float16_ ? 2 : sizeof(float));
@@ -554,6 +569,7 @@ absl::StatusOr<std::unique_ptr<PsClient>> PsClient::Create(const PsClientOptions
   if (options.hot_set_refresh_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("PsClientOptions.hot_set_refresh_interval must be >= 0");
   }
+  if (!options.job.empty()) EMBER_RETURN_IF_ERROR(CheckJobName(options.job));
   KeepGrpcInitialized();
   auto impl = std::make_shared<Impl>();
   impl->options = options;
@@ -626,7 +642,7 @@ PsHandle PsClient::PullAsync(absl::string_view table, absl::Span<const uint64_t>
   }
   const bool f16 = UseFloat16(*config, call);
   std::shared_ptr<const HotSetView> hot;
-  if (impl_->options.read_replicas) hot = impl_->hot_set->Current();
+  if (impl_->options.read_replicas && impl_->options.job.empty()) hot = impl_->hot_set->Current();
   return PsHandle(
       std::make_unique<PsHandle::Op>(PsHandle::Op::Kind::kPull, impl_, *std::move(config), ids, out,
                                      absl::Span<const float>(), call.step, f16, std::move(hot)));

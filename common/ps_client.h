@@ -120,6 +120,12 @@ struct PsClientOptions {
   // shards restored for a later attempt answer ABORTED, shards not yet restored for
   // this one UNAVAILABLE. 0: not part of a fenced job. Default: 0.
   uint64_t attempt = 0;
+  // The job whose own tables every call uses (ps.proto PullRequest.job; coordinator.proto
+  // JobTables): tables are created, loaded, pulled, pushed and digested in that job's
+  // store. Hot keys are not read from replicas then (read_replicas is ignored: the
+  // replicas hold shared tables' rows). Empty: the cluster's shared tables.
+  // Default: empty.
+  std::string job;
   // Budget of one Pull/Push including retries and redirects; every RPC carries it as
   // its gRPC deadline. Default: 5 s.
   absl::Duration deadline = absl::Seconds(5);

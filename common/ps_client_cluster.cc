@@ -21,13 +21,14 @@ absl::StatusOr<SlotMap> DecodeSlotOwners(absl::string_view packed, uint64_t epoc
   return SlotMap::FromOwners(std::move(owners), epoch);
 }
 
-absl::StatusOr<ClusterMap> FetchClusterMap(v1::CoordinatorService::Stub& stub,
-                                           absl::Time deadline) {
+absl::StatusOr<ClusterMap> FetchClusterMap(v1::CoordinatorService::Stub& stub, absl::Time deadline,
+                                           const std::string& job) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(deadline));
+  v1::GetClusterMapRequest request;
+  request.set_job(job);
   v1::GetClusterMapResponse response;
-  const absl::Status s =
-      FromGrpcStatus(stub.GetClusterMap(&context, v1::GetClusterMapRequest(), &response), &context);
+  const absl::Status s = FromGrpcStatus(stub.GetClusterMap(&context, request, &response), &context);
   if (!s.ok()) {
     return absl::Status(s.code(), absl::StrCat("coordinator GetClusterMap: ", s.message()));
   }

@@ -37,7 +37,9 @@ absl::StatusOr<SlotMap> DecodeSlotOwners(absl::string_view packed, uint64_t epoc
 // Calls GetClusterMap with `deadline`. Errors: the RPC's (UNAVAILABLE when the
 // coordinator is down, DEADLINE_EXCEEDED); UNAVAILABLE while slots are not assigned
 // (epoch 0); INVALID_ARGUMENT for a malformed map.
-absl::StatusOr<ClusterMap> FetchClusterMap(v1::CoordinatorService::Stub& stub, absl::Time deadline);
+// `job`: the tables are that job's own (coordinator.proto JobTables); empty: the shared ones.
+absl::StatusOr<ClusterMap> FetchClusterMap(v1::CoordinatorService::Stub& stub, absl::Time deadline,
+                                           const std::string& job = "");
 
 }  // namespace ember
 

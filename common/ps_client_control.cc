@@ -37,6 +37,7 @@ absl::StatusOr<std::map<std::string, PsClient::TableDigest>> PsClient::Checksum(
   const bool coordinated = impl_->coordinator != nullptr;
   v1::ChecksumRequest request;
   request.set_table(std::string(table));
+  request.set_job(impl_->options.job);
   absl::Duration backoff = impl_->options.initial_backoff;
   while (true) {
     const Impl::View view = impl_->Snapshot();
@@ -112,6 +113,7 @@ absl::Status PsClient::CreateTableEverywhere(const v1::TableConfig& config) {
     context.set_deadline(absl::ToChronoTime(deadline));
     v1::CoordinatorCreateTableRequest request;
     *request.mutable_config() = config;
+    request.set_job(impl_->options.job);
     v1::CoordinatorCreateTableResponse response;
     absl::Status s =
         FromGrpcStatus(impl_->coordinator->CreateTable(&context, request, &response), &context);
@@ -122,6 +124,7 @@ absl::Status PsClient::CreateTableEverywhere(const v1::TableConfig& config) {
   }
   v1::CreateTableRequest request;
   *request.mutable_config() = config;
+  request.set_job(impl_->options.job);
   std::string first;
   v1::TableConfig normalized;
   const std::shared_ptr<const Impl::Shards> shards = impl_->Snapshot().shards;

@@ -167,8 +167,8 @@ struct PsClient::Impl {
       refreshing = true;
       last_refresh = now;
     }
-    absl::StatusOr<ClusterMap> cluster =
-        FetchClusterMap(*coordinator, std::min(deadline, now + options.coordinator_deadline));
+    absl::StatusOr<ClusterMap> cluster = FetchClusterMap(
+        *coordinator, std::min(deadline, now + options.coordinator_deadline), options.job);
     if (cluster.ok()) {
       Install(*cluster);
       // Holders may have come or gone with the map: look for a newer hot set too.

@@ -167,6 +167,10 @@ void DeclareFlags(FlagSet& flags, WorkerFlags& w) {
       "a new run without --resume_from: continue trains on from the rows the PS tables "
       "hold, fresh empties every table first; required once any run trained on the "
       "cluster");
+  flags.Bool("own_tables", &o.own_tables,
+             "the job's tables are its own: a store of the job's on every PS shard, with its "
+             "own attempts, restores and checkpoints, so that it trains beside other jobs on "
+             "the cluster (every worker of a run says the same)");
   flags
       .Number("max_recoveries", &o.max_recoveries, "N",
               "failed attempts this worker rejoins before giving up")

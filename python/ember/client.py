@@ -84,17 +84,19 @@ class Client:
 
     Give the coordinator (the cluster map, shards and tables come from it) or, without
     one, the shards: ``Client(shards={0: "127.0.0.1:7000"})``. ``attempt`` fences the
-    calls to a job attempt (ember.Job sets it). ``tls=(ca, cert, key)`` for a mutual-TLS
+    calls to a job attempt (ember.Job sets it). ``job`` names a job whose tables are its
+    own (``ember.Job(own_tables=True)``): every call uses that job's store on the shards;
+    empty, the cluster's shared tables. ``tls=(ca, cert, key)`` for a mutual-TLS
     cluster."""
 
     def __init__(self, coordinator="", shards=None, worker_id=None, attempt=0,
-                 deadline_s=30.0, connect_timeout_s=30.0, tls=None):
+                 deadline_s=30.0, connect_timeout_s=30.0, tls=None, job=""):
         ca, cert, key = tls if tls else ("", "", "")
         self._native = _ember.Client(coordinator=coordinator, shards=dict(shards or {}),
                                      worker_id=worker_id, attempt=attempt,
                                      deadline_s=deadline_s,
                                      connect_timeout_s=connect_timeout_s,
-                                     tls_ca=ca, tls_cert=cert, tls_key=key)
+                                     tls_ca=ca, tls_cert=cert, tls_key=key, job=job)
         self.coordinator = coordinator
 
     @property

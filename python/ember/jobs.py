@@ -95,6 +95,9 @@ class Job:
     the cluster (the coordinator refuses to guess). ``run_id`` instead of ``generation``
     (every worker of the run the same, e.g. a Kubernetes Job's UID): the coordinator
     allocates the run's generation, so a new run needs no hand-picked, growing number.
+    ``own_tables=True``: the job's tables are its own (a store of the job's on every PS
+    shard, with its own attempts, restores and checkpoints), so that it trains beside
+    other jobs on one cluster; every worker of a run says the same.
 
     Elastic runs (docs/ARCHITECTURE.md "Elastic runs"): ``workers=(MIN, MAX)`` instead
     of ``rank`` and ``world_size``, the same on every worker of the run; the
@@ -110,7 +113,7 @@ class Job:
                  collective_timeout_s=60.0,
                  ps_deadline_s=30.0, recovery_timeout_s=600.0, max_recoveries=100,
                  run_dir=None, tls=None, log=_say, workers=None, member=None,
-                 join_at_step=0, leave_at_step=0, run_id=None):
+                 join_at_step=0, leave_at_step=0, run_id=None, own_tables=False):
         if run_id is not None and (not isinstance(run_id, str) or
                                    not 1 <= len(run_id.encode()) <= 128):
             raise InvalidArgumentError(f"run_id {run_id!r} is not a string of 1..128 bytes")
@@ -162,6 +165,9 @@ class Job:
         self.rank, self.world_size, self.generation = rank, world_size, generation
         self.resume_from = resume_from
         self.rows = rows or ""
+        if not isinstance(own_tables, bool):
+            raise InvalidArgumentError(f"own_tables {own_tables!r} is not True or False")
+        self.own_tables = own_tables
         self.collective_host = collective_host
         self.collective_timeout_s = collective_timeout_s
         self.ps_deadline_s = ps_deadline_s
@@ -235,7 +241,8 @@ class Job:
                                       report=lambda line: self.log(f"{self._who()}: {line}"),
                                       rows=self.rows, min_workers=self.min_workers,
                                       max_workers=self.max_workers, member=self.member,
-                                      join_at_step=self.join_at_step, run_id=run_id)
+                                      join_at_step=self.join_at_step, run_id=run_id,
+                                      own_tables=self.own_tables)
             except FailedPreconditionError:
                 if self.elastic and self._run_finished():
                     self.log(f"{self._who()}: the run finished before this worker got a place")
@@ -348,7 +355,8 @@ class Attempt:
         self._start_examples = 0
         self._stage = {"step": 0.0}
         self.client = Client(job.coordinator, attempt=self.number, deadline_s=job.ps_deadline_s,
-                             connect_timeout_s=job.collective_timeout_s, tls=job.tls)
+                             connect_timeout_s=job.collective_timeout_s, tls=job.tls,
+                             job=join["tables_job"])
         ca, cert, key = job.tls if job.tls else ("", "", "")
         if job.world_size > 1:
             job.log(f"worker {self.rank}/{self.world_size}: waiting for the other "

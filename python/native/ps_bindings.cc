@@ -42,7 +42,7 @@ class Client {
   Client(const std::string& coordinator, const std::map<uint32_t, std::string>& shards,
          std::optional<uint64_t> worker_id, uint64_t first_sequence, uint64_t attempt,
          double deadline_s, double connect_timeout_s, const std::string& tls_ca,
-         const std::string& tls_cert, const std::string& tls_key) {
+         const std::string& tls_cert, const std::string& tls_key, const std::string& job) {
     if (coordinator.empty() && shards.empty()) {
       ThrowInvalid("Client needs a coordinator address or the shards' addresses");
     }
@@ -67,6 +67,7 @@ class Client {
                     (static_cast<uint64_t>(getpid()) << 20) ^ reinterpret_cast<uintptr_t>(this));
     options.first_sequence = first_sequence;
     options.attempt = attempt;
+    options.job = job;
     options.deadline = absl::Seconds(deadline_s);
     options.max_retries = 12;
     absl::StatusOr<std::unique_ptr<PsClient>> client;
@@ -563,11 +564,12 @@ void BindPs(py::module_& m) {
   py::class_<Client, std::shared_ptr<Client>>(m, "Client")
       .def(py::init<const std::string&, const std::map<uint32_t, std::string>&,
                     std::optional<uint64_t>, uint64_t, uint64_t, double, double, const std::string&,
-                    const std::string&, const std::string&>(),
+                    const std::string&, const std::string&, const std::string&>(),
            py::arg("coordinator") = "", py::arg("shards") = std::map<uint32_t, std::string>{},
            py::arg("worker_id") = py::none(), py::arg("first_sequence") = 1, py::arg("attempt") = 0,
            py::arg("deadline_s") = 30.0, py::arg("connect_timeout_s") = 30.0,
-           py::arg("tls_ca") = "", py::arg("tls_cert") = "", py::arg("tls_key") = "")
+           py::arg("tls_ca") = "", py::arg("tls_cert") = "", py::arg("tls_key") = "",
+           py::arg("job") = "")
       .def("create_table", &Client::CreateTable, py::arg("text"))
       .def("table", &Client::Table, py::arg("name"))
       .def("pull", &Client::Pull, py::arg("table"), py::arg("ids"), py::arg("step") = 0)

@@ -189,7 +189,7 @@ class PyJobClient {
                 uint64_t after_attempt, const std::string& reason, double timeout_s,
                 double unreachable_timeout_s, py::object report, const std::string& rows,
                 uint32_t min_workers, uint32_t max_workers, const std::string& member,
-                uint64_t join_at_step, const std::string& run_id) {
+                uint64_t join_at_step, const std::string& run_id, bool own_tables) {
     v1::JoinJobRequest request;
     // A run named by its id (a Kubernetes Job's UID): the coordinator answers its
     // generation, which later joins give instead.
@@ -220,6 +220,7 @@ class PyJobClient {
       request.set_world_size(world_size);
     }
     request.set_resume_from(resume_from);
+    request.set_own_tables(own_tables);
     request.set_config_digest(config_digest);
     request.set_config(std::string(config));
     request.set_after_attempt(after_attempt);
@@ -252,6 +253,7 @@ class PyJobClient {
     d["checkpoint"] = response->checkpoint();
     d["checkpoints"] = response->checkpoints();
     d["generation"] = response->generation();
+    d["tables_job"] = response->tables_job();
     d["rank"] = max_workers > 0 ? response->rank() : rank;
     d["world_size"] = max_workers > 0 ? response->world_size() : world_size;
     d["state"] = response->checkpoint().empty() ? py::object(py::none())
@@ -381,7 +383,7 @@ void BindWorker(py::module_& m) {
            py::arg("timeout_s") = 600.0, py::arg("unreachable_timeout_s") = 60.0,
            py::arg("report") = py::none(), py::arg("rows") = "", py::arg("min_workers") = 0,
            py::arg("max_workers") = 0, py::arg("member") = "", py::arg("join_at_step") = 0,
-           py::arg("run_id") = "")
+           py::arg("run_id") = "", py::arg("own_tables") = false)
       .def("checkpoint", &PyJobClient::Checkpoint, py::arg("job"), py::arg("generation"),
            py::arg("attempt"), py::arg("state"), py::arg("timeout_s") = 600.0,
            py::arg("resize") = false)

@@ -205,3 +205,50 @@ def test_runs_named_by_run_id_get_their_generations_from_the_coordinator(quickst
         old = ember.Job(config, cluster.coordinator, run_id="uid-1", rows="continue", log=None)
         with pytest.raises(errors.FailedPreconditionError):
             old.run(lambda attempt: pytest.fail("a superseded run trained"))
+
+
+def test_jobs_with_tables_of_their_own_run_at_once_with_their_own_rows(quickstart_data):
+    """Two jobs with own_tables train at once on one cluster and name the same table;
+    each sees only its own rows (ps.proto PullRequest.job), and a third job's join on the
+    shared tables goes on beside them."""
+    import threading
+
+    import numpy as np
+
+    import ember
+    from ember import errors
+    config = ember.load_config(quickstart_data[0])
+    with pytest.raises(errors.InvalidArgumentError, match="own_tables"):
+        ember.Job(config, "127.0.0.1:1", own_tables="yes", log=None)
+    with ember.local.LocalCluster(shards=2) as cluster:
+        both_in = threading.Barrier(2, timeout=60)
+        rows = {}
+
+        def train(attempt, grad):
+            client = attempt.client
+            client.create_table(ember.Table("shared_name", dim=4, optimizer="sgd",
+                                            learning_rate=1.0))
+            both_in.wait()  # both attempts are running at once
+            client.push("shared_name", [1, 2, 3], np.full((3, 4), grad, np.float32))
+            both_in.wait()
+            rows[attempt.job.name] = client.pull("shared_name", [1, 2, 3])
+            return attempt.job.name
+
+        jobs = [ember.Job(config, cluster.coordinator, name=name, own_tables=True, log=None)
+                for name in ("own-a", "own-b")]
+        results = {}
+        threads = [threading.Thread(target=lambda j=j, g=g: results.update(
+            {j.name: j.run(lambda attempt: train(attempt, g))}))
+            for j, g in zip(jobs, (1.0, 2.0))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert results == {"own-a": "own-a", "own-b": "own-b"}
+        # SGD with learning rate 1 from the same init rows: each job's rows moved by its
+        # own gradient only.
+        np.testing.assert_allclose(rows["own-a"] - rows["own-b"], np.full((3, 4), 1.0),
+                                   atol=1e-6)
+        # The shared tables were never touched: a client of them does not know the table.
+        with pytest.raises(errors.NotFoundError):
+            ember.Client(cluster.coordinator).table("shared_name")

@@ -14,6 +14,7 @@
 #include "common/clip.h"
 #include "common/cluster_token.h"
 #include "common/grpc_status.h"
+#include "common/job_name.h"
 #include "common/log.h"
 #include "common/tls.h"
 #include "grpcpp/create_channel.h"
@@ -182,14 +183,17 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::GetHotSet(grpc::CallbackServer
 grpc::ServerUnaryReactor* CoordinatorServiceImpl::GetClusterMap(
     grpc::CallbackServerContext* context, const v1::GetClusterMapRequest* request,
     v1::GetClusterMapResponse* response) {
-  *response = state_->ClusterMap();
+  if (!request->job().empty()) {
+    if (absl::Status s = CheckJobName(request->job()); !s.ok()) return FinishNow(context, s);
+  }
+  *response = state_->ClusterMap(request->job());
   return FinishNow(context, absl::OkStatus());
 }
 
 grpc::ServerUnaryReactor* CoordinatorServiceImpl::DescribeTable(
     grpc::CallbackServerContext* context, const v1::DescribeTableRequest* request,
     v1::DescribeTableResponse* response) {
-  absl::StatusOr<v1::TableConfig> config = state_->DescribeTable(request->name());
+  absl::StatusOr<v1::TableConfig> config = state_->DescribeTable(request->name(), request->job());
   if (config.ok()) *response->mutable_config() = *std::move(config);
   return FinishNow(context, config.status());
 }
@@ -201,7 +205,8 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::CreateTable(
   if (absl::Status s = Authorize(context, "CreateTable", /*shard_call=*/false, &who); !s.ok()) {
     return FinishNow(context, s);
   }
-  absl::StatusOr<v1::TableConfig> config = state_->CreateTable(request->config(), who);
+  absl::StatusOr<v1::TableConfig> config =
+      state_->CreateTable(request->config(), who, request->job());
   if (!config.ok()) return FinishNow(context, config.status());
   *response->mutable_config() = *config;
 
@@ -226,6 +231,7 @@ grpc::ServerUnaryReactor* CoordinatorServiceImpl::CreateTable(
     call->stub = StubFor(shard.address());
     call->context.set_deadline(deadline);
     *call->request.mutable_config() = *config;
+    call->request.set_job(request->job());
     call->stub->async()->CreateTable(
         &call->context, &call->request, &call->response, [fan_out, call](grpc::Status status) {
           bool last = false;

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/clip.h"
+#include "common/job_name.h"
 #include "common/log.h"
 #include "common/proto_diff.h"
 #include "common/status_macros.h"
@@ -20,11 +21,12 @@ namespace ember {
 namespace {
 
 // Key prefixes in the backend's meta space.
-constexpr char kShardPrefix[] = "shard/";  // + big-endian uint32 id -> ShardRecord
-constexpr char kTablePrefix[] = "table/";  // + name -> TableConfig
-constexpr char kAuditPrefix[] = "audit/";  // + big-endian uint64 sequence -> AuditEntry
-constexpr char kKvPrefix[] = "kv/";        // + key -> value
-constexpr char kSlotMapKey[] = "slotmap";  // -> SlotMapRecord
+constexpr char kShardPrefix[] = "shard/";         // + big-endian uint32 id -> ShardRecord
+constexpr char kTablePrefix[] = "table/";         // + name -> TableConfig
+constexpr char kJobTablePrefix[] = "job_table/";  // + job + "/" + name -> TableConfig
+constexpr char kAuditPrefix[] = "audit/";         // + big-endian uint64 sequence -> AuditEntry
+constexpr char kKvPrefix[] = "kv/";               // + key -> value
+constexpr char kSlotMapKey[] = "slotmap";         // -> SlotMapRecord
 
 std::string BigEndian(uint64_t value, int bytes) {
   std::string out(bytes, '\0');
@@ -120,6 +122,12 @@ absl::Status CoordinatorState::Load() {
       v1::TableConfig config;
       if (!config.ParseFromString(value)) return bad(key);
       tables_[config.name()] = config;
+    } else if (absl::StartsWith(key, kJobTablePrefix)) {
+      const absl::string_view rest = key.substr(sizeof(kJobTablePrefix) - 1);
+      const size_t slash = rest.find('/');
+      v1::TableConfig config;
+      if (slash == absl::string_view::npos || !config.ParseFromString(value)) return bad(key);
+      job_tables_[std::string(rest.substr(0, slash))][config.name()] = config;
     } else if (absl::StartsWith(key, kAuditPrefix)) {
       last_audit_sequence_ =
           std::max(last_audit_sequence_, FromBigEndian(key.substr(sizeof(kAuditPrefix) - 1)));
@@ -198,8 +206,24 @@ absl::StatusOr<v1::RegisterShardResponse> CoordinatorState::RegisterShard(
   response.set_assigned(map_.epoch() > 0);
   response.set_epoch(map_.epoch());
   if (map_.epoch() > 0) response.set_slot_owners(PackSlotOwners(map_));
-  for (const auto& [name, config] : tables_) *response.add_tables() = config;
+  AddTablesLocked(&response);
   return response;
+}
+
+size_t CoordinatorState::TableCountLocked() const {
+  size_t count = tables_.size();
+  for (const auto& [job, tables] : job_tables_) count += tables.size();
+  return count;
+}
+
+template <typename Response>
+void CoordinatorState::AddTablesLocked(Response* response) const {
+  for (const auto& [name, config] : tables_) *response->add_tables() = config;
+  for (const auto& [job, tables] : job_tables_) {
+    v1::JobTables* of_job = response->add_job_tables();
+    of_job->set_job(job);
+    for (const auto& [name, config] : tables) *of_job->add_tables() = config;
+  }
 }
 
 absl::StatusOr<v1::HeartbeatResponse> CoordinatorState::Heartbeat(
@@ -214,9 +238,7 @@ absl::StatusOr<v1::HeartbeatResponse> CoordinatorState::Heartbeat(
   it->second.version = request.version();
   response.set_epoch(map_.epoch());
   if (request.epoch() < map_.epoch()) response.set_slot_owners(PackSlotOwners(map_));
-  if (request.table_count() < tables_.size()) {
-    for (const auto& [name, config] : tables_) *response.add_tables() = config;
-  }
+  if (request.table_count() < TableCountLocked()) AddTablesLocked(&response);
   return response;
 }
 
@@ -247,57 +269,92 @@ SlotMap CoordinatorState::slot_map() const {
   return map_;
 }
 
-v1::GetClusterMapResponse CoordinatorState::ClusterMap() const {
+v1::GetClusterMapResponse CoordinatorState::ClusterMap(const std::string& job) const {
   v1::GetClusterMapResponse response;
   for (v1::ShardInfo& info : Shards()) *response.add_shards() = std::move(info);
   absl::MutexLock lock(&mu_);
   response.set_epoch(map_.epoch());
   if (map_.epoch() > 0) response.set_slot_owners(PackSlotOwners(map_));
-  for (const auto& [name, config] : tables_) *response.add_tables() = config;
+  if (job.empty()) {
+    for (const auto& [name, config] : tables_) *response.add_tables() = config;
+  } else if (auto it = job_tables_.find(job); it != job_tables_.end()) {
+    for (const auto& [name, config] : it->second) *response.add_tables() = config;
+  }
   return response;
 }
 
 absl::StatusOr<v1::TableConfig> CoordinatorState::CreateTable(const v1::TableConfig& config,
-                                                              const std::string& who) {
+                                                              const std::string& who,
+                                                              const std::string& job) {
+  if (!job.empty()) EMBER_RETURN_IF_ERROR(CheckJobName(job));
   EMBER_ASSIGN_OR_RETURN(v1::TableConfig normalized, NormalizeTableConfig(config));
   absl::MutexLock write_lock(&write_mu_);
   uint64_t sequence = last_audit_sequence_;
   uint64_t epoch = 0;
   {
     absl::MutexLock lock(&mu_);
-    auto it = tables_.find(normalized.name());
-    if (it != tables_.end()) {
-      if (google::protobuf::util::MessageDifferencer::Equals(it->second, normalized)) {
+    const v1::TableConfig* existing = nullptr;
+    if (job.empty()) {
+      if (auto it = tables_.find(normalized.name()); it != tables_.end()) existing = &it->second;
+    } else if (auto of_job = job_tables_.find(job); of_job != job_tables_.end()) {
+      auto it = of_job->second.find(normalized.name());
+      if (it != of_job->second.end()) existing = &it->second;
+    }
+    if (existing != nullptr) {
+      if (google::protobuf::util::MessageDifferencer::Equals(*existing, normalized)) {
         return normalized;
       }
-      // Tables belong to the cluster, not to a job: a second job that names the table
-      // with other settings gets which ones differ.
+      // A second job that names the table with other settings gets which ones differ.
       return absl::AlreadyExistsError(absl::StrCat(
-          "table '", normalized.name(), "' exists with a different config: ",
-          DescribeDifference(normalized, it->second, 3, "asked", "existing"),
-          " (tables are shared by every job of the cluster: give this one another name, or "
-          "the existing settings)"));
+          "table '", normalized.name(), "' ",
+          job.empty() ? std::string("(shared)") : absl::StrCat("of job '", job, "'"),
+          " exists with a different config: ",
+          DescribeDifference(normalized, *existing, 3, "asked", "existing"),
+          job.empty() ? " (shared tables are used by every job without tables of its own: give "
+                        "this one another name, the existing settings, or the job tables of "
+                        "its own with --own_tables)"
+                      : " (a new run of the job declares its tables as before)"));
     }
     epoch = map_.epoch();
   }
+  const std::string key = job.empty() ? absl::StrCat(kTablePrefix, normalized.name())
+                                      : absl::StrCat(kJobTablePrefix, job, "/", normalized.name());
+  const std::string named =
+      job.empty() ? normalized.name() : absl::StrCat(job, "/", normalized.name());
   BackendWriteBatch batch;
-  batch.push_back(
-      MetaPut(absl::StrCat(kTablePrefix, normalized.name()), normalized.SerializeAsString()));
-  batch.push_back(AuditWrite(
-      &sequence, who, absl::StrCat("create_table ", normalized.name(), " dim=", normalized.dim()),
-      epoch, epoch));
+  batch.push_back(MetaPut(key, normalized.SerializeAsString()));
+  batch.push_back(AuditWrite(&sequence, who,
+                             absl::StrCat("create_table ", named, " dim=", normalized.dim()), epoch,
+                             epoch));
   EMBER_RETURN_IF_ERROR(backend_->Write(batch));
   AuditCommitted(sequence);
   absl::MutexLock lock(&mu_);
-  tables_[normalized.name()] = normalized;
+  if (job.empty()) {
+    tables_[normalized.name()] = normalized;
+  } else {
+    job_tables_[job][normalized.name()] = normalized;
+  }
   return normalized;
 }
 
-absl::StatusOr<v1::TableConfig> CoordinatorState::DescribeTable(const std::string& name) const {
+absl::StatusOr<v1::TableConfig> CoordinatorState::DescribeTable(const std::string& name,
+                                                                const std::string& job) const {
   absl::MutexLock lock(&mu_);
-  auto it = tables_.find(name);
-  if (it == tables_.end())
-    return absl::NotFoundError(absl::StrCat("no table '", ClipForMessage(name), "'"));
+  const std::map<std::string, v1::TableConfig>* tables = &tables_;
+  if (!job.empty()) {
+    auto of_job = job_tables_.find(job);
+    if (of_job == job_tables_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("job '", ClipForMessage(job), "' has no tables of its own"));
+    }
+    tables = &of_job->second;
+  }
+  auto it = tables->find(name);
+  if (it == tables->end()) {
+    return absl::NotFoundError(
+        absl::StrCat("no table '", ClipForMessage(name), "'",
+                     job.empty() ? "" : absl::StrCat(" in job '", job, "'")));
+  }
   return it->second;
 }
 

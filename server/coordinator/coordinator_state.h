@@ -91,19 +91,23 @@ class CoordinatorState {
   // NOT_FOUND for an unregistered shard.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
 
-  // The whole cluster view: epoch, owners, shards with liveness, tables.
-  v1::GetClusterMapResponse ClusterMap() const;
+  // The whole cluster view: epoch, owners, shards with liveness, and the shared tables
+  // (`job` empty) or that job's own tables (coordinator.proto JobTables).
+  v1::GetClusterMapResponse ClusterMap(const std::string& job = "") const;
   // Shards ascending by id, with liveness.
   std::vector<v1::ShardInfo> Shards() const;
   SlotMap slot_map() const;
 
-  // Validates and normalizes `config`, then persists it. Returns the normalized
-  // config. Idempotent for an equal config; ALREADY_EXISTS for a conflicting one;
-  // INVALID_ARGUMENT for an invalid one; storage errors.
-  absl::StatusOr<v1::TableConfig> CreateTable(const v1::TableConfig& config,
-                                              const std::string& who);
-  // NOT_FOUND for an unknown table.
-  absl::StatusOr<v1::TableConfig> DescribeTable(const std::string& name) const;
+  // Validates and normalizes `config`, then persists it as a shared table (`job`
+  // empty) or one of that job's own (JobTables; names are per job). Returns the
+  // normalized config. Idempotent for an equal config; ALREADY_EXISTS for a
+  // conflicting one; INVALID_ARGUMENT for an invalid config or job name; storage
+  // errors.
+  absl::StatusOr<v1::TableConfig> CreateTable(const v1::TableConfig& config, const std::string& who,
+                                              const std::string& job = "");
+  // NOT_FOUND for an unknown table (of `job`, as in CreateTable).
+  absl::StatusOr<v1::TableConfig> DescribeTable(const std::string& name,
+                                                const std::string& job = "") const;
 
   // Makes `shard_id` the owner of `slot`, bumps the epoch and records an audit entry.
   // Returns the new epoch. INVALID_ARGUMENT for slot >= kNumSlots; NOT_FOUND for an
@@ -180,6 +184,13 @@ class CoordinatorState {
   mutable absl::Mutex mu_;
   std::map<uint32_t, Shard> shards_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::TableConfig> tables_ ABSL_GUARDED_BY(mu_);
+  // Jobs' own tables: job -> name -> config.
+  std::map<std::string, std::map<std::string, v1::TableConfig>> job_tables_ ABSL_GUARDED_BY(mu_);
+  // Every table, shared and jobs' own (HeartbeatRequest.table_count).
+  size_t TableCountLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Adds every table to a registration or heartbeat answer.
+  template <typename Response>
+  void AddTablesLocked(Response* response) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   SlotMap map_ ABSL_GUARDED_BY(mu_);  // epoch 0: not assigned yet
   absl::flat_hash_map<std::string, std::string> kv_ ABSL_GUARDED_BY(mu_);
 };

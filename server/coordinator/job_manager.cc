@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "common/clip.h"
 #include "common/grpc_status.h"
+#include "common/job_name.h"
 #include "common/log.h"
 #include "common/proto_diff.h"
 #include "common/status_macros.h"
@@ -50,14 +51,6 @@ bool DecodeIncarnations(absl::string_view text, std::map<uint32_t, uint64_t>* in
     (*incarnations)[shard] = incarnation;
   }
   return true;
-}
-
-bool ValidJobName(const std::string& name) {
-  if (name.empty() || name.size() > 128) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '_' || c == '-';
-  });
 }
 
 bool Contains(const google::protobuf::RepeatedField<uint32_t>& values, uint32_t v) {
@@ -223,6 +216,7 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
   job.record.set_max_workers(request.max_workers());
   job.record.set_resume_from(resume);
   job.record.set_rows(request.rows());
+  job.record.set_own_tables(request.own_tables());
   job.record.set_config_digest(request.config_digest());
   job.record.set_config(request.config());
   EMBER_RETURN_IF_ERROR(PersistLocked(job));
@@ -235,25 +229,28 @@ absl::Status JobManager::StartRunLocked(const v1::JoinJobRequest& request) {
                   << (!resume.empty() ? absl::StrCat(" from checkpoint ", resume)
                       : request.rows() == v1::JoinJobRequest::START_ROWS_FRESH
                           ? std::string(" from empty tables")
-                          : std::string(" from the shards' rows"));
+                          : std::string(" from the shards' rows"))
+                  << (request.own_tables() ? ", on tables of its own" : "");
   jobs_[request.job()] = std::move(job);
   return absl::OkStatus();
 }
 
-absl::Status JobManager::CheckNoOtherRunLocked(const std::string& name) const {
+absl::Status JobManager::CheckNoOtherRunLocked(const v1::JoinJobRequest& request) const {
+  const std::string& name = request.job();
+  if (request.own_tables()) return absl::OkStatus();
   for (const auto& [other, job] : jobs_) {
     const v1::GetJobResponse::Phase phase = job.record.phase();
-    if (other == name ||
+    if (other == name || job.record.own_tables() ||
         (phase != v1::GetJobResponse::RUNNING && phase != v1::GetJobResponse::RECOVERING)) {
       continue;
     }
     return absl::FailedPreconditionError(absl::StrCat(
         "job '", ClipForMessage(name), "' cannot start: job '", other, "' (generation ",
         job.record.generation(), ") is ", v1::GetJobResponse::Phase_Name(phase),
-        " on this PS cluster, whose shards serve one training job at a time (their attempt "
-        "fence is cluster-wide); wait for it to end, stop it if its workers are gone "
-        "('emberctl jobs stop ",
-        other, "'), or train '", ClipForMessage(name), "' on another cluster"));
+        " on the shared tables of this PS cluster, which serve one training job at a time "
+        "(their attempt fence is the shared store's); give '",
+        ClipForMessage(name), "' tables of its own (--own_tables), wait for '", other,
+        "' to end, or stop it if its workers are gone ('emberctl jobs stop ", other, "')"));
   }
   return absl::OkStatus();
 }
@@ -268,10 +265,16 @@ absl::Status JobManager::CheckStartRowsLocked(const v1::JoinJobRequest& request,
     }
     return absl::OkStatus();  // the checkpoint's rows replace the shards'
   }
-  // A run whose rows the shards may hold. (No other job runs: CheckNoOtherRunLocked
-  // refused the join first, so a fresh start empties no one else's tables.)
+  // A run whose rows the shards may hold in the store this run uses: for the shared
+  // tables, any run on them (no other job runs on them: CheckNoOtherRunLocked refused
+  // the join first, so a fresh start empties no one else's tables); for tables of the
+  // job's own, an earlier run of the job (its store may hold rows of any of them).
   const v1::JobRecord* earlier = nullptr;
-  for (const auto& [name, job] : jobs_) earlier = &job.record;
+  for (const auto& [name, job] : jobs_) {
+    if (request.own_tables() ? name == request.job() : !job.record.own_tables()) {
+      earlier = &job.record;
+    }
+  }
   if (request.rows() != v1::JoinJobRequest::START_ROWS_UNSPECIFIED || earlier == nullptr) {
     return absl::OkStatus();
   }
@@ -311,10 +314,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
     return absl::InvalidArgumentError(
         absl::StrCat("run_id has ", request.run_id().size(), " bytes; at most 128"));
   }
-  if (!ValidJobName(request.job())) {
-    return absl::InvalidArgumentError(absl::StrCat("job name '", ClipForMessage(request.job()),
-                                                   "' is not [A-Za-z0-9._-]{1,128}"));
-  }
+  EMBER_RETURN_IF_ERROR(CheckJobName(request.job()));
   const bool elastic = request.max_workers() > 0;
   EMBER_RETURN_IF_ERROR(CheckElasticRequest(request));
   if (!elastic && (request.world_size() == 0 || request.rank() >= request.world_size())) {
@@ -330,7 +330,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   }
   auto it = jobs_.find(request.job());
   if (it == jobs_.end() || request.generation() > it->second.record.generation()) {
-    EMBER_RETURN_IF_ERROR(CheckNoOtherRunLocked(request.job()));
+    EMBER_RETURN_IF_ERROR(CheckNoOtherRunLocked(request));
     EMBER_RETURN_IF_ERROR(StartRunLocked(request));
     it = jobs_.find(request.job());
   }
@@ -383,6 +383,7 @@ absl::StatusOr<v1::JoinJobResponse> JobManager::JoinJob(const v1::JoinJobRequest
   if (stopping_) return absl::UnavailableError("coordinator is shutting down");
   v1::JoinJobResponse response;
   response.set_generation(job.record.generation());
+  response.set_tables_job(TablesJob(job.record));
   const int rank = elastic ? RankOf(job, request.member()) : static_cast<int>(request.rank());
   switch (job.record.phase()) {
     case v1::GetJobResponse::RECOVERING:
@@ -621,11 +622,15 @@ void JobManager::Recover(const std::string& name) {
   // A fresh run empties the tables at its start, and again if it fails before its
   // first checkpoint (the failed attempt's rows go too).
   bool clear = false;
+  std::string tables_job;
   {
     absl::MutexLock lock(&mu_);
     clear = candidate.empty() && jobs_[name].record.rows() == v1::JoinJobRequest::START_ROWS_FRESH;
+    tables_job = TablesJob(jobs_[name].record);
   }
-  if (status.ok()) status = RestoreShards(name, candidate, attempt, &incarnations, clear);
+  if (status.ok()) {
+    status = RestoreShards(name, tables_job, candidate, attempt, &incarnations, clear);
+  }
 
   absl::MutexLock lock(&mu_);
   Job& job = jobs_[name];
@@ -664,9 +669,9 @@ void JobManager::Recover(const std::string& name) {
   FormLocked(job, absl::Now());
 }
 
-absl::Status JobManager::RestoreShards(const std::string& job, const std::string& checkpoint,
-                                       uint64_t attempt, std::map<uint32_t, uint64_t>* incarnations,
-                                       bool clear) {
+absl::Status JobManager::RestoreShards(const std::string& job, const std::string& tables_job,
+                                       const std::string& checkpoint, uint64_t attempt,
+                                       std::map<uint32_t, uint64_t>* incarnations, bool clear) {
   // No slot migration switches owners while shards restore for one map.
   std::optional<absl::MutexLock> topology;
   if (options_.topology_mu != nullptr) topology.emplace(options_.topology_mu);
@@ -677,6 +682,7 @@ absl::Status JobManager::RestoreShards(const std::string& job, const std::string
   request.set_epoch(map.epoch());
   request.set_slot_owners(PackSlotOwners(map));
   request.set_clear(clear);
+  request.set_job(tables_job);
   if (!checkpoint.empty()) {
     EMBER_ASSIGN_OR_RETURN(std::vector<v1::CheckpointManifest> chain,
                            catalog_.Chain(job, checkpoint));

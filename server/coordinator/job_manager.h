@@ -205,7 +205,13 @@ class JobManager {
   // writes the worker state and the manifest.
   absl::StatusOr<v1::CheckpointManifest> WriteCheckpoint(const v1::CheckpointRequest& request,
                                                          const std::string& name,
-                                                         const std::string& parent);
+                                                         const std::string& parent,
+                                                         const std::string& tables_job);
+  // The store a run's tables live in on the shards (ps.proto PullRequest.job): the
+  // job's own with JobRecord.own_tables, else the shared one ("").
+  static std::string TablesJob(const v1::JobRecord& record) {
+    return record.own_tables() ? record.job() : std::string();
+  }
   // WriteCheckpoint's phases. DeltaBases: each shard's version in `parent` when a
   // delta may build on it (the chain is shorter than full_every and of the current
   // epoch); empty for a full checkpoint.
@@ -219,14 +225,17 @@ class JobManager {
   void DetectFailures();
   // Tries to restore one recovering job into a new attempt.
   void Recover(const std::string& job);
-  // Restores every slot-owning shard to `checkpoint` ("" keeps rows; with `clear`,
-  // empties every table) for `attempt`. Fills shard incarnations.
-  absl::Status RestoreShards(const std::string& job, const std::string& checkpoint,
-                             uint64_t attempt, std::map<uint32_t, uint64_t>* incarnations,
-                             bool clear = false);
-  // FAILED_PRECONDITION naming the other job when one other than `name` is RUNNING or
-  // RECOVERING: the shards' attempt fence serves one training job at a time.
-  absl::Status CheckNoOtherRunLocked(const std::string& name) const
+  // Restores every slot-owning shard's store of `tables_job` (TablesJob; "" the shared
+  // one) to `checkpoint` ("" keeps rows; with `clear`, empties every table) for
+  // `attempt`. Fills shard incarnations.
+  absl::Status RestoreShards(const std::string& job, const std::string& tables_job,
+                             const std::string& checkpoint, uint64_t attempt,
+                             std::map<uint32_t, uint64_t>* incarnations, bool clear = false);
+  // FAILED_PRECONDITION naming the other job when a new run of `request.job()` on the
+  // shared tables would meet another job's RUNNING or RECOVERING run on them: the
+  // shared store's attempt fence serves one training job at a time. Runs with tables
+  // of their own (own_tables) run beside any other.
+  absl::Status CheckNoOtherRunLocked(const v1::JoinJobRequest& request) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A new run's JoinJobRequest.rows against the runs this coordinator knows: refuses an
   // unspecified choice once any run trained on the cluster. REQUIRES:

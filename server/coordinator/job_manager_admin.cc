@@ -108,7 +108,9 @@ absl::StatusOr<v1::RestoreCheckpointResponse> JobManager::RestoreCheckpoint(
     }
     checkpoint = listing.valid.back().name();
   }
-  EMBER_RETURN_IF_ERROR(catalog_.ReadManifest(job, checkpoint).status());
+  // Into the store the checkpoint was cut from.
+  EMBER_ASSIGN_OR_RETURN(const v1::CheckpointManifest manifest,
+                         catalog_.ReadManifest(job, checkpoint));
   uint64_t attempt = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -122,7 +124,8 @@ absl::StatusOr<v1::RestoreCheckpointResponse> JobManager::RestoreCheckpoint(
     EMBER_ASSIGN_OR_RETURN(attempt, NextAttemptLocked());
   }
   std::map<uint32_t, uint64_t> incarnations;
-  EMBER_RETURN_IF_ERROR(RestoreShards(job, checkpoint, attempt, &incarnations));
+  EMBER_RETURN_IF_ERROR(
+      RestoreShards(job, manifest.tables_job(), checkpoint, attempt, &incarnations));
   {
     // The job's record says what its shards now hold (`emberctl status` showed the
     // attempt before the restore); the job stays stopped, and a new run starts anew.

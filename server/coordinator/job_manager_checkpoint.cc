@@ -29,6 +29,7 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
   const absl::Time start = absl::Now();
   const std::string& name_of_job = request.job();
   std::string parent;
+  std::string tables_job;  // the store the shards cut (JoinJobResponse.tables_job)
   {
     absl::MutexLock lock(&mu_);
     auto it = jobs_.find(name_of_job);
@@ -57,6 +58,7 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
     }
     if (job.checkpointing) return absl::UnavailableError("a checkpoint of the job is running");
     job.checkpointing = true;
+    tables_job = TablesJob(job.record);
     if (request.allow_incremental() && options_.full_every > 1 &&
         job.record.checkpoints_size() > 0 &&
         job.record.checkpoints().rbegin()[0] != job.record.restored_from()) {
@@ -71,7 +73,7 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
       absl::MutexLock lock(&mu_);
       jobs_[name_of_job].checkpointing = false;
     };
-    manifest = WriteCheckpoint(request, name, parent);
+    manifest = WriteCheckpoint(request, name, parent, tables_job);
   }
   if (!manifest.ok()) {
     EMBER_LOG(ERROR) << "job " << name_of_job << ": checkpoint " << name
@@ -114,7 +116,8 @@ absl::StatusOr<v1::CheckpointResponse> JobManager::Checkpoint(
 }
 
 absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
-    const v1::CheckpointRequest& request, const std::string& name, const std::string& parent) {
+    const v1::CheckpointRequest& request, const std::string& name, const std::string& parent,
+    const std::string& tables_job) {
   const std::string& job = request.job();
   // The cut and its slot map: no migration switches owners meanwhile.
   std::optional<absl::MutexLock> topology;
@@ -135,6 +138,7 @@ absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
     r.set_name(name);
     r.set_step(request.state().step());  // eviction policies run at this cut
     r.set_attempt(request.attempt());    // a restarted, unrestored shard refuses
+    r.set_job(tables_job);
     auto base = base_versions.find(owners[i].shard_id());
     if (delta && base != base_versions.end()) {
       r.set_base_name(parent);
@@ -174,7 +178,8 @@ absl::StatusOr<v1::CheckpointManifest> JobManager::WriteCheckpoint(
   if (all_delta) manifest.set_parent(parent);
   manifest.set_epoch(map.epoch());
   manifest.set_slot_owners(PackSlotOwners(map));
-  const v1::GetClusterMapResponse cluster = state_->ClusterMap();
+  manifest.set_tables_job(tables_job);
+  const v1::GetClusterMapResponse cluster = state_->ClusterMap(tables_job);
   for (const v1::TableConfig& t : cluster.tables()) *manifest.add_tables() = t;
   for (v1::ShardSnapshot& s : snapshots) *manifest.add_shards() = std::move(s);
   EMBER_ASSIGN_OR_RETURN(*manifest.mutable_worker_state(),

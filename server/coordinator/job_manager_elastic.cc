@@ -67,6 +67,12 @@ absl::Status JobManager::CheckSameMode(const Job& job, const v1::JoinJobRequest&
                                                    r.world_size(), " workers; this one says ",
                                                    request.world_size()));
   }
+  if (r.own_tables() != request.own_tables()) {
+    auto tables = [](bool own) { return own ? "tables of its own" : "the shared tables"; };
+    return absl::InvalidArgumentError(absl::StrCat(
+        "job '", request.job(), "' runs on ", tables(r.own_tables()), "; this worker asks for ",
+        tables(request.own_tables()), " (every worker of a run says the same --own_tables)"));
+  }
   return absl::OkStatus();
 }
 

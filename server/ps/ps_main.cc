@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -54,6 +55,7 @@
 #include "common/admin_auth.h"
 #include "common/cluster_token.h"
 #include "common/flags.h"
+#include "common/job_name.h"
 #include "common/log.h"
 #include "common/malloc_tuning.h"
 #include "common/metrics.h"
@@ -61,7 +63,9 @@
 #include "common/status_macros.h"
 #include "common/tls.h"
 #include "prometheus/registry.h"
+#include "rocksdb/cache.h"
 #include "rocksdb/env.h"
+#include "rocksdb/write_buffer_manager.h"
 #include "server/ps/heavy_hitters.h"
 #include "server/ps/memory_limit.h"
 #include "server/ps/ps_metrics.h"
@@ -330,14 +334,20 @@ MemoryUse MemoryUseOf(PsServiceImpl& service, const MemoryShares& shares) {
   use.inflight = 2 * service.inflight_bytes();  // held twice, as the share assumes
   use.replicas = service.replica_bytes();
   use.change_log = shares.change_log;  // a ring allocated whole at open
-  service.WithStore([&use](const EmbeddingStore& store, const RocksDbBackend* rocksdb) {
-    use.memory_tier = store.Stats().memory_bytes;
+  // Every store: the default one and each job's. They share one memory tier budget
+  // and one block cache, counted once (from the default store).
+  bool first = true;
+  service.WithEachStore([&](const EmbeddingStore& store, const RocksDbBackend* rocksdb) {
+    const bool shared_once = first;
+    first = false;
+    if (shared_once) use.memory_tier = store.Stats().memory_bytes;
     if (rocksdb == nullptr || rocksdb->db() == nullptr) return;
     // The block cache (blocks and charged memtables) and what table readers hold
     // outside it, which no share bounds (it grows with the SST files).
     uint64_t value = 0;
-    if (rocksdb->db()->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &value)) {
-      use.rocksdb = static_cast<int64_t>(value);
+    if (shared_once &&
+        rocksdb->db()->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &value)) {
+      use.rocksdb += static_cast<int64_t>(value);
     }
     if (rocksdb->db()->GetAggregatedIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem,
                                                 &value)) {
@@ -393,6 +403,25 @@ class DiskFaultWindow {
   std::thread thread_;
 };
 
+// Opens every job store under `jobs_dir` (a directory per job holding db/).
+absl::Status OpenJobStores(const std::string& jobs_dir, PsServiceImpl& service) {
+  std::error_code ec;
+  if (!std::filesystem::exists(jobs_dir, ec)) return absl::OkStatus();
+  std::vector<std::string> jobs;
+  for (const auto& entry : std::filesystem::directory_iterator(jobs_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || !ValidJobName(name)) {
+      EMBER_LOG(WARNING) << "ignoring " << entry.path().string() << ": not a job's store";
+      continue;
+    }
+    jobs.push_back(name);
+  }
+  if (ec) return absl::InternalError(absl::StrCat("cannot list ", jobs_dir, ": ", ec.message()));
+  std::sort(jobs.begin(), jobs.end());
+  for (const std::string& job : jobs) EMBER_RETURN_IF_ERROR(service.OpenJobStore(job));
+  return absl::OkStatus();
+}
+
 absl::Status Run(const PsMainOptions& o) {
   BlockStopSignals();  // before any thread starts
   if (o.memory_limit_mb > 0 && std::getenv("MALLOC_ARENA_MAX") == nullptr) {
@@ -412,6 +441,19 @@ absl::Status Run(const PsMainOptions& o) {
   if (o.memory_limit_mb > 0) EMBER_LOG(INFO) << DescribeShares(o.shares);
   storage_options.store.max_batch_keys = o.max_batch_keys;
   storage_options.crash_after_checkpoints = o.crash_after_checkpoints;
+  // One memory tier budget, block cache and write buffer manager for the default store
+  // and every job's (job_store.h): the shard's memory settings bound them all together.
+  storage_options.store.shared_budget = NewMemoryBudget(storage_options.store.memory_budget_bytes);
+  if (storage_options.rocksdb.block_cache_bytes > 0) {
+    storage_options.rocksdb.shared_block_cache =
+        rocksdb::NewLRUCache(static_cast<size_t>(storage_options.rocksdb.block_cache_bytes));
+    if (storage_options.rocksdb.write_buffer_manager_bytes > 0) {
+      storage_options.rocksdb.shared_write_buffer_manager =
+          std::make_shared<rocksdb::WriteBufferManager>(
+              static_cast<size_t>(storage_options.rocksdb.write_buffer_manager_bytes),
+              storage_options.rocksdb.shared_block_cache);
+    }
+  }
   std::shared_ptr<FaultInjectionFileSystem> faulty_disk;
   if (o.disk_fault_rate > 0) {
     faulty_disk = std::make_shared<FaultInjectionFileSystem>(rocksdb::FileSystem::Default());
@@ -446,6 +488,23 @@ absl::Status Run(const PsMainOptions& o) {
                         o.coordinator.empty() ? SlotMap::Even(shards, /*epoch=*/1) : SlotMap(),
                         PsServiceImpl::kDefaultDedupWindow, metrics.get(), o.max_batch_keys);
   service.EnableCheckpoints(storage.get());
+  // Jobs' own stores (docs/ARCHITECTURE.md "Several jobs per PS cluster"): each in
+  // <data_dir>.jobs/<job>/db, with the default store's options; those found are opened
+  // now, so a restarted shard serves them as before.
+  const std::string jobs_dir = o.data_dir + ".jobs";
+  service.EnableJobStores([storage_options, jobs_dir](const std::string& job)
+                              -> absl::StatusOr<std::unique_ptr<ShardStorage>> {
+    ShardStorageOptions options = storage_options;
+    const std::filesystem::path dir = std::filesystem::path(jobs_dir) / job;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+    }
+    options.rocksdb.path = (dir / "db").string();
+    return ShardStorage::Open(options);
+  });
+  EMBER_RETURN_IF_ERROR(OpenJobStores(jobs_dir, service));
   EMBER_ASSIGN_OR_RETURN(const TlsCredentials tls, TlsCredentials::Load(o.security.tls));
   service.RequireAdmin(o.admin);
   service.RequireClusterToken(o.cluster_token);
@@ -515,9 +574,10 @@ absl::Status Run(const PsMainOptions& o) {
     agent_options.cluster_token = o.cluster_token;
     agent = std::make_unique<ShardAgent>(
         agent_options, [&service](const SlotMap& map) { service.SetSlotMap(map); },
-        [&service](const v1::TableConfig& config) {
+        [&service](const std::string& job, const v1::TableConfig& config) {
           v1::CreateTableRequest request;
           *request.mutable_config() = config;
+          request.set_job(job);
           v1::CreateTableResponse response;
           return service.DoCreateTable(request, &response);
         },

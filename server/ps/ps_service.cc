@@ -16,6 +16,7 @@
 #include "common/cluster_token.h"
 #include "common/float16.h"
 #include "common/grpc_status.h"
+#include "common/job_name.h"
 #include "common/log.h"
 #include "common/pull_wire.h"
 #include "common/slot.h"
@@ -29,19 +30,20 @@ namespace ember {
 
 PsServiceImpl::PsServiceImpl(EmbeddingStore* store, uint32_t shard_id, SlotMap slot_map,
                              uint64_t dedup_window, PsMetrics* metrics, uint32_t max_batch_keys)
-    : store_(store),
-      incarnation_(absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0})),
+    : incarnation_(absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0})),
       shard_id_(shard_id),
       max_batch_keys_(max_batch_keys),
+      dedup_window_(dedup_window),
       metrics_(metrics),
-      dedup_(PushDedupOptions{.window = dedup_window}),
+      default_job_(new JobStore("", store, dedup_window)),
       slot_map_(std::make_shared<const SlotMap>(std::move(slot_map))),
       slot_load_(new std::atomic<uint64_t>[kNumSlots]) {
+  {
+    absl::MutexLock lock(&jobs_mu_);
+    jobs_[""].reset(default_job_);
+  }
   for (uint32_t slot = 0; slot < kNumSlots; ++slot) slot_load_[slot].store(0);
   if (metrics_ != nullptr) metrics_->SetEpoch(slot_map_->epoch());
-  stream_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
-  stream_origin_empty_ = store_->version() == 0;
-  stream_start_version_ = store_->version();
   owner_ = std::make_unique<ReplicaOwner>(static_cast<ReplicaHost*>(this), shard_id_, incarnation_,
                                           hot_options_.owner, metrics_);
   watch_slots_ = std::make_unique<WatchSlots>(WatchLimits(), shard_id_);
@@ -59,13 +61,96 @@ void PsServiceImpl::SetSlotMap(SlotMap slot_map) {
   const uint64_t before = this->slot_map()->epoch();
   const SlotRanges gained = InstallMap(std::move(slot_map));
   if (gained.empty() && this->slot_map()->epoch() == before) return;
-  absl::ReaderMutexLock store(&store_mu_);
-  RecordGained(gained);
+  RecordGainedInOthers(default_job_, gained);
+  absl::ReaderMutexLock store(&default_job_->mu);
+  RecordGained(*default_job_, gained);
   ReplicasAfterMapChange();
 }
 
-void PsServiceImpl::RecordGained(const SlotRanges& gained) {
-  for (const auto& [first, last] : gained) store_->RecordSlotsGained(first, last);
+void PsServiceImpl::RecordGained(JobStore& job, const SlotRanges& gained) {
+  for (const auto& [first, last] : gained) job.store->RecordSlotsGained(first, last);
+}
+
+void PsServiceImpl::RecordGainedInOthers(const JobStore* held, const SlotRanges& gained) {
+  if (gained.empty()) return;
+  for (JobStore* job : AllJobs()) {
+    if (job == held) continue;
+    absl::ReaderMutexLock lock(&job->mu);
+    RecordGained(*job, gained);
+  }
+}
+
+void PsServiceImpl::EnableJobStores(JobStorageOpener open) { open_job_ = std::move(open); }
+
+absl::Status PsServiceImpl::OpenJobStore(const std::string& job) {
+  return FindOrOpenJob(job).status();
+}
+
+std::vector<std::string> PsServiceImpl::JobStoreNames() const {
+  std::vector<std::string> names;
+  absl::ReaderMutexLock lock(&jobs_mu_);
+  for (const auto& [name, job] : jobs_) {
+    if (!name.empty()) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+uint64_t PsServiceImpl::attempt(const std::string& job) const {
+  absl::StatusOr<JobStore*> found = FindJob(job);
+  return found.ok() ? (*found)->attempt.load(std::memory_order_acquire) : 0;
+}
+
+absl::StatusOr<JobStore*> PsServiceImpl::FindJob(const std::string& job) const {
+  if (job.empty()) return default_job_;
+  absl::ReaderMutexLock lock(&jobs_mu_);
+  auto it = jobs_.find(job);
+  if (it != jobs_.end()) return it->second.get();
+  EMBER_RETURN_IF_ERROR(CheckJobName(job));
+  return absl::NotFoundError(absl::StrCat("shard ", shard_id_, " holds no store of job '", job,
+                                          "': its tables are created (CreateTable) or restored "
+                                          "(RestoreShard) with the job named first"));
+}
+
+absl::StatusOr<JobStore*> PsServiceImpl::FindOrOpenJob(const std::string& job) {
+  if (job.empty()) return default_job_;
+  EMBER_RETURN_IF_ERROR(CheckJobName(job));
+  // Held across the open: two first calls of one job must not open its database twice.
+  absl::MutexLock lock(&jobs_mu_);
+  auto it = jobs_.find(job);
+  if (it != jobs_.end()) return it->second.get();
+  if (!open_job_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard ", shard_id_, " keeps no stores of jobs (a memory-only shard); job '",
+                     job, "' can use the default store (no job named)"));
+  }
+  absl::StatusOr<std::unique_ptr<ShardStorage>> storage = open_job_(job);
+  if (!storage.ok()) {
+    return absl::Status(storage.status().code(),
+                        absl::StrCat("shard ", shard_id_, ": opening the store of job '", job,
+                                     "': ", storage.status().message()));
+  }
+  auto opened = std::make_unique<JobStore>(job, *std::move(storage), dedup_window_);
+  JobStore* raw = opened.get();
+  jobs_[job] = std::move(opened);
+  EMBER_LOG(INFO) << "shard " << shard_id_ << ": opened the store of job '" << job << "' ("
+                  << raw->store->ListTables().size() << " tables, version " << raw->store->version()
+                  << ")";
+  return raw;
+}
+
+std::vector<JobStore*> PsServiceImpl::AllJobs() const {
+  std::vector<JobStore*> all{default_job_};
+  absl::ReaderMutexLock lock(&jobs_mu_);
+  for (const auto& [name, job] : jobs_) {
+    if (!name.empty()) all.push_back(job.get());
+  }
+  return all;
+}
+
+bool PsServiceImpl::HasJobStores() const {
+  absl::ReaderMutexLock lock(&jobs_mu_);
+  return jobs_.size() > 1;
 }
 
 PsServiceImpl::SlotRanges PsServiceImpl::InstallMap(SlotMap slot_map) {
@@ -102,29 +187,33 @@ PsServiceImpl::SlotRanges PsServiceImpl::InstallMap(SlotMap slot_map) {
 }
 
 void PsServiceImpl::EnableCheckpoints(ShardStorage* storage) {
-  absl::MutexLock lock(&store_mu_);
-  storage_ = storage;
+  absl::MutexLock lock(&default_job_->mu);
+  default_job_->storage = storage;
 }
 
-uint64_t PsServiceImpl::version() const {
-  if (!store_mu_.ReaderTryLock()) return last_version_.load(std::memory_order_relaxed);
-  const uint64_t version = store_->version();
-  store_mu_.ReaderUnlock();
-  last_version_.store(version, std::memory_order_relaxed);
-  return version;
-}
+uint64_t PsServiceImpl::version() const { return default_job_->Version(); }
 
 void PsServiceImpl::WithStore(const PsStoreCollector::Visitor& visit) const {
-  absl::ReaderMutexLock lock(&store_mu_);
-  visit(*store_, storage_ != nullptr ? storage_->rocksdb() : nullptr);
+  absl::ReaderMutexLock lock(&default_job_->mu);
+  visit(*default_job_->store,
+        default_job_->storage != nullptr ? default_job_->storage->rocksdb() : nullptr);
 }
 
-absl::Status PsServiceImpl::CheckAttempt(uint64_t attempt) const {
+void PsServiceImpl::WithEachStore(const PsStoreCollector::Visitor& visit) const {
+  for (const JobStore* job : AllJobs()) {
+    absl::ReaderMutexLock lock(&job->mu);
+    visit(*job->store, job->storage != nullptr ? job->storage->rocksdb() : nullptr);
+  }
+}
+
+absl::Status PsServiceImpl::CheckAttempt(const JobStore& job, uint64_t attempt) const {
   if (attempt == 0) return absl::OkStatus();
-  const uint64_t current = attempt_.load(std::memory_order_acquire);
+  const uint64_t current = job.attempt.load(std::memory_order_acquire);
+  const std::string of_job = job.job.empty() ? "" : absl::StrCat(" of job '", job.job, "'");
   if (attempt < current) {
-    return absl::AbortedError(absl::StrCat("job attempt ", attempt, " was rolled back: shard ",
-                                           shard_id_, " serves attempt ", current));
+    return absl::AbortedError(absl::StrCat("job attempt ", attempt, of_job,
+                                           " was rolled back: shard ", shard_id_,
+                                           " serves attempt ", current));
   }
   if (attempt > current) {
     // A shard that owns no slot holds no rows of any attempt (a drained shard back
@@ -133,7 +222,7 @@ absl::Status PsServiceImpl::CheckAttempt(uint64_t attempt) const {
     const std::shared_ptr<const SlotMap> map = slot_map();
     if (map->epoch() > 0 && map->SlotsOf(shard_id_).empty()) return absl::OkStatus();
     return absl::UnavailableError(absl::StrCat("shard ", shard_id_,
-                                               " is not restored for job attempt ", attempt,
+                                               " is not restored for job attempt ", attempt, of_job,
                                                " yet (it serves attempt ", current, ")"));
   }
   return absl::OkStatus();
@@ -194,10 +283,19 @@ absl::Status PsServiceImpl::DoPull(const v1::PullRequest& request, v1::PullRespo
 absl::Status PsServiceImpl::DoPullInto(
     const v1::PullRequest& request, v1::PullResponse* replica_response,
     absl::FunctionRef<absl::StatusOr<char*>(size_t bytes)> allocate) {
-  absl::ReaderMutexLock lock(&store_mu_);
-  EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
-  if (request.replica_read()) return DoReplicaPull(request, replica_response);
-  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
+  if (request.replica_read()) {
+    if (!request.job().empty()) {
+      return absl::InvalidArgumentError("Pull: replica_read of a job's store (no replicas yet)");
+    }
+    absl::ReaderMutexLock lock(&default_job_->mu);
+    EMBER_RETURN_IF_ERROR(CheckAttempt(*default_job_, request.attempt()));
+    return DoReplicaPull(request, replica_response);
+  }
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindJob(request.job()));
+  absl::ReaderMutexLock lock(&job->mu);
+  EmbeddingStore* const store = job->store;
+  EMBER_RETURN_IF_ERROR(CheckAttempt(*job, request.attempt()));
+  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
                          DecodeIds(request.ids(), max_batch_keys_));
@@ -207,11 +305,11 @@ absl::Status PsServiceImpl::DoPullInto(
   if (request.encoding() == v1::VALUE_ENCODING_FLOAT32 &&
       reinterpret_cast<uintptr_t>(out) % alignof(float) == 0) {
     // The store writes straight into the response bytes: no staging copy.
-    EMBER_RETURN_IF_ERROR(store_->Pull(request.table(), ids,
-                                       absl::MakeSpan(reinterpret_cast<float*>(out), elements)));
+    EMBER_RETURN_IF_ERROR(
+        store->Pull(request.table(), ids, absl::MakeSpan(reinterpret_cast<float*>(out), elements)));
   } else {
     std::vector<float> values(elements);
-    EMBER_RETURN_IF_ERROR(store_->Pull(request.table(), ids, absl::MakeSpan(values)));
+    EMBER_RETURN_IF_ERROR(store->Pull(request.table(), ids, absl::MakeSpan(values)));
     if (request.encoding() == v1::VALUE_ENCODING_FLOAT16) {
       EncodeFloat16Bytes(values, out);
     } else {
@@ -220,16 +318,19 @@ absl::Status PsServiceImpl::DoPullInto(
   }
   if (metrics_ != nullptr) metrics_->CountRowsPulled(request.table(), ids.size());
   pulled_keys_.fetch_add(ids.size(), std::memory_order_relaxed);
-  RecordServed(request.table(), ids);
+  // Hot keys are the default store's (its replicas); a job's keys are not counted.
+  if (job == default_job_) RecordServed(request.table(), ids);
   return absl::OkStatus();
 }
 
 absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushResponse* response,
                                    bool* copy) {
   if (copy != nullptr) *copy = false;
-  absl::ReaderMutexLock lock(&store_mu_);
-  EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
-  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindJob(request.job()));
+  absl::ReaderMutexLock lock(&job->mu);
+  EmbeddingStore* const store = job->store;
+  EMBER_RETURN_IF_ERROR(CheckAttempt(*job, request.attempt()));
+  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
                          DecodeIds(request.ids(), max_batch_keys_));
@@ -248,59 +349,66 @@ absl::Status PsServiceImpl::DoPush(const v1::PushRequest& request, v1::PushRespo
 
   EMBER_ASSIGN_OR_RETURN(
       const PushDedup::Ticket ticket,
-      dedup_.Begin(request.worker_id(), request.sequence(), PushDigest(request)));
+      job->dedup.Begin(request.worker_id(), request.sequence(), PushDigest(request)));
+  // Hot rows (copied to replica holders by the handler) are the default store's.
+  const bool may_copy = copy != nullptr && job == default_job_;
   if (ticket.duplicate) {
     if (metrics_ != nullptr) metrics_->CountPushDuplicate();
     response->set_version(ticket.version);
     // The first try may have failed to copy its hot rows: copy them (again).
-    if (copy != nullptr) *copy = true;
+    if (may_copy) *copy = true;
     return absl::OkStatus();
   }
   // Routing is checked after dedup: a retry of a push this shard applied must get
   // its original answer even if the slot has moved since (the response was lost).
   if (absl::Status routed = CheckRouting(config.seed(), ids, request.epoch()); !routed.ok()) {
-    dedup_.Finish(request.worker_id(), request.sequence(), /*ok=*/false, 0);
+    job->dedup.Finish(request.worker_id(), request.sequence(), /*ok=*/false, 0);
     return routed;
   }
-  const absl::Status status = store_->Push(request.table(), ids, grads, request.step());
+  const absl::Status status = store->Push(request.table(), ids, grads, request.step());
   // Read after the push: at or after every version this push's rows took.
-  const uint64_t version = store_->version();
-  dedup_.Finish(request.worker_id(), request.sequence(), status.ok(), version);
+  const uint64_t version = store->version();
+  job->dedup.Finish(request.worker_id(), request.sequence(), status.ok(), version);
   if (status.ok()) {
     response->set_version(version);
     if (metrics_ != nullptr) metrics_->CountRowsPushed(request.table(), ids.size());
     pushed_keys_.fetch_add(ids.size(), std::memory_order_relaxed);
-    if (copy != nullptr) *copy = true;
+    if (may_copy) *copy = true;
   }
   return status;
 }
 
 absl::Status PsServiceImpl::DoCreateTable(const v1::CreateTableRequest& request,
                                           v1::CreateTableResponse* response) {
-  absl::ReaderMutexLock lock(&store_mu_);
-  EMBER_RETURN_IF_ERROR(store_->CreateTable(request.config()));
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindOrOpenJob(request.job()));
+  absl::ReaderMutexLock lock(&job->mu);
+  EMBER_RETURN_IF_ERROR(job->store->CreateTable(request.config()));
   EMBER_ASSIGN_OR_RETURN(*response->mutable_config(),
-                         store_->GetTableConfig(request.config().name()));
+                         job->store->GetTableConfig(request.config().name()));
   return absl::OkStatus();
 }
 
-absl::Status PsServiceImpl::DoGetShardInfo(v1::GetShardInfoResponse* response) {
-  absl::ReaderMutexLock lock(&store_mu_);
+absl::Status PsServiceImpl::DoGetShardInfo(const v1::GetShardInfoRequest& request,
+                                           v1::GetShardInfoResponse* response) {
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindJob(request.job()));
+  for (std::string& name : JobStoreNames()) response->add_jobs(std::move(name));
+  absl::ReaderMutexLock lock(&job->mu);
+  const EmbeddingStore* const store = job->store;
   const std::shared_ptr<const SlotMap> map = slot_map();
   response->set_shard_id(shard_id_);
   response->set_epoch(map->epoch());
   response->set_owned_slots(static_cast<uint32_t>(map->SlotsOf(shard_id_).size()));
-  response->set_version(store_->version());
-  for (std::string& name : store_->ListTables()) response->add_tables(std::move(name));
+  response->set_version(store->version());
+  for (std::string& name : store->ListTables()) response->add_tables(std::move(name));
   response->set_incarnation(incarnation_);
-  response->set_attempt(attempt_.load());
-  response->set_stream_id(stream_id_);
-  response->set_stream_start_version(stream_start_version_);
-  response->set_stream_restored_from(stream_restored_from_);
-  response->set_stream_parent_id(stream_parent_id_);
-  response->set_stream_parent_version(stream_parent_version_);
-  const StoreStats stats = store_->Stats();
-  response->set_stored_rows(store_->EstimatedStoredRows());
+  response->set_attempt(job->attempt.load());
+  response->set_stream_id(job->stream_id);
+  response->set_stream_start_version(job->stream_start_version);
+  response->set_stream_restored_from(job->stream_restored_from);
+  response->set_stream_parent_id(job->stream_parent_id);
+  response->set_stream_parent_version(job->stream_parent_version);
+  const StoreStats stats = store->Stats();
+  response->set_stored_rows(store->EstimatedStoredRows());
   response->set_rows_in_memory(static_cast<uint64_t>(stats.rows_in_memory));
   response->set_memory_bytes(static_cast<uint64_t>(stats.memory_held_bytes));
   response->set_disk_bytes(static_cast<uint64_t>(stats.disk_bytes));
@@ -334,13 +442,15 @@ void PsServiceImpl::RecordDataCall(int64_t micros) {
 
 absl::Status PsServiceImpl::DoChecksum(const v1::ChecksumRequest& request,
                                        v1::ChecksumResponse* response) {
-  absl::ReaderMutexLock lock(&store_mu_);
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindJob(request.job()));
+  absl::ReaderMutexLock lock(&job->mu);
+  EmbeddingStore* const store = job->store;
   // Durable first, so that what is digested survives a crash (fault tests compare
   // digests before and after one).
-  EMBER_RETURN_IF_ERROR(store_->Flush());
+  EMBER_RETURN_IF_ERROR(store->Flush());
   std::vector<std::string> tables;
   if (request.table().empty()) {
-    tables = store_->ListTables();
+    tables = store->ListTables();
     std::sort(tables.begin(), tables.end());
   } else {
     tables.push_back(request.table());
@@ -355,7 +465,7 @@ absl::Status PsServiceImpl::DoChecksum(const v1::ChecksumRequest& request,
   }
   response->set_epoch(map->epoch());
   for (const std::string& name : tables) {
-    EMBER_ASSIGN_OR_RETURN(TableChecksum sum, store_->Checksum(name, owned));
+    EMBER_ASSIGN_OR_RETURN(TableChecksum sum, store->Checksum(name, owned));
     v1::ChecksumResponse::Table* t = response->add_tables();
     t->set_table(sum.table);
     t->set_rows(sum.rows);
@@ -369,31 +479,32 @@ absl::Status PsServiceImpl::DoCheckpointShard(const v1::CheckpointShardRequest& 
   if (request.dir().empty() || request.name().empty()) {
     return absl::InvalidArgumentError("CheckpointShard needs a dir and a name");
   }
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindJob(request.job()));
   EvictionReport evicted;
   {
-    absl::MutexLock admin(&admin_mu_);
+    absl::MutexLock admin(&job->admin_mu);
     // Exclusive: no push is applied while the snapshot is cut.
-    absl::MutexLock lock(&store_mu_);
+    absl::MutexLock lock(&job->mu);
     // A job's cut is of this attempt's rows: a shard that restarted and has not been
     // restored for the attempt holds other rows (UNAVAILABLE), one restored for a later
     // attempt has moved on (ABORTED).
-    EMBER_RETURN_IF_ERROR(CheckAttempt(request.attempt()));
-    if (storage_ == nullptr) {
+    EMBER_RETURN_IF_ERROR(CheckAttempt(*job, request.attempt()));
+    if (job->storage == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));
     }
     EMBER_ASSIGN_OR_RETURN(
         *response->mutable_snapshot(),
-        storage_->Checkpoint(shard_id_, request.dir(), request.name(), request.base_name(),
-                             request.base_version(), request.step(), &evicted));
-    response->mutable_snapshot()->set_stream_id(stream_id_);
+        job->storage->Checkpoint(shard_id_, request.dir(), request.name(), request.base_name(),
+                                 request.base_version(), request.step(), &evicted));
+    response->mutable_snapshot()->set_stream_id(job->stream_id);
   }
   if (evicted.rows_removed > 0 || evicted.rows_decayed > 0) {
-    EMBER_LOG(INFO) << "shard " << shard_id_ << ": eviction at step " << request.step()
-                    << " removed " << evicted.rows_removed << " of " << evicted.rows_scanned
-                    << " rows (" << evicted.rows_decayed << " decayed)";
+    EMBER_LOG(INFO) << "shard " << shard_id_ << ": eviction in " << job->Describe() << " at step "
+                    << request.step() << " removed " << evicted.rows_removed << " of "
+                    << evicted.rows_scanned << " rows (" << evicted.rows_decayed << " decayed)";
   }
-  if (evicted.rows_removed > 0) {
+  if (evicted.rows_removed > 0 && job == default_job_) {
     // Evicted rows read as their init vectors now: their replicas must follow before
     // the checkpoint is answered (a BSP job resumes pulling only after it), so that
     // replica reads stay exact. Waited for outside the store lock the copies read under.
@@ -418,62 +529,78 @@ absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& reques
                                                    " directories"));
   }
   EMBER_ASSIGN_OR_RETURN(SlotMap map, UnpackSlotOwners(request.slot_owners(), request.epoch()));
-  absl::MutexLock admin(&admin_mu_);
-  if (request.attempt() < attempt_.load()) {
-    return absl::FailedPreconditionError(absl::StrCat("shard ", shard_id_, " serves attempt ",
-                                                      attempt_.load(), "; refusing to go back to ",
-                                                      request.attempt()));
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindOrOpenJob(request.job()));
+  const std::string in_job = job->job.empty() ? "" : absl::StrCat(" in job '", job->job, "'");
+  absl::MutexLock admin(&job->admin_mu);
+  if (request.attempt() < job->attempt.load()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("shard ", shard_id_, " serves attempt ", job->attempt.load(), in_job,
+                     "; refusing to go back to ", request.attempt()));
   }
-  absl::MutexLock lock(&store_mu_);
-  if (request.chain_size() > 0) {
-    if (storage_ == nullptr) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));
-    }
-    const std::vector<v1::CheckpointManifest> chain(request.chain().begin(), request.chain().end());
-    const std::vector<std::string> dirs(request.chain_dirs().begin(), request.chain_dirs().end());
-    const uint32_t me = shard_id_;
-    absl::StatusOr<ShardRestoreReport> report = storage_->Restore(
-        chain, dirs, [&map, me](uint32_t slot) { return map.OwnerOf(slot) == me; });
-    if (!report.ok()) {
-      // A failure past the swap reopened a database: the old store object is gone, and
-      // the reopened one has a new change log, so followers start a new stream.
-      if (storage_->store() != store_) {
-        store_ = storage_->store();
-        StartNewStream();
+  SlotRanges gained;
+  {
+    absl::MutexLock lock(&job->mu);
+    if (request.chain_size() > 0) {
+      if (job->storage == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("shard ", shard_id_, " has no checkpoint storage (memory-only shard)"));
       }
-      return report.status();
+      const std::vector<v1::CheckpointManifest> chain(request.chain().begin(),
+                                                      request.chain().end());
+      const std::vector<std::string> dirs(request.chain_dirs().begin(), request.chain_dirs().end());
+      const uint32_t me = shard_id_;
+      absl::StatusOr<ShardRestoreReport> report = job->storage->Restore(
+          chain, dirs, [&map, me](uint32_t slot) { return map.OwnerOf(slot) == me; });
+      if (!report.ok()) {
+        // A failure past the swap reopened a database: the old store object is gone, and
+        // the reopened one has a new change log, so followers start a new stream.
+        if (job->storage->store() != job->store) {
+          job->store = job->storage->store();
+          job->StartNewStream();
+        }
+        return report.status();
+      }
+      job->store = job->storage->store();
+      job->BeginStreamAfterRestore(request, map, shard_id_);
+      response->set_rows(report->rows);
+      response->set_seconds(report->seconds);
+    } else if (request.clear()) {
+      if (job->storage == nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "shard ", shard_id_, " cannot empty its tables for a fresh run: memory-only shard"));
+      }
+      const absl::Status cleared = job->storage->Clear();
+      // A new store even when it failed (the old one reopened): a new stream either way.
+      job->store = job->storage->store();
+      job->StartNewStream();
+      job->stream_origin_empty = cleared.ok();
+      EMBER_RETURN_IF_ERROR(cleared);
+      EMBER_LOG(INFO) << "shard " << shard_id_ << ": tables" << in_job
+                      << " emptied for a fresh run (attempt " << request.attempt() << ")";
     }
-    store_ = storage_->store();
-    BeginStreamAfterRestore(request, map);
-    response->set_rows(report->rows);
-    response->set_seconds(report->seconds);
-  } else if (request.clear()) {
-    if (storage_ == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "shard ", shard_id_, " cannot empty its tables for a fresh run: memory-only shard"));
+    // Pushes deduplicated before the rollback say nothing about the restored rows.
+    job->dedup.Clear();
+    if (map.epoch() >= slot_map()->epoch()) {
+      gained = InstallMap(std::move(map));
+      RecordGained(*job, gained);
     }
-    const absl::Status cleared = storage_->Clear();
-    // A new store even when it failed (the old one reopened): a new stream either way.
-    store_ = storage_->store();
-    StartNewStream();
-    stream_origin_empty_ = cleared.ok();
-    EMBER_RETURN_IF_ERROR(cleared);
-    EMBER_LOG(INFO) << "shard " << shard_id_ << ": tables emptied for a fresh run (attempt "
-                    << request.attempt() << ")";
+    job->attempt.store(request.attempt(), std::memory_order_release);
+    if (job == default_job_) {
+      // Replicas (the default store's): copies made for an older attempt go; this
+      // shard's own hot rows changed.
+      const uint64_t restored = request.attempt();
+      replicas_.DropIf([restored](absl::string_view, uint64_t, const ReplicaMeta& meta) {
+        return meta.source.owner_attempt < restored;
+      });
+      if (metrics_ != nullptr) metrics_->SetReplicaRows(replicas_.size());
+      default_job_->mu.AssertHeld();  // it is `job`'s, held above
+      ReplicasAfterMapChange();
+    }
+    response->set_version(job->store->version());
   }
-  // Pushes deduplicated before the rollback say nothing about the restored rows.
-  dedup_.Clear();
-  if (map.epoch() >= slot_map()->epoch()) RecordGained(InstallMap(std::move(map)));
-  attempt_.store(request.attempt(), std::memory_order_release);
-  // Replicas: copies made for an older attempt go; this shard's own hot rows changed.
-  const uint64_t restored = request.attempt();
-  replicas_.DropIf([restored](absl::string_view, uint64_t, const ReplicaMeta& meta) {
-    return meta.source.owner_attempt < restored;
-  });
-  if (metrics_ != nullptr) metrics_->SetReplicaRows(replicas_.size());
-  ReplicasAfterMapChange();
-  response->set_version(store_->version());
+  // Other stores record the gained slots under their own locks (never two stores' at
+  // once: restores of two jobs run concurrently).
+  RecordGainedInOthers(job, gained);
   response->set_incarnation(incarnation_);
   return absl::OkStatus();
 }
@@ -617,7 +744,7 @@ grpc::ServerUnaryReactor* PsServiceImpl::GetShardInfo(grpc::CallbackServerContex
                                                       v1::GetShardInfoResponse* response) {
   const int64_t start = CallStart();
   return FinishCall(context, &PsMetrics::get_shard_info, "GetShardInfo", start,
-                    DoGetShardInfo(response), *request, *response);
+                    DoGetShardInfo(*request, response), *request, *response);
 }
 
 grpc::ServerUnaryReactor* PsServiceImpl::Checksum(grpc::CallbackServerContext* context,

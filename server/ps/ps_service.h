@@ -30,6 +30,13 @@
 // as an owner copies its hot rows to their holders (ReplicaOwner, replica_owner.h): in
 // synchronous mode a Push answers only after every holder acknowledged the new rows.
 //
+// Jobs (job_store.h): the store passed to the constructor is the default store (job
+// ""). With EnableJobStores, a call naming a job (PullRequest.job, ...) is served by
+// that job's own store on this shard, opened by CreateTable or RestoreShard naming the
+// job: its tables, attempt fence, dedup window, checkpoints and update stream are its
+// own. Hot-key replicas and slot moves cover the default store only for now: a shard
+// holding a job's store refuses FenceSlots (docs/ARCHITECTURE.md, step (d)).
+//
 // Thread-safety: all methods may be called concurrently. `store` must outlive the
 // service and must not be Closed while a call can still arrive.
 
@@ -40,6 +47,7 @@
 #include <atomic>
 #include <bitset>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -64,6 +72,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "server/ps/heavy_hitters.h"
 #include "server/ps/inflight_limiter.h"
+#include "server/ps/job_store.h"
 #include "server/ps/ps_metrics.h"
 #include "server/ps/push_dedup.h"
 #include "server/ps/replica_owner.h"
@@ -160,8 +169,20 @@ class PsServiceImpl final
   // store passed to the constructor and outlive the service). Without it both fail
   // with FAILED_PRECONDITION. Call before the server starts.
   void EnableCheckpoints(ShardStorage* storage);
-  // The job attempt the shard serves (RestoreShardRequest); 0 until restored.
-  uint64_t attempt() const { return attempt_.load(std::memory_order_acquire); }
+  // Opens jobs' own stores: `open(job)` opens (creating it when absent) the storage of
+  // a valid job name (ember-ps: <data_dir>.jobs/<job>/db, with the shard's options).
+  // Without it, a call naming a job fails FAILED_PRECONDITION. Call before the server
+  // starts.
+  using JobStorageOpener =
+      std::function<absl::StatusOr<std::unique_ptr<ShardStorage>>(const std::string& job)>;
+  void EnableJobStores(JobStorageOpener open);
+  // Opens `job`'s store now (ember-ps: every job store found at start). OK when open.
+  absl::Status OpenJobStore(const std::string& job);
+  // The jobs with a store of their own here, ascending.
+  std::vector<std::string> JobStoreNames() const;
+  // The job attempt `job`'s store serves (RestoreShardRequest); 0 until restored, and
+  // for a job without a store here.
+  uint64_t attempt(const std::string& job = "") const;
   // Random per service object (per process): tells the coordinator it restarted.
   uint64_t incarnation() const { return incarnation_; }
   // The store's version, for the shard agent's heartbeat. Never waits: while a
@@ -169,9 +190,11 @@ class PsServiceImpl final
   // read last (a heartbeat blocked behind a long snapshot would miss the coordinator's
   // heartbeat timeout and fail the running job's attempt).
   uint64_t version() const;
-  // Calls `visit` with the current store and RocksDB (null without checkpoint storage)
-  // under the store lock (metrics scrapes: a restore replaces both).
+  // Calls `visit` with the default store and its RocksDB (null without checkpoint
+  // storage) under the store lock (metrics scrapes: a restore replaces both).
   void WithStore(const PsStoreCollector::Visitor& visit) const;
+  // The same for every store, the default's first (memory use).
+  void WithEachStore(const PsStoreCollector::Visitor& visit) const;
 
   // `request` holds a PullRequest; `response` gets a PullResponse (pull_wire.h).
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
@@ -245,7 +268,8 @@ class PsServiceImpl final
                              v1::PutReplicasResponse* response);
   absl::Status DoCreateTable(const v1::CreateTableRequest& request,
                              v1::CreateTableResponse* response);
-  absl::Status DoGetShardInfo(v1::GetShardInfoResponse* response);
+  absl::Status DoGetShardInfo(const v1::GetShardInfoRequest& request,
+                              v1::GetShardInfoResponse* response);
   absl::Status DoChecksum(const v1::ChecksumRequest& request, v1::ChecksumResponse* response);
   absl::Status DoCheckpointShard(const v1::CheckpointShardRequest& request,
                                  v1::CheckpointShardResponse* response);
@@ -286,12 +310,27 @@ class PsServiceImpl final
   // Installs a newer map (map_mu_ only); returns the slot ranges it gives this shard
   // from other shards (none at the first assignment).
   SlotRanges InstallMap(SlotMap slot_map);
-  // Records a kSlotsGainedMarker entry per range (the stream resyncs them there).
-  void RecordGained(const SlotRanges& gained) ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+  // Records a kSlotsGainedMarker entry per range in `job`'s store (its stream resyncs
+  // them there).
+  static void RecordGained(JobStore& job, const SlotRanges& gained)
+      ABSL_SHARED_LOCKS_REQUIRED(job.mu);
+  // The same in every store but `held` (whose lock the caller holds), each under its
+  // lock in turn.
+  void RecordGainedInOthers(const JobStore* held, const SlotRanges& gained);
+
+  // The store of `job` ("": the default one). NOT_FOUND for a job without a store here.
+  absl::StatusOr<JobStore*> FindJob(const std::string& job) const;
+  // FindJob, opening the job's store when it has none yet (CreateTable, RestoreShard).
+  absl::StatusOr<JobStore*> FindOrOpenJob(const std::string& job);
+  // Every store, the default's first.
+  std::vector<JobStore*> AllJobs() const;
+  // Whether a job has a store of its own here.
+  bool HasJobStores() const;
 
   std::shared_ptr<const SlotMap> slot_map() const;
 
-  // OK if incarnation/attempt are 0 or this process's; ABORTED otherwise.
+  // OK if incarnation/attempt are 0 or this process's (the default store's attempt);
+  // ABORTED otherwise.
   absl::Status CheckExpected(uint64_t incarnation, uint64_t attempt) const;
   // FAILED_PRECONDITION unless every slot of `slots` is owned (`owned`) or not owned
   // (!owned) by this shard in its current map.
@@ -332,7 +371,7 @@ class PsServiceImpl final
   // OK for attempt 0 and the shard's attempt; ABORTED for an older one (the job rolled
   // back), UNAVAILABLE for a newer one (this shard is not restored for it yet), except
   // OK when the shard's map (epoch > 0) gives it no slot: routing then redirects.
-  absl::Status CheckAttempt(uint64_t attempt) const;
+  absl::Status CheckAttempt(const JobStore& job, uint64_t attempt) const;
 
   // Starts timing a call: the metrics clock's now, or 0 without metrics.
   int64_t CallStart() const;
@@ -363,47 +402,30 @@ class PsServiceImpl final
   void RebuildReplicaOwner();
   // Replica reads: answers what the replica store may serve (see hotkeys.proto).
   absl::Status DoReplicaPull(const v1::PullRequest& request, v1::PullResponse* response)
-      ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+      ABSL_SHARED_LOCKS_REQUIRED(default_job_->mu);
   // Counts served keys of `table` in its heavy hitters.
   void RecordServed(const std::string& table, absl::Span<const uint64_t> ids);
   // After a map change: drops held copies whose owner is no longer their slot's owner,
   // and tells the owner side.
-  void ReplicasAfterMapChange() ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
+  void ReplicasAfterMapChange() ABSL_SHARED_LOCKS_REQUIRED(default_job_->mu);
   // ReplicaHost.
   absl::Status ReadOwnedRows(const std::string& table, std::vector<uint64_t>* ids,
                              v1::PutReplicasRequest* request) override;
   void KeepOwned(const std::string& table, std::vector<uint64_t>* ids) override;
   uint64_t ReplicaAttempt() const override { return attempt(); }
 
-  // Where a stream starts: the stream id and the version after which it is served.
-  struct StreamStart {
-    uint64_t stream_id = 0;
-    uint64_t after = 0;
-  };
-  // Resolves a WatchUpdates position against the current stream (store_mu_ held):
-  // OUT_OF_RANGE (re-bootstrap) when it is not on this shard's history.
-  absl::StatusOr<StreamStart> ResolveStreamPosition(const v1::WatchUpdatesRequest& request) const
-      ABSL_SHARED_LOCKS_REQUIRED(store_mu_);
-  // Starts a new stream, continuing none (store_mu_ held exclusively).
-  void StartNewStream() ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_);
-  // Starts a new stream after a restore of `chain` (store_mu_ held exclusively).
-  void BeginStreamAfterRestore(const v1::RestoreShardRequest& request, const SlotMap& map)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(store_mu_);
-
-  // Data calls hold store_mu_ shared; CheckpointShard and RestoreShard hold it
-  // exclusively (no push runs during a snapshot; a restore replaces store_).
-  mutable absl::Mutex store_mu_;
-  EmbeddingStore* store_;  // guarded by store_mu_ (written only under it exclusively)
-  ShardStorage* storage_ = nullptr;
-  // Serializes CheckpointShard/RestoreShard with each other (held across their IO).
-  absl::Mutex admin_mu_;
-  std::atomic<uint64_t> attempt_{0};
-  mutable std::atomic<uint64_t> last_version_{0};  // version()'s last read of the store
   const uint64_t incarnation_;
   const uint32_t shard_id_;
   const uint32_t max_batch_keys_;
+  const uint64_t dedup_window_;
   PsMetrics* const metrics_;  // null: not recorded
-  PushDedup dedup_;
+
+  // The stores (job_store.h), by job; "" is the default store. Entries are never
+  // removed while the service lives, so a JobStore* stays valid once found.
+  mutable absl::Mutex jobs_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<JobStore>> jobs_ ABSL_GUARDED_BY(jobs_mu_);
+  JobStore* const default_job_;  // jobs_[""]
+  JobStorageOpener open_job_;    // set before serving; empty: no job stores
 
   mutable absl::Mutex map_mu_;
   // Replaced whole, never mutated: readers copy the pointer and drop the lock.
@@ -424,13 +446,7 @@ class PsServiceImpl final
   std::string cluster_token_;  // likewise; empty: CreateTable is open
   std::shared_ptr<grpc::ChannelCredentials> peer_credentials_;  // likewise
 
-  // The update stream (WatchUpdates); guarded by store_mu_ (a restore replaces it).
-  uint64_t stream_id_ = 0;
-  bool stream_origin_empty_ = false;    // the stream began at version 0 (an empty store)
-  uint64_t stream_parent_id_ = 0;       // restored from (parent id, parent version): a
-  uint64_t stream_parent_version_ = 0;  // position there continues this stream
-  uint64_t stream_start_version_ = 0;   // the store's version when the stream began
-  std::string stream_restored_from_;    // the checkpoint whose restore began it
+  // The update streams (WatchUpdates): each store has its own (JobStore).
   std::atomic<bool> watches_stopped_{false};
   std::atomic<int> active_watches_{0};
   std::unique_ptr<WatchSlots> watch_slots_;  // set before serving

@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -75,7 +76,7 @@ absl::Status PsServiceImpl::CheckExpected(uint64_t incarnation, uint64_t attempt
     return absl::AbortedError(absl::StrCat("shard ", shard_id_, " restarted (incarnation ",
                                            incarnation_, ", the call expects ", incarnation, ")"));
   }
-  const uint64_t current = attempt_.load(std::memory_order_acquire);
+  const uint64_t current = default_job_->attempt.load(std::memory_order_acquire);
   if (attempt != 0 && attempt != current) {
     return absl::AbortedError(absl::StrCat("shard ", shard_id_, " was restored (attempt ", current,
                                            ", the call expects ", attempt, ")"));
@@ -105,19 +106,20 @@ absl::Status PsServiceImpl::DoExportRows(const v1::ExportRowsRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("max_rows ", request.max_rows(), " exceeds ", kMaxExportRows));
   }
-  absl::ReaderMutexLock lock(&store_mu_);
+  absl::ReaderMutexLock lock(&default_job_->mu);
+  EmbeddingStore* const store = default_job_->store;
   EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
   if (request.cursor().empty()) {
     // Every change after this version is in the change log; the pages below hold each
     // row as of this version or newer.
-    response->set_version(store_->version());
+    response->set_version(store->version());
   }
   EMBER_ASSIGN_OR_RETURN(
       RowPage page,
-      store_->ExportSlotRows(request.table(), request.range().first(), request.range().last(),
-                             request.cursor(),
-                             request.max_rows() == 0 ? kDefaultExportRows : request.max_rows()));
+      store->ExportSlotRows(request.table(), request.range().first(), request.range().last(),
+                            request.cursor(),
+                            request.max_rows() == 0 ? kDefaultExportRows : request.max_rows()));
   v1::RowBlock* block = response->mutable_block();
   block->set_table(request.table());
   AppendRows(page.rows, block);
@@ -128,12 +130,12 @@ absl::Status PsServiceImpl::DoExportRows(const v1::ExportRowsRequest& request,
 absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& request,
                                             v1::ExportChangesResponse* response) {
   EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(request.ranges()));
-  absl::ReaderMutexLock lock(&store_mu_);
+  absl::ReaderMutexLock lock(&default_job_->mu);
+  EmbeddingStore* const store = default_job_->store;
   EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
   const size_t max = request.max_changes() == 0 ? kDefaultMaxChanges : request.max_changes();
-  EMBER_ASSIGN_OR_RETURN(const ChangeBatch batch,
-                         store_->ReadChanges(request.after_version(), max));
+  EMBER_ASSIGN_OR_RETURN(const ChangeBatch batch, store->ReadChanges(request.after_version(), max));
   // Fewer entries than asked for: everything up to the watermark was read.
   uint64_t through = batch.changes.size() < max ? batch.watermark : batch.changes.back().version;
   // The changed rows of the ranges, once each, per table; their current values are
@@ -146,7 +148,7 @@ absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& requ
     if (change.table >= batch.table_names.size()) continue;
     if (!known[change.table]) {
       EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config,
-                             store_->GetTableConfig(batch.table_names[change.table]));
+                             store->GetTableConfig(batch.table_names[change.table]));
       seeds[change.table] = config.seed();
       known[change.table] = true;
     }
@@ -160,25 +162,26 @@ absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& requ
   for (size_t t = 0; t < ids.size(); ++t) {
     if (ids[t].empty()) continue;
     EMBER_ASSIGN_OR_RETURN(const std::vector<EncodedRow> rows,
-                           store_->ReadEncodedRows(batch.table_names[t], ids[t]));
+                           store->ReadEncodedRows(batch.table_names[t], ids[t]));
     v1::RowBlock* block = response->add_blocks();
     block->set_table(batch.table_names[t]);
     AppendRows(rows, block);
   }
   response->set_version(through);
-  response->set_caught_up(through >= store_->version());
+  response->set_caught_up(through >= store->version());
   return absl::OkStatus();
 }
 
 absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
                                          v1::ImportRowsResponse* response) {
-  absl::ReaderMutexLock lock(&store_mu_);
+  absl::ReaderMutexLock lock(&default_job_->mu);
+  EmbeddingStore* const store = default_job_->store;
   EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
   // Decode and check everything before the first write.
   std::vector<std::vector<EncodedRow>> decoded;
   SlotSet slots;
   for (const v1::RowBlock& block : request.blocks()) {
-    EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(block.table()));
+    EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store->GetTableConfig(block.table()));
     EMBER_ASSIGN_OR_RETURN(std::vector<EncodedRow> rows, DecodeRows(block));
     for (const EncodedRow& row : rows) slots[SlotOf(config.seed(), row.id)] = true;
     decoded.push_back(std::move(rows));
@@ -186,7 +189,7 @@ absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/false));
   uint64_t imported = 0;
   for (int i = 0; i < request.blocks_size(); ++i) {
-    EMBER_RETURN_IF_ERROR(store_->ImportRows(request.blocks(i).table(), decoded[i]));
+    EMBER_RETURN_IF_ERROR(store->ImportRows(request.blocks(i).table(), decoded[i]));
     imported += decoded[i].size();
   }
   if (request.sync()) {
@@ -194,10 +197,10 @@ absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
     // never in its memory tier: DropSlots cleared them and routing keeps them out), so
     // making the backend durable is enough; flushing the whole store would also write
     // back every row training dirtied meanwhile, inside the migration's fence.
-    if (storage_ != nullptr) {
-      EMBER_RETURN_IF_ERROR(storage_->rocksdb()->Flush());
+    if (default_job_->storage != nullptr) {
+      EMBER_RETURN_IF_ERROR(default_job_->storage->rocksdb()->Flush());
     } else {
-      EMBER_RETURN_IF_ERROR(store_->Flush());
+      EMBER_RETURN_IF_ERROR(store->Flush());
     }
   }
   response->set_rows(imported);
@@ -214,6 +217,13 @@ absl::Status PsServiceImpl::DoFenceSlots(const v1::FenceSlotsRequest& request,
     return absl::OkStatus();
   }
   EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
+  if (HasJobStores()) {
+    // A move copies the default store's rows only (ExportRows names no job): the
+    // rows of jobs' own stores would stay behind. docs/ARCHITECTURE.md, step (d).
+    return absl::FailedPreconditionError(absl::StrCat(
+        "shard ", shard_id_, " holds the stores of jobs (", absl::StrJoin(JobStoreNames(), ", "),
+        "): moving their slots is not built yet; a move needs a shard without job stores"));
+  }
   {
     absl::MutexLock lock(&map_mu_);
     // Checked under map_mu_: an install between the check and the fence cannot slip in.
@@ -228,34 +238,39 @@ absl::Status PsServiceImpl::DoFenceSlots(const v1::FenceSlotsRequest& request,
   }
   // Calls that passed routing before the fence hold the store lock shared: taking it
   // exclusively waits for them, and every later call sees the fence.
-  absl::MutexLock drain(&store_mu_);
-  response->set_version(store_->version());
+  absl::MutexLock drain(&default_job_->mu);
+  response->set_version(default_job_->store->version());
   return absl::OkStatus();
 }
 
 absl::Status PsServiceImpl::DoDropSlots(const v1::DropSlotsRequest& request,
                                         v1::DropSlotsResponse* response) {
   EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(request.ranges()));
-  absl::ReaderMutexLock lock(&store_mu_);
-  const uint64_t epoch = slot_map()->epoch();
-  if (epoch < request.min_epoch()) {
-    return absl::UnavailableError(absl::StrCat("shard ", shard_id_, " is at epoch ", epoch,
-                                               ", the drop needs ", request.min_epoch()));
-  }
-  EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/false));
+  // Every store: a job's store may hold rows of the slots (restored from a checkpoint
+  // cut before they moved).
   uint64_t removed = 0;
-  for (const v1::SlotRange& range : request.ranges()) {
-    EMBER_ASSIGN_OR_RETURN(const uint64_t rows, store_->DropSlots(range.first(), range.last()));
-    removed += rows;
-  }
-  // Durable: dropped rows must not come back after a crash as rows of slots the shard
-  // does not own. The backend's deletes are all there is to make durable (the memory
-  // tier's copies were removed first); flushing the whole store would also write back
-  // every row training dirtied since the last checkpoint, on every move's cleanup.
-  if (storage_ != nullptr) {
-    EMBER_RETURN_IF_ERROR(storage_->rocksdb()->Flush());
-  } else {
-    EMBER_RETURN_IF_ERROR(store_->Flush());
+  for (JobStore* job : AllJobs()) {
+    absl::ReaderMutexLock lock(&job->mu);
+    const uint64_t epoch = slot_map()->epoch();
+    if (epoch < request.min_epoch()) {
+      return absl::UnavailableError(absl::StrCat("shard ", shard_id_, " is at epoch ", epoch,
+                                                 ", the drop needs ", request.min_epoch()));
+    }
+    EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/false));
+    for (const v1::SlotRange& range : request.ranges()) {
+      EMBER_ASSIGN_OR_RETURN(const uint64_t rows,
+                             job->store->DropSlots(range.first(), range.last()));
+      removed += rows;
+    }
+    // Durable: dropped rows must not come back after a crash as rows of slots the shard
+    // does not own. The backend's deletes are all there is to make durable (the memory
+    // tier's copies were removed first); flushing the whole store would also write back
+    // every row training dirtied since the last checkpoint, on every move's cleanup.
+    if (job->storage != nullptr) {
+      EMBER_RETURN_IF_ERROR(job->storage->rocksdb()->Flush());
+    } else {
+      EMBER_RETURN_IF_ERROR(job->store->Flush());
+    }
   }
   response->set_rows(removed);
   return absl::OkStatus();
@@ -277,9 +292,10 @@ absl::Status PsServiceImpl::DoInstallSlotMap(const v1::InstallSlotMapRequest& re
                          << " and owns slots: not raised to attempt " << request.attempt()
                          << " by a slot map (it must be restored for it)";
     } else {
-      uint64_t current = attempt_.load();
+      std::atomic<uint64_t>& raised = default_job_->attempt;
+      uint64_t current = raised.load();
       while (current < request.attempt() &&
-             !attempt_.compare_exchange_weak(current, request.attempt())) {
+             !raised.compare_exchange_weak(current, request.attempt())) {
       }
     }
   }
@@ -289,8 +305,15 @@ absl::Status PsServiceImpl::DoInstallSlotMap(const v1::InstallSlotMapRequest& re
 }
 
 absl::Status PsServiceImpl::DoGetSlotStats(v1::GetSlotStatsResponse* response) {
-  absl::ReaderMutexLock lock(&store_mu_);
-  EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> rows, store_->RowsPerSlot());
+  // Rows of every store: a move carries them all (once step (d) lands; until then a
+  // shard with job stores refuses moves).
+  std::vector<uint64_t> rows;
+  for (JobStore* job : AllJobs()) {
+    absl::ReaderMutexLock lock(&job->mu);
+    EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> of_job, job->store->RowsPerSlot());
+    if (rows.size() < of_job.size()) rows.resize(of_job.size(), 0);
+    for (size_t i = 0; i < of_job.size(); ++i) rows[i] += of_job[i];
+  }
   std::string* packed_rows = response->mutable_rows();
   std::string* packed_load = response->mutable_load();
   packed_rows->resize(kNumSlots * sizeof(uint64_t));

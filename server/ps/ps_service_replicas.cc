@@ -232,8 +232,8 @@ void PsServiceImpl::ApplyHotSet(const v1::HotSet& hot_set) {
 void PsServiceImpl::ReplicasAfterMapChange() {
   const std::shared_ptr<const SlotMap> map = slot_map();
   absl::flat_hash_map<std::string, uint64_t> seeds;
-  for (const std::string& name : store_->ListTables()) {
-    absl::StatusOr<v1::TableConfig> config = store_->GetTableConfig(name);
+  for (const std::string& name : default_job_->store->ListTables()) {
+    absl::StatusOr<v1::TableConfig> config = default_job_->store->GetTableConfig(name);
     if (config.ok()) seeds[name] = config->seed();
   }
   // A copy whose owner is no longer its slot's owner is never served: free it.
@@ -247,7 +247,8 @@ void PsServiceImpl::ReplicasAfterMapChange() {
 
 absl::Status PsServiceImpl::DoReplicaPull(const v1::PullRequest& request,
                                           v1::PullResponse* response) {
-  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
+  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config,
+                         default_job_->store->GetTableConfig(request.table()));
   EMBER_ASSIGN_OR_RETURN(const size_t element_bytes, ElementBytes(request.encoding()));
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint64_t> ids,
                          DecodeIds(request.ids(), max_batch_keys_));
@@ -280,8 +281,9 @@ absl::Status PsServiceImpl::DoReplicaPull(const v1::PullRequest& request,
 
 absl::Status PsServiceImpl::DoPutReplicas(const v1::PutReplicasRequest& request,
                                           v1::PutReplicasResponse* response) {
-  absl::ReaderMutexLock lock(&store_mu_);
-  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(request.table()));
+  absl::ReaderMutexLock lock(&default_job_->mu);
+  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config,
+                         default_job_->store->GetTableConfig(request.table()));
   if (request.owner_shard() == shard_id_) {
     return absl::InvalidArgumentError(
         absl::StrCat("PutReplicas from shard ", shard_id_,
@@ -357,8 +359,8 @@ grpc::ServerUnaryReactor* PsServiceImpl::PutReplicas(grpc::CallbackServerContext
 void PsServiceImpl::KeepOwned(const std::string& table, std::vector<uint64_t>* ids) {
   uint64_t seed = 0;
   {
-    absl::ReaderMutexLock lock(&store_mu_);
-    absl::StatusOr<v1::TableConfig> config = store_->GetTableConfig(table);
+    absl::ReaderMutexLock lock(&default_job_->mu);
+    absl::StatusOr<v1::TableConfig> config = default_job_->store->GetTableConfig(table);
     if (!config.ok()) {
       ids->clear();
       return;
@@ -374,8 +376,8 @@ void PsServiceImpl::KeepOwned(const std::string& table, std::vector<uint64_t>* i
 
 absl::Status PsServiceImpl::ReadOwnedRows(const std::string& table, std::vector<uint64_t>* ids,
                                           v1::PutReplicasRequest* request) {
-  absl::ReaderMutexLock lock(&store_mu_);
-  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, store_->GetTableConfig(table));
+  absl::ReaderMutexLock lock(&default_job_->mu);
+  EMBER_ASSIGN_OR_RETURN(const v1::TableConfig config, default_job_->store->GetTableConfig(table));
   const std::shared_ptr<const SlotMap> map = slot_map();
   ids->erase(std::remove_if(
                  ids->begin(), ids->end(),
@@ -386,8 +388,9 @@ absl::Status PsServiceImpl::ReadOwnedRows(const std::string& table, std::vector<
   request->clear_versions();
   if (ids->empty()) return absl::OkStatus();
   // Read before the rows: an unstored row is stamped with it (see ps.proto).
-  const uint64_t watermark = store_->version();
-  EMBER_ASSIGN_OR_RETURN(const std::vector<EncodedRow> rows, store_->ReadEncodedRows(table, *ids));
+  const uint64_t watermark = default_job_->store->version();
+  EMBER_ASSIGN_OR_RETURN(const std::vector<EncodedRow> rows,
+                         default_job_->store->ReadEncodedRows(table, *ids));
   const uint32_t dim = config.dim();
   std::vector<float> values(ids->size() * dim);
   std::vector<uint64_t> versions(ids->size());

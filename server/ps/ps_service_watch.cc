@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
@@ -38,13 +37,6 @@ constexpr absl::Duration kFenceRetry = absl::Milliseconds(5);
 // stopped reading) is given up: the call is cancelled.
 constexpr absl::Duration kStalledWrite = absl::Milliseconds(200);
 
-absl::Status StreamGone(uint32_t shard, uint64_t stream, uint64_t version) {
-  return absl::OutOfRangeError(absl::StrCat(
-      "shard ", shard, ": position (stream ", stream, ", version ", version,
-      ") is not on the shard's current stream (it restarted or restored a checkpoint): "
-      "re-bootstrap from a checkpoint"));
-}
-
 }  // namespace
 
 void PsServiceImpl::SetWatchLimits(const WatchLimits& limits) {
@@ -52,56 +44,6 @@ void PsServiceImpl::SetWatchLimits(const WatchLimits& limits) {
 }
 
 void PsServiceImpl::StopWatches() { watches_stopped_.store(true, std::memory_order_release); }
-
-absl::StatusOr<PsServiceImpl::StreamStart> PsServiceImpl::ResolveStreamPosition(
-    const v1::WatchUpdatesRequest& request) const {
-  const uint64_t after = request.after_version();
-  const uint64_t watermark = store_->version();
-  const bool on_stream = request.any_stream() || request.stream_id() == stream_id_ ||
-                         (request.stream_id() == 0 && after == 0 && stream_origin_empty_) ||
-                         (stream_parent_id_ != 0 && request.stream_id() == stream_parent_id_ &&
-                          after == stream_parent_version_);
-  if (!on_stream) return StreamGone(shard_id_, request.stream_id(), after);
-  if (after > watermark) {
-    return absl::InvalidArgumentError(absl::StrCat("WatchUpdates: after_version ", after,
-                                                   " is above shard ", shard_id_,
-                                                   "'s newest version ", watermark));
-  }
-  return StreamStart{stream_id_, after};
-}
-
-void PsServiceImpl::StartNewStream() {
-  const uint64_t previous = stream_id_;
-  stream_id_ = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});
-  if (stream_id_ == previous) ++stream_id_;
-  stream_origin_empty_ = false;
-  stream_parent_id_ = 0;
-  stream_parent_version_ = 0;
-  stream_start_version_ = store_->version();
-  stream_restored_from_.clear();
-}
-
-void PsServiceImpl::BeginStreamAfterRestore(const v1::RestoreShardRequest& request,
-                                            const SlotMap& map) {
-  StartNewStream();
-  stream_restored_from_ = request.chain(request.chain_size() - 1).name();
-  // The restored rows are exactly this shard's state at the cut when the last link
-  // holds this shard's own snapshot, the shard owns the same slots as then and no other
-  // snapshot contributed a newer version: then the new stream continues that one.
-  const v1::CheckpointManifest& last = request.chain(request.chain_size() - 1);
-  const v1::ShardSnapshot* mine = nullptr;
-  for (const v1::ShardSnapshot& snap : last.shards()) {
-    if (snap.shard_id() == shard_id_) mine = &snap;
-  }
-  if (mine == nullptr || mine->stream_id() == 0 || mine->version() != store_->version()) return;
-  absl::StatusOr<SlotMap> then = UnpackSlotOwners(last.slot_owners(), last.epoch());
-  if (!then.ok()) return;
-  for (uint32_t slot = 0; slot < kNumSlots; ++slot) {
-    if ((then->OwnerOf(slot) == shard_id_) != (map.OwnerOf(slot) == shard_id_)) return;
-  }
-  stream_parent_id_ = mine->stream_id();
-  stream_parent_version_ = mine->version();
-}
 
 // One open stream. The producer thread owns the loop; gRPC callbacks only signal it.
 class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::UpdateBatch> {
@@ -290,9 +232,9 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
   }
 
   absl::StatusOr<Read> ReadNext(uint64_t pos, bool wait) {
-    absl::ReaderMutexLock lock(&service_->store_mu_);
-    if (service_->stream_id_ != stream_) return StreamGone(service_->shard_id_, stream_, pos);
-    EmbeddingStore& store = *service_->store_;
+    absl::ReaderMutexLock lock(&job_->mu);
+    if (job_->stream_id != stream_) return StreamGoneError(service_->shard_id_, stream_, pos);
+    EmbeddingStore& store = *job_->store;
     if (wait) store.WaitForVersionAbove(pos, kPollSlice);
     if (resync_.active) return ResyncPage(store, pos);
     EMBER_ASSIGN_OR_RETURN(ChangeBatch changes, store.ReadChanges(pos, max_rows_));
@@ -348,15 +290,17 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
     progress_ =
         absl::Milliseconds(request_.progress_interval_ms() == 0 ? kDefaultProgressMs
                                                                 : request_.progress_interval_ms());
-    absl::ReaderMutexLock lock(&service_->store_mu_);
+    EMBER_ASSIGN_OR_RETURN(job_, service_->FindJob(request_.job()));
+    absl::ReaderMutexLock lock(&job_->mu);
     for (const std::string& table : request_.tables()) {
-      EMBER_RETURN_IF_ERROR(service_->store_->GetTableConfig(table).status());
+      EMBER_RETURN_IF_ERROR(job_->store->GetTableConfig(table).status());
       tables_.insert(table);
     }
-    EMBER_ASSIGN_OR_RETURN(const StreamStart start, service_->ResolveStreamPosition(request_));
+    EMBER_ASSIGN_OR_RETURN(const StreamStart start,
+                           job_->ResolveStreamPosition(request_, service_->shard_id_));
     stream_ = start.stream_id;
     pos_ = start.after;
-    target_ = service_->store_->version();
+    target_ = job_->store->version();
     return absl::OkStatus();
   }
 
@@ -405,6 +349,7 @@ class PsServiceImpl::WatchReactor final : public grpc::ServerWriteReactor<v1::Up
   PsServiceImpl* const service_;
   grpc::CallbackServerContext* const context_;
   const v1::WatchUpdatesRequest request_;
+  JobStore* job_ = nullptr;  // the store streamed (Start)
   absl::flat_hash_set<std::string> tables_;
   uint32_t max_rows_ = kDefaultMaxRows;
   absl::Duration progress_;

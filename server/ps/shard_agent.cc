@@ -133,7 +133,8 @@ absl::Status ShardAgent::Register() {
   const absl::Status status =
       FromGrpcStatus(stub_->RegisterShard(&context, request, &response), &context);
   if (!status.ok()) return status;
-  Apply(response.assigned() ? response.epoch() : 0, response.slot_owners(), response.tables());
+  Apply(response.assigned() ? response.epoch() : 0, response.slot_owners(), response.tables(),
+        response.job_tables());
   return absl::OkStatus();
 }
 
@@ -154,7 +155,7 @@ absl::Status ShardAgent::Heartbeat() {
       FromGrpcStatus(stub_->Heartbeat(&context, request, &response), &context);
   if (!status.ok()) return status;
   Apply(response.slot_owners().empty() ? 0 : response.epoch(), response.slot_owners(),
-        response.tables());
+        response.tables(), response.job_tables());
   // After the map and tables: the hot set names owners and tables.
   if (on_hot_set_ && response.hot_set().version() > hot_set_version) {
     on_hot_set_(response.hot_set());
@@ -166,18 +167,26 @@ absl::Status ShardAgent::Heartbeat() {
   return absl::OkStatus();
 }
 
+void ShardAgent::ApplyTable(const std::string& job, const v1::TableConfig& config) {
+  // Job names have no '/': "job/name" names a job's table, "name" a shared one.
+  const std::string key = job.empty() ? config.name() : absl::StrCat(job, "/", config.name());
+  if (applied_tables_.contains(key)) return;
+  const absl::Status status = create_table_(job, config);
+  if (status.ok()) {
+    applied_tables_.insert(key);
+    EMBER_LOG(INFO) << "shard agent: table " << key << " created";
+  } else {
+    EMBER_LOG(ERROR) << "shard agent: cannot create table " << key << ": " << status;
+  }
+}
+
 void ShardAgent::Apply(uint64_t epoch, const std::string& slot_owners,
-                       const google::protobuf::RepeatedPtrField<v1::TableConfig>& tables) {
+                       const google::protobuf::RepeatedPtrField<v1::TableConfig>& tables,
+                       const google::protobuf::RepeatedPtrField<v1::JobTables>& job_tables) {
   // Tables first: once the new map is installed, calls for the tables may arrive.
-  for (const v1::TableConfig& config : tables) {
-    if (applied_tables_.contains(config.name())) continue;
-    const absl::Status status = create_table_(config);
-    if (status.ok()) {
-      applied_tables_.insert(config.name());
-      EMBER_LOG(INFO) << "shard agent: table " << config.name() << " created";
-    } else {
-      EMBER_LOG(ERROR) << "shard agent: cannot create table " << config.name() << ": " << status;
-    }
+  for (const v1::TableConfig& config : tables) ApplyTable("", config);
+  for (const v1::JobTables& of_job : job_tables) {
+    for (const v1::TableConfig& config : of_job.tables()) ApplyTable(of_job.job(), config);
   }
   if (epoch == 0 || epoch <= this->epoch()) return;
   absl::StatusOr<SlotMap> map = UnpackSlotOwners(slot_owners, epoch);

@@ -83,7 +83,10 @@ struct ShardAgentOptions {
 class ShardAgent {
  public:
   using SlotMapCallback = std::function<void(const SlotMap&)>;
-  using CreateTableCallback = std::function<absl::Status(const v1::TableConfig&)>;
+  // Creates a table: a shared one (`job` empty) or one of that job's own, in the job's
+  // store (coordinator.proto JobTables).
+  using CreateTableCallback =
+      std::function<absl::Status(const std::string& job, const v1::TableConfig&)>;
   // Optional: the shard's newest applied update version, reported in heartbeats.
   using VersionCallback = std::function<uint64_t()>;
   // Optional: the shard's heavy hitters, called for each heartbeat (HeartbeatRequest.
@@ -136,7 +139,10 @@ class ShardAgent {
   absl::Status Heartbeat();
   // Applies a map (if newer than the applied one) and tables the shard lacks.
   void Apply(uint64_t epoch, const std::string& slot_owners,
-             const google::protobuf::RepeatedPtrField<v1::TableConfig>& tables);
+             const google::protobuf::RepeatedPtrField<v1::TableConfig>& tables,
+             const google::protobuf::RepeatedPtrField<v1::JobTables>& job_tables);
+  // Creates one table of `job` (empty: shared) unless applied already.
+  void ApplyTable(const std::string& job, const v1::TableConfig& config);
   void SetConnected(bool connected, const absl::Status& why);
 
   const ShardAgentOptions options_;

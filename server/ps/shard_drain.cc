@@ -21,6 +21,12 @@ void DeclareDrainFlags(FlagSet& flags, DrainFlags* drain) {
               "the longest drain at SIGTERM; keep it below the supervisor's grace period "
               "(Kubernetes terminationGracePeriodSeconds)")
       .Above(0);
+  flags
+      .Number("drain_linger_ms", &drain->linger_ms, "N",
+              "once drained, keep answering this long (redirects to the new owners) before "
+              "shutting down, so that clients with an older map are not left calling a "
+              "shard that is gone")
+      .Min(0);
 }
 
 absl::Status DrainShard(const DrainFlags& drain, ShardAgent* agent) {
@@ -43,7 +49,9 @@ absl::Status DrainShard(const DrainFlags& drain, ShardAgent* agent) {
                         "again when a shard restarts on this data directory)";
     return absl::Status(left.code(), absl::StrCat("drain at SIGTERM failed: ", left.message()));
   }
-  EMBER_LOG(INFO) << "drained in " << absl::Now() - start << ": the shard owns no slots";
+  EMBER_LOG(INFO) << "drained in " << absl::Now() - start << ": the shard owns no slots; "
+                  << "answering redirects for " << drain.linger_ms << " ms before shutting down";
+  absl::SleepFor(absl::Milliseconds(drain.linger_ms));
   return absl::OkStatus();
 }
 

@@ -31,6 +31,13 @@ struct DrainFlags {
   // The longest drain (--drain_timeout_ms); keep it below Kubernetes'
   // terminationGracePeriodSeconds. Default: 600000 (10 minutes)
   int64_t timeout_ms = 600000;
+  // Once drained, how long the shard keeps answering before it shuts down
+  // (--drain_linger_ms): a client whose map still names it for a moved slot gets a
+  // redirect to the new owner (and reloads its map) instead of an unreachable shard,
+  // which a push could only retry until its deadline (its sequence is deduplicated by
+  // the shard it was sent to). Default: 500 (clients reload their map at most every
+  // 100 ms; a training step asks every owner).
+  int64_t linger_ms = 500;
 };
 
 // --drain_on_sigterm and --drain_timeout_ms.

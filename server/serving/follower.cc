@@ -194,6 +194,14 @@ absl::StatusOr<std::map<uint32_t, Follower::ShardStream>> Follower::ShardStreams
 absl::StatusOr<Follower::BootstrapPlan> Follower::PlanBootstrap(
     const std::vector<v1::CheckpointManifest>& valid) const {
   const v1::CheckpointManifest& newest = valid.back();
+  if (!newest.tables_job().empty()) {
+    // Its rows are in the job's own store on the shards (coordinator.proto JobTables),
+    // whose streams and tables a follower does not read yet.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job '", newest.job(),
+        "' trains on tables of its own (--own_tables): serving "
+        "followers read the shared tables only for now; serve a job that trains on them"));
+  }
   BootstrapPlan plan;
   absl::StatusOr<std::map<uint32_t, ShardStream>> streams = ShardStreams();
   if (!streams.ok() || streams->empty()) {

@@ -65,10 +65,15 @@ absl::Status CheckBatch(size_t keys, size_t values, uint32_t dim, uint32_t limit
 
 }  // namespace
 
+std::shared_ptr<MemoryBudget> NewMemoryBudget(int64_t limit_bytes) {
+  return std::make_shared<MemoryBudget>(limit_bytes);
+}
+
 EmbeddingStore::EmbeddingStore(const StoreOptions& options, std::unique_ptr<RowBackend> backend)
     : options_(options),
       backend_(std::move(backend)),
-      budget_(std::make_unique<MemoryBudget>(options.memory_budget_bytes)),
+      budget_(options.shared_budget != nullptr ? options.shared_budget
+                                               : NewMemoryBudget(options.memory_budget_bytes)),
       change_log_(options.change_log_capacity),
       counters_(std::make_unique<StoreCounters>()) {}
 

@@ -87,7 +87,18 @@ struct StoreOptions {
   // Default: false (opt in: it did not pay on the 10M-row benchmark, and its sketch
   // takes up to 1/16 of a small tier; docs/PERFORMANCE.md).
   bool frequency_admission = false;
+
+  // A memory budget shared with other stores (NewMemoryBudget): their memory tiers
+  // together stay within its limit (a table evicts its own rows while the total is
+  // over it: the first to fill it keeps what it holds), and memory_budget_bytes is
+  // ignored. Stats().memory_bytes is then the shared total. ember-ps shares one
+  // between the default store and every job's (server/ps/job_store.h).
+  // Default: null (the store's own budget of memory_budget_bytes).
+  std::shared_ptr<MemoryBudget> shared_budget;
 };
+
+// A budget of `limit_bytes` (0: unlimited) for StoreOptions::shared_budget.
+std::shared_ptr<MemoryBudget> NewMemoryBudget(int64_t limit_bytes);
 
 // A full row as stored: meta, embedding and optimizer state.
 struct RowSnapshot {
@@ -347,7 +358,7 @@ class EmbeddingStore {
 
   const StoreOptions options_;
   const std::unique_ptr<RowBackend> backend_;
-  const std::unique_ptr<MemoryBudget> budget_;
+  const std::shared_ptr<MemoryBudget> budget_;
   ChangeLog change_log_;
   const std::unique_ptr<StoreCounters> counters_;
 

@@ -84,7 +84,10 @@ rocksdb::DBOptions MakeDbOptions(const RocksDbOptions& options, rocksdb::Env* en
                                  const rocksdb::ColumnFamilyOptions& cf) {
   rocksdb::DBOptions db;
   const auto* table = cf.table_factory->GetOptions<rocksdb::BlockBasedTableOptions>();
-  if (options.write_buffer_manager_bytes > 0 && table != nullptr && table->block_cache != nullptr) {
+  if (options.shared_write_buffer_manager != nullptr) {
+    db.write_buffer_manager = options.shared_write_buffer_manager;
+  } else if (options.write_buffer_manager_bytes > 0 && table != nullptr &&
+             table->block_cache != nullptr) {
     db.write_buffer_manager = std::make_shared<rocksdb::WriteBufferManager>(
         static_cast<size_t>(options.write_buffer_manager_bytes), table->block_cache);
   }
@@ -107,7 +110,9 @@ rocksdb::DBOptions MakeDbOptions(const RocksDbOptions& options, rocksdb::Env* en
 
 absl::StatusOr<rocksdb::ColumnFamilyOptions> MakeCfOptions(const RocksDbOptions& options) {
   rocksdb::BlockBasedTableOptions table;
-  if (options.block_cache_bytes > 0) {
+  if (options.shared_block_cache != nullptr) {
+    table.block_cache = options.shared_block_cache;
+  } else if (options.block_cache_bytes > 0) {
     table.block_cache = rocksdb::NewLRUCache(static_cast<size_t>(options.block_cache_bytes));
   } else {
     table.no_block_cache = true;

@@ -119,6 +119,13 @@ struct RocksDbOptions {
   // Default: 0
   int64_t write_buffer_manager_bytes = 0;
 
+  // A block cache shared with other databases (ember-ps: the default store's and every
+  // job's), used instead of one of block_cache_bytes; with write_buffer_manager_bytes,
+  // `shared_write_buffer_manager` (charging that cache) likewise bounds the memtables
+  // of them all. Default: null (the database's own).
+  std::shared_ptr<rocksdb::Cache> shared_block_cache;
+  std::shared_ptr<rocksdb::WriteBufferManager> shared_write_buffer_manager;
+
   // Keeps SST index and filter blocks in the block cache (charged to it, evicted with
   // it; L0 files' ones pinned there) instead of on the heap for as long as a table file
   // is open. ember-ps sets it with --memory_limit_mb, so that they count against the

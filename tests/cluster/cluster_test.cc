@@ -27,6 +27,7 @@
 #include "common/ps_client.h"
 #include "common/slot.h"
 #include "common/slot_map.h"
+#include "common/status_macros.h"
 #include "ember/v1/admin.grpc.pb.h"
 #include "ember/v1/coordinator.grpc.pb.h"
 #include "ember/v1/ps.grpc.pb.h"
@@ -175,6 +176,20 @@ class ClusterTest : public ::testing::Test {
       }
     }
     return true;
+  }
+
+  // AdminService.SetSlotOwner (metadata only: rows do not move); the new epoch.
+  absl::StatusOr<uint64_t> SetSlotOwner(uint32_t slot, uint32_t shard) {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    context.AddMetadata("ember-admin-token", kToken);
+    v1::SetSlotOwnerRequest request;
+    request.set_slot(slot);
+    request.set_shard_id(shard);
+    v1::SetSlotOwnerResponse response;
+    EMBER_RETURN_IF_ERROR(
+        FromGrpcStatus(admin_stub_->SetSlotOwner(&context, request, &response), &context));
+    return response.epoch();
   }
 
   std::unique_ptr<PsClient> NewClient(PsClientOptions options = {}) {
@@ -395,15 +410,9 @@ TEST_F(ClusterTest, RetryAfterSlotMoveIsNotAppliedTwice) {
   };
   ASSERT_TRUE(send(push).ok());  // applied; pretend the response was lost
 
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  context.AddMetadata("ember-admin-token", kToken);
-  v1::SetSlotOwnerRequest move;
-  move.set_slot(slot);
-  move.set_shard_id((owner + 1) % kShards);
-  v1::SetSlotOwnerResponse moved;
-  ASSERT_TRUE(FromGrpcStatus(admin_stub_->SetSlotOwner(&context, move, &moved), &context).ok());
-  ASSERT_TRUE(Eventually([&] { return ShardInfo(owner).epoch() == moved.epoch(); }));
+  const absl::StatusOr<uint64_t> moved = SetSlotOwner(slot, (owner + 1) % kShards);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  ASSERT_TRUE(Eventually([&] { return ShardInfo(owner).epoch() == *moved; }));
 
   // The retry (same worker, sequence and old epoch) is answered as a duplicate...
   const absl::Status retried = send(push);
@@ -426,17 +435,9 @@ TEST_F(ClusterTest, SlotMoveRedirectsClientWithOldMap) {
   const uint32_t slot = SlotOf(table.seed(), ids[0]);
   const uint32_t from = old_map.OwnerOf(slot);
   const uint32_t to = (from + 1) % kShards;
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  context.AddMetadata("ember-admin-token", kToken);
-  v1::SetSlotOwnerRequest request;
-  request.set_slot(slot);
-  request.set_shard_id(to);
-  v1::SetSlotOwnerResponse response;
-  const absl::Status moved =
-      FromGrpcStatus(admin_stub_->SetSlotOwner(&context, request, &response), &context);
-  ASSERT_TRUE(moved.ok()) << moved;
-  const uint64_t new_epoch = response.epoch();
+  const absl::StatusOr<uint64_t> moved = SetSlotOwner(slot, to);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  const uint64_t new_epoch = *moved;
   ASSERT_GT(new_epoch, old_map.epoch());
   ASSERT_TRUE(Eventually([&] {
     for (int i = 0; i < kShards; ++i) {
@@ -458,6 +459,51 @@ TEST_F(ClusterTest, SlotMoveRedirectsClientWithOldMap) {
 
   std::vector<float> expected = InitRows(table, ids);
   ASSERT_NO_FATAL_FAILURE(PushAndCheck(*client, ids, Grads(kDim, 6), 1, &expected));
+}
+
+// A pull whose shard is gone (a drained shard that exited) is split again under the map
+// the client reloads, instead of retrying the gone address until the deadline; a push
+// stays with its shard, where its sequence is deduplicated (docs/ARCHITECTURE.md
+// "Shards that come and go").
+TEST_F(ClusterTest, APullOfAShardThatIsGoneGoesToTheNewOwner) {
+  PsClientOptions options;
+  options.deadline = absl::Seconds(3);
+  std::unique_ptr<PsClient> client = NewClient(options);
+  ASSERT_NE(client, nullptr);
+  ASSERT_NO_FATAL_FAILURE(CreateItemTable(*client));
+  const v1::TableConfig table = *client->GetTable("item");
+  const SlotMap old_map = client->slot_map();
+  PsClientOptions stale_options = options;  // a second client with the same (old) map
+  stale_options.worker_id = 2;
+  std::unique_ptr<PsClient> stale = NewClient(stale_options);
+  ASSERT_NE(stale, nullptr);
+  ASSERT_TRUE(stale->GetTable("item").ok());
+  const std::vector<uint64_t> ids = {737373};  // never written: init rows on any shard
+  const uint32_t slot = SlotOf(table.seed(), ids[0]);
+  const uint32_t from = old_map.OwnerOf(slot);
+  const uint32_t to = (from + 1) % kShards;
+  const absl::StatusOr<uint64_t> moved = SetSlotOwner(slot, to);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  ASSERT_TRUE(Eventually([&] { return ShardInfo(to).epoch() == *moved; }));
+  // The old owner is gone for good; the client still routes the slot to it.
+  ASSERT_TRUE(cluster_->shard(from)->Kill().ok());
+  ASSERT_EQ(client->slot_map().OwnerOf(slot), from);
+
+  std::vector<float> out(kDim);
+  const absl::Status pulled = client->Pull("item", ids, absl::MakeSpan(out));
+  ASSERT_TRUE(pulled.ok()) << pulled;
+  EXPECT_EQ(out, InitRows(table, ids));
+  EXPECT_EQ(client->slot_map().OwnerOf(slot), to);
+
+  // A push that a client with the old map sends there is not re-sent elsewhere: it
+  // fails once its retries of the gone shard are spent, naming it, and nothing was
+  // applied (a push's exactly-once outranks its availability).
+  std::vector<float> grads(kDim, 0.5f);
+  const absl::Status pushed = stale->Push("item", ids, grads, /*step=*/1);
+  EXPECT_FALSE(pushed.ok());
+  EXPECT_NE(pushed.message().find(absl::StrCat("shard ", from)), std::string::npos) << pushed;
+  ASSERT_TRUE(client->Pull("item", ids, absl::MakeSpan(out)).ok());
+  EXPECT_EQ(out, InitRows(table, ids));
 }
 
 }  // namespace

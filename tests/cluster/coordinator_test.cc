@@ -433,9 +433,9 @@ struct RecordingAgent {
           absl::MutexLock lock(&mu);
           this->map = map;
         },
-        [this](const v1::TableConfig& config) {
+        [this](const std::string& job, const v1::TableConfig& config) {
           absl::MutexLock lock(&mu);
-          tables.push_back(config.name());
+          tables.push_back(job.empty() ? config.name() : absl::StrCat(job, "/", config.name()));
           return absl::OkStatus();
         });
   }

@@ -583,7 +583,8 @@ TEST(HotKeysAgentTest, HeartbeatsCarryReportsAndBringHotSets) {
   options.incarnation = 77;
   {
     ShardAgent agent(
-        options, [](const SlotMap&) {}, [](const v1::TableConfig&) { return absl::OkStatus(); },
+        options, [](const SlotMap&) {},
+        [](const std::string&, const v1::TableConfig&) { return absl::OkStatus(); },
         [] { return uint64_t{0}; },
         [&heartbeats] {
           heartbeats.fetch_add(1);

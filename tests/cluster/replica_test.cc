@@ -213,7 +213,7 @@ class ReplicaTest : public ::testing::Test {
 
   v1::GetShardInfoResponse Info(uint32_t shard) {
     v1::GetShardInfoResponse info;
-    EXPECT_TRUE(shards_[shard].service->DoGetShardInfo(&info).ok());
+    EXPECT_TRUE(shards_[shard].service->DoGetShardInfo(v1::GetShardInfoRequest(), &info).ok());
     return info;
   }
 

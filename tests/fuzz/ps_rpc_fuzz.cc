@@ -115,7 +115,7 @@ void CallOne(PsServiceImpl& service, uint8_t method, const uint8_t* data, size_t
     }
     case 11: {
       v1::GetShardInfoResponse out;
-      CheckStatus(service.DoGetShardInfo(&out));
+      CheckStatus(service.DoGetShardInfo(v1::GetShardInfoRequest(), &out));
       break;
     }
   }

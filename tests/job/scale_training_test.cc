@@ -191,7 +191,8 @@ TEST_F(ScaleTrainingTest, AShardAddedWhileTrainingGetsItsSlotsAutomatically) {
 }
 
 TEST_F(ScaleTrainingTest, AShardSentSigtermDrainsAndExitsWithNoFailedCall) {
-  std::unique_ptr<Cluster> c = StartJob("drain", 3, {}, {"--drain_on_sigterm"});
+  std::unique_ptr<Cluster> c =
+      StartJob("drain", 3, {}, {"--drain_on_sigterm", "--drain_linger_ms=300"});
   ASSERT_FALSE(HasFatalFailure());
   CoordinatorView view(c->address_);
   absl::Time sent = absl::InfiniteFuture();
@@ -233,7 +234,8 @@ TEST_F(ScaleTrainingTest, AShardSentSigtermDrainsAndExitsWithNoFailedCall) {
 }
 
 TEST_F(ScaleTrainingTest, ASigtermDuringASlotMoveWaitsForItsTurn) {
-  std::unique_ptr<Cluster> c = StartJob("turn", 3, {}, {"--drain_on_sigterm"});
+  std::unique_ptr<Cluster> c =
+      StartJob("turn", 3, {}, {"--drain_on_sigterm", "--drain_linger_ms=300"});
   ASSERT_FALSE(HasFatalFailure());
   CoordinatorView view(c->address_);
   std::string admin_op;

@@ -11,6 +11,7 @@
 #define EMBER_TESTS_SUPPORT_PS_WIRE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ inline std::string PackIds(const std::vector<uint64_t>& ids) {
 inline std::string PackFloat32(const std::vector<float>& values) {
   std::string out;
   AppendFloat32Bytes(values, &out);
+  return out;
+}
+
+// PullResponse.values in float32, as floats.
+inline std::vector<float> UnpackFloat32(const std::string& bytes) {
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
   return out;
 }
 

@@ -135,6 +135,46 @@ TEST_F(EmberctlTest, ChecksumMatchesTheShards) {
   EXPECT_TRUE(absl::StrContains(r.err, "NOT_FOUND")) << r;
 }
 
+// A job's own tables (PsClientOptions.job; coordinator.proto JobTables): `tables list`
+// and `checksum` show them with --job, apart from the shared ones of the same name.
+TEST_F(EmberctlTest, AJobsOwnTablesAreListedAndDigestedWithJob) {
+  PsClientOptions options;
+  options.coordinator_address = address_;
+  options.worker_id = 2;
+  options.job = "own-job";
+  absl::StatusOr<std::unique_ptr<PsClient>> own = PsClient::Create(options);
+  ASSERT_TRUE(own.ok()) << own.status();
+  v1::TableConfig item;
+  item.set_name("item");
+  item.set_dim(8);  // the shared "item" has dim 4
+  item.mutable_optimizer()->set_kind(v1::OptimizerConfig::SGD);
+  item.mutable_optimizer()->set_learning_rate(0.5f);
+  ASSERT_TRUE((*own)->CreateTableEverywhere(item).ok());
+  std::vector<uint64_t> ids = {3, 5, 7};
+  std::vector<float> grads(ids.size() * 8, 1.0f);
+  ASSERT_TRUE((*own)->Push("item", ids, grads, /*step=*/1).ok());
+  absl::StatusOr<std::map<std::string, PsClient::TableDigest>> digests = (*own)->Checksum();
+  ASSERT_TRUE(digests.ok()) << digests.status();
+  ASSERT_EQ(digests->at("item").rows, 3u);
+
+  CtlResult r = Ctl({"tables", "list", "--job=own-job"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(RowOf(r.out, "item").at(1), "8") << r.out;
+  r = Ctl({"tables", "list"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(RowOf(r.out, "item").at(1), "4") << r.out;
+  r = Ctl({"checksum", "--job=own-job"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(r.out, absl::StrFormat("TABLE  ROWS  DIGEST\nitem   %-4d  %016x\n", 3,
+                                   digests->at("item").digest));
+  r = Ctl({"checksum", "--job=no-such-job"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_TRUE(absl::StrContains(r.err, "NOT_FOUND")) << r;
+  r = Ctl({"tables", "list", "--job=.."});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_TRUE(absl::StrContains(r.err, "INVALID_ARGUMENT")) << r;
+}
+
 // A checksum is a cut of one slot map: while one shard already counts under a newer
 // map (as a move's target does at the switch, before the others), emberctl asks again
 // and, when the shards never agree, fails ABORTED naming the epochs.

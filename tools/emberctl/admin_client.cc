@@ -172,18 +172,21 @@ absl::StatusOr<v1::RestoreCheckpointResponse> AdminClient::RestoreCheckpoint(
   return Admin(&v1::AdminService::Stub::RestoreCheckpoint, request, "RestoreCheckpoint");
 }
 
-absl::StatusOr<v1::GetClusterMapResponse> AdminClient::GetClusterMap() {
-  return Coordinator(&v1::CoordinatorService::Stub::GetClusterMap, v1::GetClusterMapRequest(),
-                     "GetClusterMap");
+absl::StatusOr<v1::GetClusterMapResponse> AdminClient::GetClusterMap(const std::string& job) {
+  v1::GetClusterMapRequest request;
+  request.set_job(job);
+  return Coordinator(&v1::CoordinatorService::Stub::GetClusterMap, request, "GetClusterMap");
 }
 
 absl::StatusOr<v1::GetHotSetResponse> AdminClient::GetHotSet() {
   return Coordinator(&v1::CoordinatorService::Stub::GetHotSet, v1::GetHotSetRequest(), "GetHotSet");
 }
 
-absl::StatusOr<v1::DescribeTableResponse> AdminClient::DescribeTable(const std::string& name) {
+absl::StatusOr<v1::DescribeTableResponse> AdminClient::DescribeTable(const std::string& name,
+                                                                     const std::string& job) {
   v1::DescribeTableRequest request;
   request.set_name(name);
+  request.set_job(job);
   return Coordinator(&v1::CoordinatorService::Stub::DescribeTable, request, "DescribeTable");
 }
 
@@ -199,9 +202,11 @@ absl::StatusOr<v1::GetShardInfoResponse> AdminClient::GetShardInfo(const std::st
 }
 
 absl::StatusOr<v1::ChecksumResponse> AdminClient::Checksum(const std::string& address,
-                                                           const std::string& table) {
+                                                           const std::string& table,
+                                                           const std::string& job) {
   v1::ChecksumRequest request;
   request.set_table(table);
+  request.set_job(job);
   return Call(Shard(address), &v1::PsService::Stub::Checksum, request, "shard " + address,
               "PsService.Checksum", /*admin=*/false);
 }

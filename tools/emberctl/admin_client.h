@@ -68,17 +68,20 @@ class AdminClient {
                                                                   const std::string& name);
 
   // ---- CoordinatorService ----
-  absl::StatusOr<v1::GetClusterMapResponse> GetClusterMap();
+  // `job`: its tables are that job's own (coordinator.proto JobTables); empty: shared.
+  absl::StatusOr<v1::GetClusterMapResponse> GetClusterMap(const std::string& job = "");
   // The published hot set, in full (known_version 0).
   absl::StatusOr<v1::GetHotSetResponse> GetHotSet();
-  absl::StatusOr<v1::DescribeTableResponse> DescribeTable(const std::string& name);
+  absl::StatusOr<v1::DescribeTableResponse> DescribeTable(const std::string& name,
+                                                          const std::string& job = "");
   absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job);
 
   // ---- PsService of the shard at `address` ----
   absl::StatusOr<v1::GetShardInfoResponse> GetShardInfo(const std::string& address);
-  // Empty table: every table of the shard.
+  // Empty table: every table of the shard's store of `job` (empty: the shared one).
   absl::StatusOr<v1::ChecksumResponse> Checksum(const std::string& address,
-                                                const std::string& table);
+                                                const std::string& table,
+                                                const std::string& job = "");
 
  private:
   template <typename Stub, typename Request, typename Response>

@@ -154,9 +154,10 @@ struct ChecksumCut {
 
 // One try: the map, then each owner's digests. `*consistent` is false when a shard
 // answered at another epoch than the map's (a slot move switched meanwhile).
-absl::StatusOr<ChecksumCut> TryChecksum(Session& s, const std::string& table, bool* consistent,
+absl::StatusOr<ChecksumCut> TryChecksum(Session& s, const std::string& table,
+                                        const std::string& job, bool* consistent,
                                         std::string* seen) {
-  EMBER_ASSIGN_OR_RETURN(v1::GetClusterMapResponse map, s.client->GetClusterMap());
+  EMBER_ASSIGN_OR_RETURN(v1::GetClusterMapResponse map, s.client->GetClusterMap(job));
   if (map.epoch() == 0)
     return absl::FailedPreconditionError("slots are not assigned yet (epoch 0)");
   EMBER_ASSIGN_OR_RETURN(SlotMap slots, DecodeSlotOwners(map.slot_owners(), map.epoch()));
@@ -172,7 +173,7 @@ absl::StatusOr<ChecksumCut> TryChecksum(Session& s, const std::string& table, bo
       return absl::FailedPreconditionError(
           absl::StrCat("shard ", id, " owns slots but is not registered"));
     }
-    absl::StatusOr<v1::ChecksumResponse> r = s.client->Checksum(it->second, table);
+    absl::StatusOr<v1::ChecksumResponse> r = s.client->Checksum(it->second, table, job);
     if (!r.ok()) {
       return absl::Status(r.status().code(),
                           absl::StrCat("shard ", id, ": ", r.status().message()));
@@ -189,7 +190,8 @@ absl::StatusOr<ChecksumCut> TryChecksum(Session& s, const std::string& table, bo
   return cut;
 }
 
-absl::Status RunChecksum(Session& s, const std::string& table, bool per_shard) {
+absl::Status RunChecksum(Session& s, const std::string& table, const std::string& job,
+                         bool per_shard) {
   // While slots move, a shard may answer under a newer map than the one read (or an
   // older one): its slots would count twice or not at all. Ask again, with backoff,
   // for as long as --timeout_ms allows.
@@ -199,7 +201,7 @@ absl::Status RunChecksum(Session& s, const std::string& table, bool per_shard) {
   while (true) {
     bool consistent = false;
     std::string seen;
-    EMBER_ASSIGN_OR_RETURN(cut, TryChecksum(s, table, &consistent, &seen));
+    EMBER_ASSIGN_OR_RETURN(cut, TryChecksum(s, table, job, &consistent, &seen));
     if (consistent) break;
     if (absl::Now() + backoff >= give_up) {
       return absl::AbortedError(
@@ -257,17 +259,20 @@ absl::Status RunChecksum(Session& s, const std::string& table, bool per_shard) {
 
 struct ChecksumOptions {
   std::string table;
+  std::string job;
   bool per_shard = false;
 };
 
 void DeclareChecksum(FlagSet& flags, ChecksumOptions& o) {
   flags.String("table", &o.table, "T", "only this table").NonEmpty();
+  flags.String("job", &o.job, "J", "job J's own tables (--own_tables); default: the shared ones")
+      .NonEmpty();
   flags.Bool("per_shard", &o.per_shard, "also each shard's part");
 }
 
 absl::StatusOr<Runner> FinishChecksum(const Args& args, const ChecksumOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  return Runner([o](Session& s) { return RunChecksum(s, o.table, o.per_shard); });
+  return Runner([o](Session& s) { return RunChecksum(s, o.table, o.job, o.per_shard); });
 }
 
 // ---- audit ----

@@ -30,10 +30,20 @@ std::string DescribeText(const v1::TableConfig& config) {
   return out;
 }
 
-absl::StatusOr<Runner> FinishList(const Args& args, const NoFlags&) {
+// Which tables: a job's own (--job) or the shared ones.
+struct TablesOptions {
+  std::string job;
+};
+
+void DeclareTables(FlagSet& flags, TablesOptions& o) {
+  flags.String("job", &o.job, "J", "job J's own tables (--own_tables); default: the shared ones")
+      .NonEmpty();
+}
+
+absl::StatusOr<Runner> FinishList(const Args& args, const TablesOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 0, 0, ""));
-  return Runner([](Session& s) -> absl::Status {
-    EMBER_ASSIGN_OR_RETURN(v1::GetClusterMapResponse map, s.client->GetClusterMap());
+  return Runner([o](Session& s) -> absl::Status {
+    EMBER_ASSIGN_OR_RETURN(v1::GetClusterMapResponse map, s.client->GetClusterMap(o.job));
     if (s.options.json) {
       JsonWriter j;
       j.BeginObject().Key("tables").BeginArray();
@@ -68,10 +78,11 @@ absl::StatusOr<Runner> FinishList(const Args& args, const NoFlags&) {
   });
 }
 
-absl::StatusOr<Runner> FinishDescribe(const Args& args, const NoFlags&) {
+absl::StatusOr<Runner> FinishDescribe(const Args& args, const TablesOptions& o) {
   EMBER_RETURN_IF_ERROR(CheckPositionals(args, 1, 1, "a table NAME"));
-  return Runner([name = std::string(args.positionals[0])](Session& s) -> absl::Status {
-    EMBER_ASSIGN_OR_RETURN(v1::DescribeTableResponse response, s.client->DescribeTable(name));
+  return Runner([name = std::string(args.positionals[0]), o](Session& s) -> absl::Status {
+    EMBER_ASSIGN_OR_RETURN(v1::DescribeTableResponse response,
+                           s.client->DescribeTable(name, o.job));
     if (s.options.json) {
       JsonWriter j;
       j.BeginObject().Key("table").Proto(response.config()).EndObject();
@@ -178,9 +189,9 @@ std::vector<CommandSpec> TableCommands() {
   return {
       Command("tables", "list", "",
               "Every table: name, dim, optimizer, learning rate, seed, admission min_count.\n",
-              DeclareNoFlags, FinishList),
+              DeclareTables, FinishList),
       Command("tables", "describe", "NAME", "Every field of the table's normalized config.\n",
-              DeclareNoFlags, FinishDescribe),
+              DeclareTables, FinishDescribe),
       Command("tables", "create", "",
               "Creates a table on the coordinator and every alive shard; prints the normalized\n"
               "config and the shards that did not confirm yet.\n",

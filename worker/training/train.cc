@@ -155,6 +155,7 @@ absl::StatusOr<TrainResult> Train(const TrainerOptions& options) {
   }
   join.set_resume_from(options.resume_from);
   join.set_rows(options.start_rows);
+  join.set_own_tables(options.own_tables);
   join.set_config_digest(model::ConfigDigest(options.config));
   join.set_config(model::DigestedConfig(options.config).SerializeAsString());
   // How this worker's lines name it: its rank, or (elastic) its member id until an

@@ -125,6 +125,7 @@ absl::Status Trainer::ConnectPs() {
                        (static_cast<uint64_t>(getpid()) << 20) ^ options_.rank);
   ps.deadline = options_.ps_deadline;
   ps.attempt = join_.attempt();
+  ps.job = join_.tables_job();  // the run's own tables, or the shared ones ("")
   // A shard that just started may lag the coordinator's map by a heartbeat (it answers
   // UNAVAILABLE); keep retrying for a few seconds, always within the call's deadline.
   ps.max_retries = 12;

@@ -103,6 +103,10 @@ struct TrainerOptions {
   // empty every table first (FRESH). Unspecified: refused by the coordinator once any
   // run trained on the cluster (coordinator.proto JoinJobRequest.rows).
   v1::JoinJobRequest::StartRows start_rows = v1::JoinJobRequest::START_ROWS_UNSPECIFIED;
+  // The job's tables are its own (coordinator.proto JoinJobRequest.own_tables): a store
+  // of the job's on every shard, so that it trains beside other jobs on the cluster.
+  // Default: false (the cluster's shared tables).
+  bool own_tables = false;
   // Recoveries (rejoining a restored attempt after a failure) before the worker gives
   // up. Default: 100.
   int max_recoveries = 100;

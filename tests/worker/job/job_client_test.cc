@@ -365,5 +365,58 @@ TEST_F(JobClientTest, ProgressReportsReachGetJobAndTheMetrics) {
   EXPECT_FALSE(job->has_progress());
 }
 
+// Jobs with tables of their own (JoinJobRequest.own_tables) start beside a running job
+// on the shared tables, and beside each other; each is told its store; a worker that
+// disagrees with its run about it is refused; a new run of such a job on a store that
+// holds an earlier run's rows says what it does with them.
+TEST_F(JobClientTest, JobsWithTablesOfTheirOwnRunBesideOthers) {
+  const uint64_t a1 = StartAndJoin({absl::StrCat("--checkpoint_dir=", dir_.path(), "/ckpt")});
+  ASSERT_NE(a1, 0u);  // finish-test runs on the shared tables
+  v1::JoinJobRequest own = JoinRequest(1, 0);
+  own.set_job("own-a");
+  own.set_own_tables(true);
+  own.clear_rows();  // the job's first run: its store is new
+  absl::StatusOr<v1::JoinJobResponse> a = jobs_->Join(own, wait_);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->tables_job(), "own-a");
+  own.set_job("own-b");
+  absl::StatusOr<v1::JoinJobResponse> b = jobs_->Join(own, wait_);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->tables_job(), "own-b");
+  EXPECT_NE(b->attempt(), a->attempt());
+  for (const char* job : {kJob, "own-a", "own-b"}) {
+    absl::StatusOr<v1::GetJobResponse> described = jobs_->GetJob(job, absl::Seconds(10));
+    ASSERT_TRUE(described.ok()) << described.status();
+    EXPECT_EQ(described->phase(), v1::GetJobResponse::RUNNING) << job;
+  }
+
+  // A second worker of own-a's run on the shared tables is refused, naming both.
+  v1::JoinJobRequest shared_worker = own;
+  shared_worker.set_job("own-a");
+  shared_worker.set_own_tables(false);
+  shared_worker.set_world_size(1);
+  absl::StatusOr<v1::JoinJobResponse> mismatch = jobs_->Join(shared_worker, wait_);
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument) << mismatch.status();
+  EXPECT_THAT(std::string(mismatch.status().message()),
+              ::testing::HasSubstr("runs on tables of its own"));
+
+  // own-a's run finishes; its next run says what it does with the job's rows.
+  v1::FinishJobRequest finish;
+  finish.set_job("own-a");
+  finish.set_generation(1);
+  finish.set_attempt(a->attempt());
+  ASSERT_TRUE(jobs_->Finish(finish, absl::Seconds(10)).ok());
+  v1::JoinJobRequest next = own;
+  next.set_job("own-a");
+  next.set_generation(2);
+  absl::StatusOr<v1::JoinJobResponse> unsaid = jobs_->Join(next, wait_);
+  EXPECT_EQ(unsaid.status().code(), absl::StatusCode::kFailedPrecondition) << unsaid.status();
+  EXPECT_THAT(std::string(unsaid.status().message()), ::testing::HasSubstr("--rows=fresh"));
+  next.set_rows(v1::JoinJobRequest::START_ROWS_FRESH);
+  absl::StatusOr<v1::JoinJobResponse> fresh = jobs_->Join(next, wait_);
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(fresh->tables_job(), "own-a");
+}
+
 }  // namespace
 }  // namespace ember::worker
