@@ -474,6 +474,7 @@ v1::GetJobResponse JobManager::DescribeLocked(const std::string& name) const {
     r.set_latest_checkpoint(job.record.checkpoints().rbegin()[0]);
   r.set_recoveries(job.record.recoveries());
   r.set_failure(job.record.failure());
+  r.set_tables_job(TablesJob(job.record));
   r.set_restored_from(job.record.restored_from());
   if (std::optional<v1::JobProgress> progress = ProgressLocked(job, absl::Now())) {
     *r.mutable_progress() = *std::move(progress);

@@ -104,6 +104,7 @@ absl::Status Follower::Open() {
     absl::MutexLock lock(&mu_);
     bootstrap_checkpoint_ = state.bootstrap_checkpoint();
     pinned_ = state.pinned_checkpoint();
+    tables_job_ = state.tables_job();
     for (const v1::ShardPosition& p : state.positions()) {
       std::unique_ptr<ShardState>& shard = shards_[p.shard_id()];
       if (shard == nullptr) shard = std::make_unique<ShardState>();
@@ -152,6 +153,18 @@ absl::StatusOr<std::string> Follower::ResolveJob() const {
 
 std::string Follower::Job() const { return ResolveJob().value_or(""); }
 
+std::optional<std::string> Follower::CoordinatorTablesJob() const {
+  absl::StatusOr<std::string> job = ResolveJob();
+  if (!job.ok() || job->empty()) return std::nullopt;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  v1::GetJobRequest request;
+  request.set_job(*job);
+  v1::GetJobResponse response;
+  if (!coordinator_->GetJob(&context, request, &response).ok()) return std::nullopt;
+  return response.tables_job();
+}
+
 absl::StatusOr<std::vector<v1::CheckpointManifest>> Follower::ValidCheckpoints() const {
   EMBER_ASSIGN_OR_RETURN(const std::string job, ResolveJob());
   if (job.empty()) return std::vector<v1::CheckpointManifest>{};
@@ -160,7 +173,8 @@ absl::StatusOr<std::vector<v1::CheckpointManifest>> Follower::ValidCheckpoints()
   return std::move(listing.valid);
 }
 
-absl::StatusOr<std::map<uint32_t, Follower::ShardStream>> Follower::ShardStreams() const {
+absl::StatusOr<std::map<uint32_t, Follower::ShardStream>> Follower::ShardStreams(
+    const std::string& tables_job) const {
   std::map<uint32_t, std::string> addresses;
   {
     absl::MutexLock lock(&mu_);
@@ -176,7 +190,9 @@ absl::StatusOr<std::map<uint32_t, Follower::ShardStream>> Follower::ShardStreams
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
     v1::GetShardInfoResponse info;
-    const grpc::Status status = stub->GetShardInfo(&context, v1::GetShardInfoRequest(), &info);
+    v1::GetShardInfoRequest request;
+    request.set_job(tables_job);
+    const grpc::Status status = stub->GetShardInfo(&context, request, &info);
     if (!status.ok()) {
       return absl::UnavailableError(
           absl::StrCat("shard ", id, " (", address, "): ", status.error_message()));
@@ -194,16 +210,8 @@ absl::StatusOr<std::map<uint32_t, Follower::ShardStream>> Follower::ShardStreams
 absl::StatusOr<Follower::BootstrapPlan> Follower::PlanBootstrap(
     const std::vector<v1::CheckpointManifest>& valid) const {
   const v1::CheckpointManifest& newest = valid.back();
-  if (!newest.tables_job().empty()) {
-    // Its rows are in the job's own store on the shards (coordinator.proto JobTables),
-    // whose streams and tables a follower does not read yet.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "job '", newest.job(),
-        "' trains on tables of its own (--own_tables): serving "
-        "followers read the shared tables only for now; serve a job that trains on them"));
-  }
   BootstrapPlan plan;
-  absl::StatusOr<std::map<uint32_t, ShardStream>> streams = ShardStreams();
+  absl::StatusOr<std::map<uint32_t, ShardStream>> streams = ShardStreams(newest.tables_job());
   if (!streams.ok() || streams->empty()) {
     // Without every shard's word, the newest cut is the likeliest: a recovery restores
     // it (an OUT_OF_RANGE later brings the follower back here).
@@ -271,6 +279,9 @@ absl::Status Follower::Bootstrap() {
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> from;  // shard -> (stream, version)
   std::string name;
   std::optional<StagedRestore> staged;  // none: nothing to import
+  // The store followed from here on: the checkpoint's, or without one the coordinator's
+  // word for the job's run (the shared tables when it knows none).
+  std::string tables_job = CoordinatorTablesJob().value_or("");
   if (valid.empty()) {
     // Nothing to import: only an empty store can start at (stream 0, version 0).
     bool bootstrapped_before = false;
@@ -291,6 +302,15 @@ absl::Status Follower::Bootstrap() {
     const std::string job = Job();
     EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> chain,
                            catalog.Chain(job, name));
+    if (const std::optional<std::string> run = CoordinatorTablesJob();
+        run.has_value() && *run != chain.back().tables_job()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "checkpoint ", name, " is of the job's ",
+          chain.back().tables_job().empty() ? "shared tables" : "own tables",
+          ", its run now trains on ", run->empty() ? "the shared ones" : "its own",
+          ": waiting for the run's first checkpoint"));
+    }
+    tables_job = chain.back().tables_job();
     std::vector<std::string> dirs;
     for (const v1::CheckpointManifest& link : chain) dirs.push_back(catalog.Dir(job, link.name()));
     EMBER_LOG(INFO) << "bootstrapping from " << name << " (" << chain.size() << " link(s))";
@@ -314,6 +334,7 @@ absl::Status Follower::Bootstrap() {
     ++bootstraps_;
     bootstrap_checkpoint_ = name;
     bootstrap_requested_ = false;
+    tables_job_ = tables_job;
     sparse_step_ = 0;
     std::fill(slot_epoch_.begin(), slot_epoch_.end(), 0);
     for (const auto& [id, position] : from) {
@@ -355,6 +376,7 @@ absl::Status Follower::PersistState(absl::Duration spread) {
     absl::MutexLock lock(&mu_);
     state.set_bootstrap_checkpoint(bootstrap_checkpoint_);
     state.set_pinned_checkpoint(pinned_);
+    state.set_tables_job(tables_job_);
     for (const auto& [id, shard] : shards_) {
       v1::ShardPosition* p = state.add_positions();
       p->set_shard_id(id);
@@ -436,7 +458,25 @@ void Follower::RefreshMap() {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
   v1::GetClusterMapResponse map;
-  if (!coordinator_->GetClusterMap(&context, v1::GetClusterMapRequest(), &map).ok()) return;
+  v1::GetClusterMapRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    request.set_job(tables_job_);
+  }
+  if (!coordinator_->GetClusterMap(&context, request, &map).ok()) return;
+  // The job's run on another store than the one followed (a run with tables of its own
+  // started after this follower): bootstrap again, onto that store's streams.
+  if (const std::optional<std::string> run = CoordinatorTablesJob();
+      run.has_value() && *run != request.job()) {
+    absl::MutexLock lock(&mu_);
+    if (!bootstrap_requested_) {
+      EMBER_LOG(INFO) << "the job's tables are now "
+                      << (run->empty() ? std::string("the shared ones")
+                                       : absl::StrCat("its own (store '", *run, "')"))
+                      << ": bootstrapping again";
+      bootstrap_requested_ = true;
+    }
+  }
   {
     absl::ReaderMutexLock store(&store_mu_);
     for (const v1::TableConfig& table : map.tables()) {

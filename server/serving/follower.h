@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -186,8 +187,13 @@ class Follower {
     std::string restored_from;
     uint64_t parent_id = 0, parent_version = 0;
   };
-  // Every known shard's stream. UNAVAILABLE when a shard cannot be asked.
-  absl::StatusOr<std::map<uint32_t, ShardStream>> ShardStreams() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Every known shard's stream of the store of `tables_job` (ps.proto
+  // GetShardInfoRequest.job). UNAVAILABLE when a shard cannot be asked.
+  absl::StatusOr<std::map<uint32_t, ShardStream>> ShardStreams(const std::string& tables_job) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The store the followed job's tables live in, as the coordinator says
+  // (GetJobResponse.tables_job); unset when it does not know the job (yet).
+  std::optional<std::string> CoordinatorTablesJob() const ABSL_LOCKS_EXCLUDED(mu_);
   // The checkpoint a bootstrap imports and the position it takes on each shard.
   struct BootstrapPlan {
     std::string checkpoint;
@@ -282,6 +288,10 @@ class Follower {
   uint64_t bootstraps_ ABSL_GUARDED_BY(mu_) = 0;
   bool bootstrap_requested_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, v1::TableConfig> map_tables_ ABSL_GUARDED_BY(mu_);
+  // The shards' store followed (ps.proto WatchUpdatesRequest.job): the job's name for a
+  // job with tables of its own, "" for the shared tables. A change (the coordinator's
+  // run says otherwise) bootstraps again.
+  std::string tables_job_ ABSL_GUARDED_BY(mu_);
   Dense dense_ ABSL_GUARDED_BY(mu_);
   std::string pinned_ ABSL_GUARDED_BY(mu_);
   std::string warned_dense_ ABSL_GUARDED_BY(mu_);     // WarnIfUntrainedDense's last warning

@@ -284,6 +284,7 @@ bool Follower::NextRequest(uint32_t shard_id, v1::WatchUpdatesRequest* request,
   *address = shard.address;
   request->set_stream_id(shard.stream_id);
   request->set_after_version(shard.version);
+  request->set_job(tables_job_);
   shard.resync_active = false;  // a resync cut off restarts from its beginning
   shard.resync_seen.clear();
   return true;

@@ -64,16 +64,20 @@ class ServingTrainingTest : public JobClusterTest {
         grpc::CreateChannel(c.shard(shard)->ready_text(), grpc::InsecureChannelCredentials()));
   }
 
-  // Every shard's newest version equals the follower's position on it.
-  static bool CaughtUp(const Cluster& c, v1::ServingService::Stub& stub) {
+  // Every shard's newest version (of `job`'s store: "" the shared one) equals the
+  // follower's position on it.
+  static bool CaughtUp(const Cluster& c, v1::ServingService::Stub& stub,
+                       const std::string& job = "") {
     const v1::ServingStatus status = Status(stub);
     if (!status.ready() || status.shards_size() != c.shard_count()) return false;
     for (const v1::ShardFollowState& s : status.shards()) {
       grpc::ClientContext context;
       context.set_deadline(In(5));
       v1::GetShardInfoResponse info;
+      v1::GetShardInfoRequest request;
+      request.set_job(job);
       if (!ShardStub(c, static_cast<int>(s.shard_id()))
-               ->GetShardInfo(&context, v1::GetShardInfoRequest(), &info)
+               ->GetShardInfo(&context, request, &info)
                .ok() ||
           info.version() != s.applied_version()) {
         return false;
@@ -83,14 +87,15 @@ class ServingTrainingTest : public JobClusterTest {
   }
 
   // table -> (rows, digest) summed over the shards (digests add up mod 2^64).
-  static Digests ShardDigests(const Cluster& c) {
+  static Digests ShardDigests(const Cluster& c, const std::string& job = "") {
     Digests out;
     for (int i = 0; i < c.shard_count(); ++i) {
       grpc::ClientContext context;
       context.set_deadline(In(30));
+      v1::ChecksumRequest request;
+      request.set_job(job);
       v1::ChecksumResponse response;
-      const grpc::Status status =
-          ShardStub(c, i)->Checksum(&context, v1::ChecksumRequest(), &response);
+      const grpc::Status status = ShardStub(c, i)->Checksum(&context, request, &response);
       EXPECT_TRUE(status.ok()) << status.error_message();
       for (const auto& t : response.tables()) {
         out[t.table()].first += t.rows();
@@ -115,10 +120,12 @@ class ServingTrainingTest : public JobClusterTest {
   }
 
   // Waits for the follower to catch up with the stopped job, then compares its rows.
-  static void ExpectEqualToPs(const Cluster& c, v1::ServingService::Stub& stub) {
-    ASSERT_TRUE(Eventually([&] { return CaughtUp(c, stub); }, absl::Seconds(60), kFollowerPoll))
+  static void ExpectEqualToPs(const Cluster& c, v1::ServingService::Stub& stub,
+                              const std::string& job = "") {
+    ASSERT_TRUE(
+        Eventually([&] { return CaughtUp(c, stub, job); }, absl::Seconds(60), kFollowerPoll))
         << Status(stub).DebugString();
-    const Digests ps = ShardDigests(c);
+    const Digests ps = ShardDigests(c, job);
     ASSERT_FALSE(ps.empty());
     EXPECT_EQ(FollowerDigests(stub), ps);
   }
@@ -222,6 +229,37 @@ TEST_F(ServingTrainingTest, FollowersEndEqualToThePsAndAKilledFollowerResumes) {
     EXPECT_FALSE(current.current().pinned());
     EXPECT_EQ(current.current().checkpoint(), names.back());
   }
+}
+
+// A job with tables of its own (--own_tables): followers read its store on the shards
+// (its streams and tables). One started before the job (following the shared store, as
+// far as it knew) bootstraps onto the job's store once the coordinator's run says so;
+// one started mid-job bootstraps from the job's checkpoint; both end equal to the job's
+// rows, and the shared store holds none of them.
+TEST_F(ServingTrainingTest, FollowersOfAJobWithTablesOfItsOwnEndEqualToItsRows) {
+  std::unique_ptr<Cluster> c = NewCluster("own-tables");
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
+  std::unique_ptr<Process> early = StartServing(*c, "early");
+  ASSERT_NE(early, nullptr);
+  std::vector<std::string> flags = Flags();
+  flags.push_back("--own_tables");
+  for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, flags));
+  std::unique_ptr<Process> late;
+  const std::string result = c->Finish([&](absl::Duration) {
+    if (late == nullptr && c->NewestCheckpointStep() >= 40) late = StartServing(*c, "late");
+  });
+  ASSERT_NE(late, nullptr);
+  EXPECT_EQ(JsonValue(result, "steps"), absl::StrCat(kSteps)) << result;
+  auto early_stub = Stub(*early);
+  auto late_stub = Stub(*late);
+  ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *early_stub, "quickstart"));
+  ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *late_stub, "quickstart"));
+  uint64_t follower_rows = 0;
+  for (const auto& [table, sum] : FollowerDigests(*late_stub)) follower_rows += sum.first;
+  EXPECT_EQ(JsonValue(result, "sparse_rows"), absl::StrCat(follower_rows));
+  EXPECT_TRUE(ShardDigests(*c).empty()) << "the shared store has no table of the job";
+  EXPECT_GE(Status(*early_stub).bootstraps(), 2u) << "the early follower moved to the job's store";
 }
 
 TEST_F(ServingTrainingTest, AFollowerOfAKilledShardReBootstrapsAndEndsEqual) {
