@@ -209,6 +209,7 @@ void PsServiceImpl::WithEachStore(const PsStoreCollector::Visitor& visit) const 
 absl::Status PsServiceImpl::CheckAttempt(const JobStore& job, uint64_t attempt) const {
   if (attempt == 0) return absl::OkStatus();
   const uint64_t current = job.attempt.load(std::memory_order_acquire);
+  if (attempt == current) return absl::OkStatus();
   const std::string of_job = job.job.empty() ? "" : absl::StrCat(" of job '", job.job, "'");
   if (attempt < current) {
     return absl::AbortedError(absl::StrCat("job attempt ", attempt, of_job,

@@ -304,11 +304,11 @@ absl::Status Follower::Bootstrap() {
                            catalog.Chain(job, name));
     if (const std::optional<std::string> run = CoordinatorTablesJob();
         run.has_value() && *run != chain.back().tables_job()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "checkpoint ", name, " is of the job's ",
-          chain.back().tables_job().empty() ? "shared tables" : "own tables",
-          ", its run now trains on ", run->empty() ? "the shared ones" : "its own",
-          ": waiting for the run's first checkpoint"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("checkpoint ", name, " is of the job's ",
+                       chain.back().tables_job().empty() ? "shared tables" : "own tables",
+                       ", its run now trains on ", run->empty() ? "the shared ones" : "its own",
+                       ": waiting for the run's first checkpoint"));
     }
     tables_job = chain.back().tables_job();
     std::vector<std::string> dirs;
