@@ -227,11 +227,14 @@ TEST_F(EmberctlAdminTest, TablesCreate) {
 }
 
 // Joins job "ctr" (run 1) as its only worker; the attempt's answer.
-v1::JoinJobResponse JoinCtr(v1::CoordinatorService::Stub& coordinator) {
+// Joins job `job` (default "ctr") as its only worker; `own_tables`: with tables of its own.
+v1::JoinJobResponse JoinCtr(v1::CoordinatorService::Stub& coordinator,
+                            const std::string& job = "ctr", bool own_tables = false) {
   grpc::ClientContext context;
   SetDeadline(&context, absl::Seconds(10));
   v1::JoinJobRequest join;
-  join.set_job("ctr");
+  join.set_job(job);
+  join.set_own_tables(own_tables);
   join.set_generation(1);
   join.set_world_size(1);
   join.set_wait_ms(5000);
@@ -261,6 +264,17 @@ TEST_F(EmberctlAdminTest, JobsListAndDescribeShowProgress) {
   CtlResult r = Ctl({"jobs", "describe", "ctr"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_TRUE(absl::StrContains(r.out, "progress:          no report yet")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "tables:            shared\n")) << r.out;
+  // A job with tables of its own runs beside it, and says where its tables are.
+  ASSERT_NE(JoinCtr(*coordinator_stub_, "ctr-own", /*own_tables=*/true).attempt(), 0u);
+  r = Ctl({"jobs", "describe", "ctr-own"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(
+      absl::StrContains(r.out, "tables:            its own (store 'ctr-own' on every shard)"))
+      << r.out;
+  r = Ctl({"--json", "jobs", "describe", "ctr-own"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(absl::StrContains(r.out, "\"tables_job\":\"ctr-own\"")) << r.out;
 
   grpc::ClientContext context;
   SetDeadline(&context, absl::Seconds(10));

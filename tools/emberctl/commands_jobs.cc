@@ -69,6 +69,11 @@ absl::Status RunDescribe(Session& s, const std::string& name) {
   line("generation", absl::StrCat(job.generation()));
   line("attempt", absl::StrCat(job.attempt()));
   line("workers", absl::StrCat(job.world_size()));
+  // Where the run's tables live on the shards (docs/OPERATIONS.md "Several jobs on one
+  // cluster").
+  line("tables", job.tables_job().empty()
+                     ? std::string("shared")
+                     : absl::StrCat("its own (store '", job.tables_job(), "' on every shard)"));
   if (job.max_workers() > 0) {
     // Elastic runs: the range, the members by rank and the workers waiting for a place.
     line("worker range", absl::StrCat(job.min_workers(), " to ", job.max_workers(), " (elastic)"));
