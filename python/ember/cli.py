@@ -45,6 +45,9 @@ def parser(description, config, run_dir):
     p.add_argument("--rows", choices=("continue", "fresh"), default=None,
                    help="a new run on a cluster an earlier run trained on: train on from the "
                         "PS rows (continue) or empty every table first (fresh)")
+    p.add_argument("--own_tables", action="store_true",
+                   help="the job's tables are its own (a store of the job's on every PS shard), "
+                        "so that it trains beside other jobs on the cluster")
     p.add_argument("--tls_ca", default="", help="mutual TLS: the CA (with --tls_cert, --tls_key)")
     p.add_argument("--tls_cert", default="", help="this worker's certificate (e.g. client.pem)")
     p.add_argument("--tls_key", default="", help="its private key")
@@ -84,7 +87,7 @@ def start_job(args, config):
     else:
         where = dict(rank=args.rank, world_size=args.world_size)
     job = Job(config, args.coordinator, generation=args.generation, run_id=args.run_id,
-              rows=args.rows,
+              rows=args.rows, own_tables=args.own_tables,
               run_dir=args.run_dir,
               tls=(args.tls_ca, args.tls_cert, args.tls_key) if args.tls_ca else None, **where)
     return job, cluster

@@ -281,7 +281,8 @@ absl::Status Follower::Bootstrap() {
   std::optional<StagedRestore> staged;  // none: nothing to import
   // The store followed from here on: the checkpoint's, or without one the coordinator's
   // word for the job's run (the shared tables when it knows none).
-  std::string tables_job = CoordinatorTablesJob().value_or("");
+  const std::optional<std::string> run = CoordinatorTablesJob();
+  std::string tables_job = run.value_or("");
   if (valid.empty()) {
     // Nothing to import: only an empty store can start at (stream 0, version 0).
     bool bootstrapped_before = false;
@@ -302,8 +303,7 @@ absl::Status Follower::Bootstrap() {
     const std::string job = Job();
     EMBER_ASSIGN_OR_RETURN(const std::vector<v1::CheckpointManifest> chain,
                            catalog.Chain(job, name));
-    if (const std::optional<std::string> run = CoordinatorTablesJob();
-        run.has_value() && *run != chain.back().tables_job()) {
+    if (run.has_value() && *run != chain.back().tables_job()) {
       return absl::FailedPreconditionError(
           absl::StrCat("checkpoint ", name, " is of the job's ",
                        chain.back().tables_job().empty() ? "shared tables" : "own tables",
