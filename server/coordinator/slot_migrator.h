@@ -21,12 +21,20 @@
 // S applied before the switch is answered by S's dedup window, which is checked
 // before routing.
 //
-// Faults: every call names the shard process and job attempt it expects, so a copy
-// that spans a shard restart or a checkpoint restore fails with ABORTED and the move
-// starts over. Shards that do not answer are retried for `retry_for`, then the
-// operation is FAILED (the fence lifted); StartMigration with the same spec resumes
-// it (as does the same request without the slots already moved). The operation is persisted at
-// every phase; a restarted coordinator resumes an unfinished one: a move whose slots the map
+// Stores: a move carries every store of the source (the default store, and each job's
+// own: docs/ARCHITECTURE.md "Several jobs per PS cluster"). The copy and the catch-up
+// run per store (each has its own versions and change log); the target gets each
+// job's tables first (CreateTable in the job's store); the fence answers every store
+// it drained, and a move that did not copy one of them, or one of a job store's
+// tables, starts over; the switch raises the target's attempt of every job store to
+// the source's.
+//
+// Faults: every call names the shard process, job attempt and count of restores it
+// expects, so a copy that spans a shard restart or a checkpoint restore of any store
+// fails with ABORTED and the move starts over. Shards that do not answer are retried for
+// `retry_for`, then the operation is FAILED (the fence lifted); StartMigration with the same spec
+// resumes it (as does the same request without the slots already moved). The operation is persisted
+// at every phase; a restarted coordinator resumes an unfinished one: a move whose slots the map
 // already gives to T is finished (cleanup), any other starts its copy over. Cancel rolls back the
 // current move if it has not switched.
 //
@@ -116,11 +124,25 @@ class SlotMigrator {
   absl::StatusOr<v1::Migration> Cancel(const std::string& op_id, const std::string& who);
 
  private:
+  // A job's own store on a shard (GetShardInfo with the job).
+  struct JobStoreInfo {
+    std::string job;
+    uint64_t attempt = 0;
+    std::vector<std::string> tables;
+  };
   struct Shard {
     uint32_t id = 0;
     std::string address;
     uint64_t incarnation = 0;
-    uint64_t attempt = 0;
+    uint64_t attempt = 0;                  // the default store's
+    uint64_t restores = 0;                 // of any store (GetShardInfoResponse.restores)
+    std::vector<JobStoreInfo> job_stores;  // ascending job; only with Describe(id, true)
+  };
+  // One store a move copies: its tables and the version its catch-up reads after.
+  struct StoreCopy {
+    std::string job;  // empty: the default store
+    std::vector<v1::TableConfig> tables;
+    uint64_t version = 0;
   };
 
   // Splits moves into at most max_slots_per_move slots each; validates against the
@@ -135,23 +157,29 @@ class SlotMigrator {
   void Run(std::string op_id);
   // Runs one move to its end (OK), or returns why it stopped.
   absl::Status RunMove(v1::Migration& op, const v1::SlotMove& move);
+  // The stores of `source` a move copies, with their tables (the coordinator's
+  // configs); creates each job's tables on `target`.
+  absl::StatusOr<std::vector<StoreCopy>> PlanStores(const Shard& source, const Shard& target);
   absl::Status Copy(v1::Migration& op, const v1::SlotMove& move, const Shard& source,
-                    const Shard& target, uint64_t* version);
-  // Copies the changes after *version until a round copies at most `stop_below` rows
-  // and the source is caught up (stop_below = UINT64_MAX: one pass to `through`).
+                    const Shard& target, std::vector<StoreCopy>& stores);
+  // Copies the changes of every store after its version: unfenced (`through` empty)
+  // until a round copies few rows and the source is caught up; fenced, one pass per
+  // store to its version in `through` (FenceSlotsResponse.stores).
   absl::Status CatchUp(v1::Migration& op, const v1::SlotMove& move, const Shard& source,
-                       const Shard& target, uint64_t* version, uint64_t through);
+                       const Shard& target, std::vector<StoreCopy>& stores,
+                       const std::map<std::string, uint64_t>& through);
   absl::Status Switch(v1::Migration& op, const v1::SlotMove& move, const Shard& source,
-                      const Shard& target, uint64_t* version);
+                      const Shard& target, std::vector<StoreCopy>& stores);
   // The switched move's end: the map on both shards, the source's rows deleted.
   absl::Status Cleanup(v1::Migration& op, const v1::SlotMove& move, uint64_t epoch);
-  // Installs the coordinator's map on `target` (raising its job attempt to
-  // `target_attempt`) and `source` (errors returned), then on every other alive shard
-  // (best effort).
-  absl::Status InstallMap(const Shard& target, const Shard& source, uint64_t target_attempt);
+  // Installs the coordinator's map on `target` (with `raise_target`, raising its job
+  // attempts, the default store's and every job store's, to the source's) and `source`
+  // (errors returned), then on every other alive shard (best effort).
+  absl::Status InstallMap(const Shard& target, const Shard& source, bool raise_target);
   absl::Status Import(v1::Migration& op, const Shard& target, v1::ImportRowsRequest& request);
 
-  absl::StatusOr<Shard> Describe(uint32_t shard_id) const;
+  // `with_job_stores`: also each job store's attempt and tables.
+  absl::StatusOr<Shard> Describe(uint32_t shard_id, bool with_job_stores = false) const;
   // Waits until the copy rate is within spec.bytes_per_sec. CANCELLED when the
   // operation is cancelled or the migrator stops meanwhile.
   absl::Status Throttle(const v1::Migration& op);

@@ -41,6 +41,10 @@ absl::Status Call(v1::PsService::Stub* stub,
                       absl::StrCat("shard ", shard_id, " (", address, "): ", s.message()));
 }
 
+// Whether a move's catch-up and syncs visit `store`: the default store always (as
+// before stores), a job's store when it has tables.
+bool Visits(const std::string& job, size_t tables) { return job.empty() || tables > 0; }
+
 template <typename Request>
 void AddRanges(const v1::SlotMove& move, Request* request) {
   for (const v1::SlotRange& range : move.ranges()) *request->add_ranges() = range;
@@ -52,7 +56,8 @@ void AddRanges(const v1::SlotMove& move, Request* request) {
   Call(stubs_((shard).address).get(), &v1::PsService::Stub::Method, (shard).id, (shard).address, \
        options_.rpc_timeout, (request), (response))
 
-absl::StatusOr<SlotMigrator::Shard> SlotMigrator::Describe(uint32_t shard_id) const {
+absl::StatusOr<SlotMigrator::Shard> SlotMigrator::Describe(uint32_t shard_id,
+                                                           bool with_job_stores) const {
   Shard shard;
   shard.id = shard_id;
   for (const v1::ShardInfo& info : state_->Shards()) {
@@ -69,7 +74,55 @@ absl::StatusOr<SlotMigrator::Shard> SlotMigrator::Describe(uint32_t shard_id) co
   EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(shard, GetShardInfo, v1::GetShardInfoRequest(), &info));
   shard.incarnation = info.incarnation();
   shard.attempt = info.attempt();
+  shard.restores = info.restores();
+  if (!with_job_stores) return shard;
+  for (const std::string& job : info.jobs()) {
+    v1::GetShardInfoRequest request;
+    request.set_job(job);
+    v1::GetShardInfoResponse of_job;
+    EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(shard, GetShardInfo, request, &of_job));
+    if (of_job.incarnation() != shard.incarnation || of_job.restores() != shard.restores) {
+      return absl::AbortedError(
+          absl::StrCat("shard ", shard_id, " restarted or restored a store while described"));
+    }
+    JobStoreInfo store;
+    store.job = job;
+    store.attempt = of_job.attempt();
+    store.tables.assign(of_job.tables().begin(), of_job.tables().end());
+    shard.job_stores.push_back(std::move(store));
+  }
   return shard;
+}
+
+absl::StatusOr<std::vector<SlotMigrator::StoreCopy>> SlotMigrator::PlanStores(const Shard& source,
+                                                                              const Shard& target) {
+  std::vector<StoreCopy> stores(1);
+  // The shared tables: every one the coordinator knows (the shard agents create them).
+  v1::GetClusterMapResponse shared = state_->ClusterMap();
+  for (v1::TableConfig& table : *shared.mutable_tables()) {
+    stores[0].tables.push_back(std::move(table));
+  }
+  // Each job store of the source, with the tables it holds (all created through the
+  // coordinator, which has their configs); the target's store gets them first.
+  for (const JobStoreInfo& job : source.job_stores) {
+    StoreCopy& store = stores.emplace_back();
+    store.job = job.job;
+    for (const std::string& name : job.tables) {
+      absl::StatusOr<v1::TableConfig> config = state_->DescribeTable(name, job.job);
+      if (!config.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("shard ", source.id, " holds table '", name, "' of job '", job.job,
+                         "', which the coordinator does not know: ", config.status().message()));
+      }
+      v1::CreateTableRequest create;
+      create.set_job(job.job);
+      *create.mutable_config() = *config;
+      v1::CreateTableResponse created;
+      EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(target, CreateTable, create, &created));
+      store.tables.push_back(*std::move(config));
+    }
+  }
+  return stores;
 }
 
 absl::Status SlotMigrator::RunMove(v1::Migration& op, const v1::SlotMove& move) {
@@ -89,11 +142,12 @@ absl::Status SlotMigrator::RunMove(v1::Migration& op, const v1::SlotMove& move) 
         absl::StrCat("slots of the move from shard ", move.source(), " to ", move.target(),
                      " changed owner outside the migration (epoch ", map.epoch(), ")"));
   }
-  EMBER_ASSIGN_OR_RETURN(const Shard source, Describe(move.source()));
+  EMBER_ASSIGN_OR_RETURN(const Shard source, Describe(move.source(), /*with_job_stores=*/true));
   EMBER_ASSIGN_OR_RETURN(const Shard target, Describe(move.target()));
   // Both serve the coordinator's current map before anything is checked against it (a
   // shard may lag a heartbeat behind, e.g. right after the cluster started).
-  EMBER_RETURN_IF_ERROR(InstallMap(target, source, /*target_attempt=*/0));
+  EMBER_RETURN_IF_ERROR(InstallMap(target, source, /*raise_target=*/false));
+  EMBER_ASSIGN_OR_RETURN(std::vector<StoreCopy> stores, PlanStores(source, target));
 
   // Roll back what an interrupted or failed try left: a fence on the source and
   // half-copied rows on the target. Also done when this try fails before the switch.
@@ -114,12 +168,11 @@ absl::Status SlotMigrator::RunMove(v1::Migration& op, const v1::SlotMove& move) 
   };
 
   SetPhase(op, v1::Migration::COPYING);
-  uint64_t version = 0;
-  EMBER_RETURN_IF_ERROR(Copy(op, move, source, target, &version));
+  EMBER_RETURN_IF_ERROR(Copy(op, move, source, target, stores));
   SetPhase(op, v1::Migration::CATCHING_UP);
-  EMBER_RETURN_IF_ERROR(CatchUp(op, move, source, target, &version, 0));
+  EMBER_RETURN_IF_ERROR(CatchUp(op, move, source, target, stores, {}));
   MaybeCrash("catching_up");
-  const absl::Status status = Switch(op, move, source, target, &version);
+  const absl::Status status = Switch(op, move, source, target, stores);
   // The map decides, also after a failure past the commit point (no roll-back then).
   switched = state_->slot_map().OwnerOf(slots.front()) == move.target();
   EMBER_RETURN_IF_ERROR(status);
@@ -127,9 +180,7 @@ absl::Status SlotMigrator::RunMove(v1::Migration& op, const v1::SlotMove& move) 
 }
 
 absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, const Shard& source,
-                                const Shard& target, uint64_t* version) {
-  const v1::GetClusterMapResponse cluster = state_->ClusterMap();
-  bool first = true;
+                                const Shard& target, std::vector<StoreCopy>& stores) {
   bool imported = false;
   // The import of one page runs while the next page is exported (a two-stage pipeline:
   // the source reads while the target writes). Only one import is in flight, and `op`
@@ -154,81 +205,117 @@ absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, con
     return static_cast<double>(exported_bytes) / seconds >=
            static_cast<double>(options_.background_floor_bytes_per_sec);
   };
-  for (const v1::TableConfig& table : cluster.tables()) {
-    const uint32_t page_rows = static_cast<uint32_t>(
-        std::clamp<size_t>(options_.page_bytes / RowBytesBound(table.dim()), 16, 65536));
-    for (const v1::SlotRange& range : move.ranges()) {
-      std::string cursor;
-      do {
-        v1::ExportRowsRequest request;
-        request.set_table(table.name());
-        *request.mutable_range() = range;
-        request.set_cursor(cursor);
-        request.set_max_rows(page_rows);
-        request.set_incarnation(source.incarnation);
-        request.set_attempt(source.attempt);
-        request.set_background(background());
-        v1::ExportRowsResponse response;
-        const absl::Status exported = EMBER_PS_CALL(source, ExportRows, request, &response);
-        EMBER_RETURN_IF_ERROR(join());
-        EMBER_RETURN_IF_ERROR(exported);
-        EMBER_RETURN_IF_ERROR(Throttle(op));
-        if (first) *version = response.version();  // the oldest start: changes after it
-        first = false;
-        if (response.block().count() > 0) {
-          exported_bytes += response.block().ByteSizeLong();
-          auto import = std::make_shared<v1::ImportRowsRequest>();
-          *import->add_blocks() = std::move(*response.mutable_block());
-          import->set_background(request.background());
-          importing = std::async(std::launch::async, [this, &op, &target, import] {
-            return Import(op, target, *import);
-          });
-        }
-        cursor = response.next_cursor();
-      } while (!cursor.empty());
+  for (StoreCopy& store : stores) {
+    bool first = true;
+    for (const v1::TableConfig& table : store.tables) {
+      const uint32_t page_rows = static_cast<uint32_t>(
+          std::clamp<size_t>(options_.page_bytes / RowBytesBound(table.dim()), 16, 65536));
+      for (const v1::SlotRange& range : move.ranges()) {
+        std::string cursor;
+        do {
+          v1::ExportRowsRequest request;
+          request.set_job(store.job);
+          request.set_table(table.name());
+          *request.mutable_range() = range;
+          request.set_cursor(cursor);
+          request.set_max_rows(page_rows);
+          request.set_incarnation(source.incarnation);
+          request.set_attempt(source.attempt);
+          request.set_restores(source.restores);
+          request.set_background(background());
+          v1::ExportRowsResponse response;
+          const absl::Status exported = EMBER_PS_CALL(source, ExportRows, request, &response);
+          EMBER_RETURN_IF_ERROR(join());
+          EMBER_RETURN_IF_ERROR(exported);
+          EMBER_RETURN_IF_ERROR(Throttle(op));
+          // The store's oldest start: its changes after it are caught up.
+          if (first) store.version = response.version();
+          first = false;
+          if (response.block().count() > 0) {
+            exported_bytes += response.block().ByteSizeLong();
+            auto import = std::make_shared<v1::ImportRowsRequest>();
+            import->set_job(store.job);
+            *import->add_blocks() = std::move(*response.mutable_block());
+            import->set_background(request.background());
+            importing = std::async(std::launch::async, [this, &op, &target, import] {
+              return Import(op, target, *import);
+            });
+          }
+          cursor = response.next_cursor();
+        } while (!cursor.empty());
+      }
     }
   }
   return join();
 }
 
 absl::Status SlotMigrator::CatchUp(v1::Migration& op, const v1::SlotMove& move, const Shard& source,
-                                   const Shard& target, uint64_t* version, uint64_t through) {
+                                   const Shard& target, std::vector<StoreCopy>& stores,
+                                   const std::map<std::string, uint64_t>& through) {
   size_t max_row_bytes = RowBytesBound(1);
-  const v1::GetClusterMapResponse cluster = state_->ClusterMap();
-  for (const v1::TableConfig& table : cluster.tables()) {
-    max_row_bytes = std::max(max_row_bytes, RowBytesBound(table.dim()));
+  for (const StoreCopy& store : stores) {
+    for (const v1::TableConfig& table : store.tables) {
+      max_row_bytes = std::max(max_row_bytes, RowBytesBound(table.dim()));
+    }
   }
+  const bool fenced = !through.empty();
   // A page's rows at most, out of up to 65,536 log entries read per call: on a busy
   // shard most entries are of other slots, and a call bounded by entries alone (as
   // before 2026-12-07) read about 3 ms of training per call, so the catch-up ran out of
   // rounds behind and the fenced round had hundreds of milliseconds of changes left.
   const uint32_t max_rows =
       static_cast<uint32_t>(std::clamp<size_t>(options_.page_bytes / max_row_bytes, 64, 65536));
-  for (int call = 0;; ++call) {
-    // Fenced (through > 0): nothing can stop the copy halfway but a shard error.
-    if (through == 0) EMBER_RETURN_IF_ERROR(Throttle(op));
+  // One call on one store: its changes after its version, imported on the target.
+  auto round = [&](StoreCopy& store, uint64_t* rows, bool* caught_up) -> absl::Status {
     v1::ExportChangesRequest request;
     AddRanges(move, &request);
-    request.set_after_version(*version);
+    request.set_job(store.job);
+    request.set_after_version(store.version);
     request.set_max_changes(65536);
     request.set_max_rows(max_rows);
     request.set_incarnation(source.incarnation);
     request.set_attempt(source.attempt);
+    request.set_restores(source.restores);
     v1::ExportChangesResponse response;
     EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(source, ExportChanges, request, &response));
-    uint64_t rows = 0;
+    uint64_t copied = 0;
     v1::ImportRowsRequest import;
+    import.set_job(store.job);
     for (v1::RowBlock& block : *response.mutable_blocks()) {
-      rows += block.count();
+      copied += block.count();
       *import.add_blocks() = std::move(block);
     }
-    if (rows > 0) EMBER_RETURN_IF_ERROR(Import(op, target, import));
-    *version = std::max(*version, response.version());
-    if (through > 0) {
-      if (*version >= through) return absl::OkStatus();
-      continue;
+    if (copied > 0) EMBER_RETURN_IF_ERROR(Import(op, target, import));
+    store.version = std::max(store.version, response.version());
+    *rows += copied;
+    *caught_up = response.caught_up();
+    return absl::OkStatus();
+  };
+  if (fenced) {
+    // Nothing can stop the copy halfway but a shard error.
+    for (StoreCopy& store : stores) {
+      auto it = through.find(store.job);
+      if (it == through.end() || !Visits(store.job, store.tables.size())) continue;
+      while (store.version < it->second) {
+        uint64_t rows = 0;
+        bool caught_up = false;
+        EMBER_RETURN_IF_ERROR(round(store, &rows, &caught_up));
+      }
     }
-    if ((response.caught_up() && rows <= options_.fence_below_rows) ||
+    return absl::OkStatus();
+  }
+  for (int call = 0;; ++call) {
+    EMBER_RETURN_IF_ERROR(Throttle(op));
+    uint64_t rows = 0;
+    bool all_caught_up = true;
+    for (StoreCopy& store : stores) {
+      // A job store with no table: nothing to copy (the fence checks it stays so).
+      if (!Visits(store.job, store.tables.size())) continue;
+      bool caught_up = false;
+      EMBER_RETURN_IF_ERROR(round(store, &rows, &caught_up));
+      all_caught_up = all_caught_up && caught_up;
+    }
+    if ((all_caught_up && rows <= options_.fence_below_rows) ||
         call + 1 >= options_.max_catch_up_rounds) {
       return absl::OkStatus();
     }
@@ -236,13 +323,17 @@ absl::Status SlotMigrator::CatchUp(v1::Migration& op, const v1::SlotMove& move, 
 }
 
 absl::Status SlotMigrator::Switch(v1::Migration& op, const v1::SlotMove& move, const Shard& source,
-                                  const Shard& target, uint64_t* version) {
+                                  const Shard& target, std::vector<StoreCopy>& stores) {
   EMBER_ASSIGN_OR_RETURN(const std::vector<uint32_t> slots, FromRanges(move.ranges()));
   // Most rows become durable on the target before the fence, so that the sync inside
   // it (below) has little left to write.
-  v1::ImportRowsRequest presync;
-  presync.set_sync(true);
-  EMBER_RETURN_IF_ERROR(Import(op, target, presync));
+  for (const StoreCopy& store : stores) {
+    if (!Visits(store.job, store.tables.size())) continue;
+    v1::ImportRowsRequest presync;
+    presync.set_job(store.job);
+    presync.set_sync(true);
+    EMBER_RETURN_IF_ERROR(Import(op, target, presync));
+  }
   // No checkpoint is cut and no restore runs while the owner changes.
   absl::MutexLock topology(topology_mu_);
   SetPhase(op, v1::Migration::SWITCHING);
@@ -252,25 +343,55 @@ absl::Status SlotMigrator::Switch(v1::Migration& op, const v1::SlotMove& move, c
   fence.set_fence(true);
   fence.set_incarnation(source.incarnation);
   fence.set_attempt(source.attempt);
+  fence.set_restores(source.restores);
   v1::FenceSlotsResponse fenced;
   EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(source, FenceSlots, fence, &fenced));
   MaybeCrash("fenced");
-  EMBER_RETURN_IF_ERROR(CatchUp(op, move, source, target, version, fenced.version()));
+  // Every store the fence drained must be one this move copied, with no table more
+  // (a job store or a table created on the source since the move planned): its rows
+  // of the slots would stay behind. Rolled back and started over.
+  std::map<std::string, uint64_t> through;
+  for (const v1::FencedStore& drained : fenced.stores()) {
+    auto copied = std::find_if(stores.begin(), stores.end(),
+                               [&](const StoreCopy& s) { return s.job == drained.job(); });
+    if (copied == stores.end()) {
+      return absl::AbortedError(absl::StrCat("shard ", source.id, " opened the store of job '",
+                                             drained.job(), "' during the move"));
+    }
+    if (!drained.job().empty()) {
+      for (const std::string& table : drained.tables()) {
+        if (std::none_of(copied->tables.begin(), copied->tables.end(),
+                         [&](const v1::TableConfig& t) { return t.name() == table; })) {
+          return absl::AbortedError(absl::StrCat("shard ", source.id, " created table '", table,
+                                                 "' of job '", drained.job(), "' during the move"));
+        }
+      }
+    }
+    through[drained.job()] = drained.version();
+  }
+  if (fenced.stores().empty()) through[""] = fenced.version();  // a shard before stores
+  EMBER_RETURN_IF_ERROR(CatchUp(op, move, source, target, stores, through));
   const absl::Time caught_up = absl::Now();
   // The target must still be the process that received every row, and keeps them.
-  v1::ImportRowsRequest check;
-  check.set_incarnation(target.incarnation);
-  check.set_attempt(target.attempt);
-  check.set_sync(true);  // the rows survive a crash of the target after the switch
-  v1::ImportRowsResponse checked;
-  EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(target, ImportRows, check, &checked));
+  for (const StoreCopy& store : stores) {
+    v1::ImportRowsRequest check;
+    check.set_job(store.job);
+    check.set_incarnation(target.incarnation);
+    check.set_attempt(target.attempt);
+    check.set_restores(target.restores);
+    check.set_sync(true);  // the rows survive a crash of the target after the switch
+    v1::ImportRowsResponse checked;
+    if (Visits(store.job, store.tables.size())) {
+      EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(target, ImportRows, check, &checked));
+    }
+  }
 
   EMBER_ASSIGN_OR_RETURN(const uint64_t epoch,
                          state_->MoveSlots(slots, source.id, target.id, op.op_id(), op.who()));
   op.set_epoch_after(epoch);
   SetPhase(op, v1::Migration::CLEANING_UP);
   MaybeCrash("switched");
-  const absl::Status installed = InstallMap(target, source, source.attempt);
+  const absl::Status installed = InstallMap(target, source, /*raise_target=*/true);
   const double fence_ms = absl::ToDoubleMilliseconds(absl::Now() - fence_start);
   op.set_max_fence_ms(std::max(op.max_fence_ms(), fence_ms));
   if (on_switch_) on_switch_(target.id, target.incarnation);
@@ -285,9 +406,9 @@ absl::Status SlotMigrator::Switch(v1::Migration& op, const v1::SlotMove& move, c
 absl::Status SlotMigrator::Cleanup(v1::Migration& op, const v1::SlotMove& move, uint64_t epoch) {
   if (op.phase() != v1::Migration::CLEANING_UP) SetPhase(op, v1::Migration::CLEANING_UP);
   op.set_epoch_after(std::max(op.epoch_after(), epoch));
-  EMBER_ASSIGN_OR_RETURN(const Shard source, Describe(move.source()));
+  EMBER_ASSIGN_OR_RETURN(const Shard source, Describe(move.source(), /*with_job_stores=*/true));
   EMBER_ASSIGN_OR_RETURN(const Shard target, Describe(move.target()));
-  EMBER_RETURN_IF_ERROR(InstallMap(target, source, source.attempt));
+  EMBER_RETURN_IF_ERROR(InstallMap(target, source, /*raise_target=*/true));
   if (on_switch_) on_switch_(target.id, target.incarnation);
   v1::DropSlotsRequest drop;
   AddRanges(move, &drop);
@@ -296,17 +417,22 @@ absl::Status SlotMigrator::Cleanup(v1::Migration& op, const v1::SlotMove& move, 
   return EMBER_PS_CALL(source, DropSlots, drop, &dropped);
 }
 
-absl::Status SlotMigrator::InstallMap(const Shard& target, const Shard& source,
-                                      uint64_t target_attempt) {
+absl::Status SlotMigrator::InstallMap(const Shard& target, const Shard& source, bool raise_target) {
   const SlotMap map = state_->slot_map();
   v1::InstallSlotMapRequest request;
   request.set_epoch(map.epoch());
   request.set_slot_owners(PackSlotOwners(map));
   v1::InstallSlotMapResponse response;
   // The target first: once the source has the map, clients go to the target.
-  request.set_attempt(target_attempt);
+  if (raise_target) {
+    request.set_attempt(source.attempt);
+    for (const JobStoreInfo& job : source.job_stores) {
+      (*request.mutable_job_attempts())[job.job] = job.attempt;
+    }
+  }
   EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(target, InstallSlotMap, request, &response));
   request.set_attempt(0);
+  request.clear_job_attempts();
   EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(source, InstallSlotMap, request, &response));
   // Everyone else would learn the epoch at its next heartbeat; until then clients with
   // the new map would get UNAVAILABLE from it.
@@ -331,6 +457,7 @@ absl::Status SlotMigrator::Import(v1::Migration& op, const Shard& target,
                                   v1::ImportRowsRequest& request) {
   request.set_incarnation(target.incarnation);
   request.set_attempt(target.attempt);
+  request.set_restores(target.restores);
   v1::ImportRowsResponse response;
   EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(target, ImportRows, request, &response));
   const uint64_t bytes = request.ByteSizeLong();

@@ -403,6 +403,7 @@ absl::Status PsServiceImpl::DoGetShardInfo(const v1::GetShardInfoRequest& reques
   for (std::string& name : store->ListTables()) response->add_tables(std::move(name));
   response->set_incarnation(incarnation_);
   response->set_attempt(job->attempt.load());
+  response->set_restores(restores_.load());
   response->set_stream_id(job->stream_id);
   response->set_stream_start_version(job->stream_start_version);
   response->set_stream_restored_from(job->stream_restored_from);
@@ -541,6 +542,9 @@ absl::Status PsServiceImpl::DoRestoreShard(const v1::RestoreShardRequest& reques
   SlotRanges gained;
   {
     absl::MutexLock lock(&job->mu);
+    // Counted before the rows change (also when it fails half-way): a slot move that
+    // read or wrote this store's rows before sees it at its next call.
+    if (request.chain_size() > 0 || request.clear()) restores_.fetch_add(1);
     if (request.chain_size() > 0) {
       if (job->storage == nullptr) {
         return absl::FailedPreconditionError(

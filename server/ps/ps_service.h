@@ -329,9 +329,13 @@ class PsServiceImpl final
 
   std::shared_ptr<const SlotMap> slot_map() const;
 
-  // OK if incarnation/attempt are 0 or this process's (the default store's attempt);
-  // ABORTED otherwise.
-  absl::Status CheckExpected(uint64_t incarnation, uint64_t attempt) const;
+  // OK if incarnation/attempt are 0 or this process's (the default store's attempt)
+  // and, with an incarnation, `restores` is the count of restores of any store
+  // (restores_); ABORTED otherwise.
+  absl::Status CheckExpected(uint64_t incarnation, uint64_t attempt, uint64_t restores) const;
+  // Raises `job`'s attempt to `to` for a shard taking over slots of a running job
+  // (InstallSlotMapRequest.attempt, .job_attempts); see the .cc for the one refusal.
+  void RaiseAttempt(JobStore& job, uint64_t to);
   // FAILED_PRECONDITION unless every slot of `slots` is owned (`owned`) or not owned
   // (!owned) by this shard in its current map.
   absl::Status CheckOwnership(const SlotSet& slots, bool owned) const;
@@ -438,6 +442,9 @@ class PsServiceImpl final
   // latencies (GetShardInfo).
   std::unique_ptr<std::atomic<uint64_t>[]> slot_load_;
   std::atomic<uint64_t> data_calls_{0};
+  // Restores of any store that replaced its rows (a chain or `clear`): a slot move
+  // that read or wrote rows before one starts over (GetShardInfoResponse.restores).
+  std::atomic<uint64_t> restores_{0};
   static constexpr std::array<double, 14> kLatencyBoundsMs = {0.1, 0.25, 0.5, 1,   2.5, 5,    10,
                                                               25,  50,   100, 250, 500, 1000, 5000};
   std::array<std::atomic<uint64_t>, kLatencyBoundsMs.size() + 1> latency_counts_{};

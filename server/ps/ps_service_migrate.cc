@@ -5,8 +5,12 @@
 // shard only checks that each call is safe on its own:
 //  * export and fence only slots it owns, import and drop only slots it does not own,
 //    so a late or repeated call can never overwrite or delete the rows of a live owner;
-//  * every call names the process and job attempt it expects, so a copy that spans a
-//    restart or a checkpoint restore fails (ABORTED) instead of mixing two histories.
+//  * every call names the process, job attempt and count of restores it expects, so a
+//    copy that spans a restart or a checkpoint restore of any store fails (ABORTED)
+//    instead of mixing two histories;
+//  * a call names the store it reads or writes (`job`); the fence drains every store
+//    and answers each one's version and tables, so that the migrator can check it
+//    copied them all.
 
 #include <signal.h>
 #include <unistd.h>
@@ -71,10 +75,16 @@ absl::Status PsServiceImpl::AuthorizeAdmin(const grpc::CallbackServerContext* co
   return status;
 }
 
-absl::Status PsServiceImpl::CheckExpected(uint64_t incarnation, uint64_t attempt) const {
+absl::Status PsServiceImpl::CheckExpected(uint64_t incarnation, uint64_t attempt,
+                                          uint64_t restores) const {
   if (incarnation != 0 && incarnation != incarnation_) {
     return absl::AbortedError(absl::StrCat("shard ", shard_id_, " restarted (incarnation ",
                                            incarnation_, ", the call expects ", incarnation, ")"));
+  }
+  if (incarnation != 0 && restores != restores_.load()) {
+    return absl::AbortedError(absl::StrCat("shard ", shard_id_, " restored a store since (",
+                                           restores_.load(), " restores, the call expects ",
+                                           restores, ")"));
   }
   const uint64_t current = default_job_->attempt.load(std::memory_order_acquire);
   if (attempt != 0 && attempt != current) {
@@ -106,9 +116,11 @@ absl::Status PsServiceImpl::DoExportRows(const v1::ExportRowsRequest& request,
     return absl::InvalidArgumentError(
         absl::StrCat("max_rows ", request.max_rows(), " exceeds ", kMaxExportRows));
   }
-  absl::ReaderMutexLock lock(&default_job_->mu);
-  EmbeddingStore* const store = default_job_->store;
-  EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindJob(request.job()));
+  absl::ReaderMutexLock lock(&job->mu);
+  EmbeddingStore* const store = job->store;
+  EMBER_RETURN_IF_ERROR(
+      CheckExpected(request.incarnation(), request.attempt(), request.restores()));
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
   if (request.cursor().empty()) {
     // Every change after this version is in the change log; the pages below hold each
@@ -130,9 +142,11 @@ absl::Status PsServiceImpl::DoExportRows(const v1::ExportRowsRequest& request,
 absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& request,
                                             v1::ExportChangesResponse* response) {
   EMBER_ASSIGN_OR_RETURN(const SlotSet slots, SlotsOf(request.ranges()));
-  absl::ReaderMutexLock lock(&default_job_->mu);
-  EmbeddingStore* const store = default_job_->store;
-  EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindJob(request.job()));
+  absl::ReaderMutexLock lock(&job->mu);
+  EmbeddingStore* const store = job->store;
+  EMBER_RETURN_IF_ERROR(
+      CheckExpected(request.incarnation(), request.attempt(), request.restores()));
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
   const size_t max = request.max_changes() == 0 ? kDefaultMaxChanges : request.max_changes();
   EMBER_ASSIGN_OR_RETURN(const ChangeBatch batch, store->ReadChanges(request.after_version(), max));
@@ -174,9 +188,11 @@ absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& requ
 
 absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
                                          v1::ImportRowsResponse* response) {
-  absl::ReaderMutexLock lock(&default_job_->mu);
-  EmbeddingStore* const store = default_job_->store;
-  EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
+  EMBER_ASSIGN_OR_RETURN(JobStore* const job, FindJob(request.job()));
+  absl::ReaderMutexLock lock(&job->mu);
+  EmbeddingStore* const store = job->store;
+  EMBER_RETURN_IF_ERROR(
+      CheckExpected(request.incarnation(), request.attempt(), request.restores()));
   // Decode and check everything before the first write.
   std::vector<std::vector<EncodedRow>> decoded;
   SlotSet slots;
@@ -197,8 +213,8 @@ absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
     // never in its memory tier: DropSlots cleared them and routing keeps them out), so
     // making the backend durable is enough; flushing the whole store would also write
     // back every row training dirtied meanwhile, inside the migration's fence.
-    if (default_job_->storage != nullptr) {
-      EMBER_RETURN_IF_ERROR(default_job_->storage->rocksdb()->Flush());
+    if (job->storage != nullptr) {
+      EMBER_RETURN_IF_ERROR(job->storage->rocksdb()->Flush());
     } else {
       EMBER_RETURN_IF_ERROR(store->Flush());
     }
@@ -216,14 +232,8 @@ absl::Status PsServiceImpl::DoFenceSlots(const v1::FenceSlotsRequest& request,
     any_fenced_.store(fenced_.any());
     return absl::OkStatus();
   }
-  EMBER_RETURN_IF_ERROR(CheckExpected(request.incarnation(), request.attempt()));
-  if (HasJobStores()) {
-    // A move copies the default store's rows only (ExportRows names no job): the
-    // rows of jobs' own stores would stay behind. docs/ARCHITECTURE.md, step (d).
-    return absl::FailedPreconditionError(absl::StrCat(
-        "shard ", shard_id_, " holds the stores of jobs (", absl::StrJoin(JobStoreNames(), ", "),
-        "): moving their slots is not built yet; a move needs a shard without job stores"));
-  }
+  EMBER_RETURN_IF_ERROR(
+      CheckExpected(request.incarnation(), request.attempt(), request.restores()));
   {
     absl::MutexLock lock(&map_mu_);
     // Checked under map_mu_: an install between the check and the fence cannot slip in.
@@ -236,11 +246,21 @@ absl::Status PsServiceImpl::DoFenceSlots(const v1::FenceSlotsRequest& request,
     fenced_ |= slots;
     any_fenced_.store(true, std::memory_order_release);
   }
-  // Calls that passed routing before the fence hold the store lock shared: taking it
-  // exclusively waits for them, and every later call sees the fence.
-  absl::MutexLock drain(&default_job_->mu);
-  response->set_version(default_job_->store->version());
-  return absl::OkStatus();
+  // Calls that passed routing before the fence hold their store's lock shared: taking
+  // each exclusively waits for them, and every later call sees the fence. A store
+  // opened after this list holds no row of the fenced slots (only a restore, which
+  // waits for the move's switch, would bring some).
+  for (JobStore* job : AllJobs()) {
+    absl::MutexLock drain(&job->mu);
+    v1::FencedStore* fenced = response->add_stores();
+    fenced->set_job(job->job);
+    fenced->set_version(job->store->version());
+    for (std::string& table : job->store->ListTables()) fenced->add_tables(std::move(table));
+    if (job == default_job_) response->set_version(fenced->version());
+  }
+  // A restore that ran between the check above and the drain replaced rows the copy
+  // read: the fence stays until the migrator lifts it (its roll-back).
+  return CheckExpected(request.incarnation(), request.attempt(), request.restores());
 }
 
 absl::Status PsServiceImpl::DoDropSlots(const v1::DropSlotsRequest& request,
@@ -276,28 +296,35 @@ absl::Status PsServiceImpl::DoDropSlots(const v1::DropSlotsRequest& request,
   return absl::OkStatus();
 }
 
+void PsServiceImpl::RaiseAttempt(JobStore& job, uint64_t to) {
+  if (to == 0 || job.attempt.load() >= to) return;
+  // The raise is for a shard taking over slots of a running job (a move's target). A
+  // store of a process that owns slots but was never restored for any attempt
+  // (attempt 0: it restarted since) holds rows that are not the attempt's: the ones it
+  // held only in memory are gone. Raising it would let the job go on with them; it
+  // keeps attempt 0, so the job's calls get UNAVAILABLE until a restore, and the job
+  // rolls back.
+  std::shared_ptr<const SlotMap> current_map = slot_map();
+  if (job.attempt.load() == 0 && current_map->epoch() > 0 &&
+      !current_map->SlotsOf(shard_id_).empty()) {
+    EMBER_LOG(WARNING) << "shard " << shard_id_ << " serves attempt 0 for " << job.Describe()
+                       << " and owns slots: not raised to attempt " << to
+                       << " by a slot map (it must be restored for it)";
+    return;
+  }
+  uint64_t current = job.attempt.load();
+  while (current < to && !job.attempt.compare_exchange_weak(current, to)) {
+  }
+}
+
 absl::Status PsServiceImpl::DoInstallSlotMap(const v1::InstallSlotMapRequest& request,
                                              v1::InstallSlotMapResponse* response) {
   if (request.epoch() == 0) return absl::InvalidArgumentError("InstallSlotMap needs epoch >= 1");
   EMBER_ASSIGN_OR_RETURN(SlotMap map, UnpackSlotOwners(request.slot_owners(), request.epoch()));
-  if (request.attempt() != 0 && attempt() < request.attempt()) {
-    // The raise is for a shard taking over slots of a running job (a move's target). A
-    // process that owns slots but was never restored for any attempt (attempt 0: it
-    // restarted since) holds rows that are not the attempt's: the ones it held only in
-    // memory are gone. Raising it would let the job go on with them; it keeps attempt
-    // 0, so the job's calls get UNAVAILABLE until a restore, and the job rolls back.
-    std::shared_ptr<const SlotMap> current_map = slot_map();
-    if (attempt() == 0 && current_map->epoch() > 0 && !current_map->SlotsOf(shard_id_).empty()) {
-      EMBER_LOG(WARNING) << "shard " << shard_id_ << " serves attempt " << attempt()
-                         << " and owns slots: not raised to attempt " << request.attempt()
-                         << " by a slot map (it must be restored for it)";
-    } else {
-      std::atomic<uint64_t>& raised = default_job_->attempt;
-      uint64_t current = raised.load();
-      while (current < request.attempt() &&
-             !raised.compare_exchange_weak(current, request.attempt())) {
-      }
-    }
+  RaiseAttempt(*default_job_, request.attempt());
+  for (const auto& [name, attempt] : request.job_attempts()) {
+    absl::StatusOr<JobStore*> job = FindJob(name);
+    if (job.ok() && !name.empty()) RaiseAttempt(**job, attempt);
   }
   SetSlotMap(std::move(map));
   response->set_epoch(slot_map()->epoch());
@@ -305,8 +332,7 @@ absl::Status PsServiceImpl::DoInstallSlotMap(const v1::InstallSlotMapRequest& re
 }
 
 absl::Status PsServiceImpl::DoGetSlotStats(v1::GetSlotStatsResponse* response) {
-  // Rows of every store: a move carries them all (once step (d) lands; until then a
-  // shard with job stores refuses moves).
+  // Rows of every store: a move carries them all.
   std::vector<uint64_t> rows;
   for (JobStore* job : AllJobs()) {
     absl::ReaderMutexLock lock(&job->mu);

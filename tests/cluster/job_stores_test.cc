@@ -4,8 +4,8 @@
 // "Several jobs per PS cluster", server/ps/job_store.h): a call naming a job is served
 // by that job's store, with its own tables, rows, attempt fence, checkpoints, restores
 // and update stream; a restore or a fresh start of one job leaves the other jobs and
-// the default store bitwise as they were; the stores come back after a restart; and a
-// slot move is refused while they exist (not built yet).
+// the default store bitwise as they were; the stores come back after a restart; and the
+// slot-migration calls read and write the store they name, the fence draining them all.
 
 #include <cstdint>
 #include <cstring>
@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "common/float16.h"
 #include "common/grpc_status.h"
+#include "common/slot.h"
 #include "common/slot_map.h"
 #include "common/status_macros.h"
 #include "ember/v1/ps.grpc.pb.h"
@@ -333,26 +334,99 @@ TEST_F(JobStoresTest, UpdateStreamsArePerJob) {
   EXPECT_EQ(rows_streamed("ctr-c").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(JobStoresTest, ASlotMoveIsRefusedWhileJobStoresExist) {
+TEST_F(JobStoresTest, TheMigrationCallsReadTheStoreTheyNameAndTheFenceDrainsEveryStore) {
+  ASSERT_TRUE(CreateTable("", "user", kDim).ok());
+  ASSERT_TRUE(CreateTable("ctr-a", "user", kDim).ok());
+  ASSERT_TRUE(Push("", "user", {1}, kDim, 1.0f).ok());
+  ASSERT_TRUE(Push("ctr-a", "user", {1, 2, 3}, kDim, 1.0f).ok());
+  absl::StatusOr<v1::GetShardInfoResponse> shared = Info("");
+  absl::StatusOr<v1::GetShardInfoResponse> of_a = Info("ctr-a");
+  ASSERT_TRUE(shared.ok() && of_a.ok());
+  EXPECT_EQ(shared->restores(), of_a->restores()) << "the count is the shard's";
+
+  // A snapshot page of each store: its own rows, as of its own version.
+  auto export_rows = [&](const std::string& job,
+                         uint64_t restores) -> absl::StatusOr<v1::ExportRowsResponse> {
+    v1::ExportRowsRequest request;
+    request.set_job(job);
+    request.set_table("user");
+    request.mutable_range()->set_first(0);
+    request.mutable_range()->set_last(kNumSlots - 1);
+    request.set_incarnation(shared->incarnation());
+    request.set_restores(restores);
+    v1::ExportRowsResponse response;
+    EMBER_RETURN_IF_ERROR(Call(&v1::PsService::Stub::ExportRows, request, &response));
+    return response;
+  };
+  absl::StatusOr<v1::ExportRowsResponse> page = export_rows("ctr-a", shared->restores());
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->block().count(), 3u);
+  EXPECT_EQ(page->version(), of_a->version());
+  page = export_rows("", shared->restores());
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_EQ(page->block().count(), 1u);
+  EXPECT_EQ(page->version(), shared->version());
+  EXPECT_EQ(export_rows("ctr-c", shared->restores()).status().code(), absl::StatusCode::kNotFound);
+
+  // The changes of one store after a version are that store's.
+  ASSERT_TRUE(Push("ctr-a", "user", {4}, kDim, 1.0f).ok());
+  v1::ExportChangesRequest changes;
+  v1::SlotRange* all = changes.add_ranges();
+  all->set_first(0);
+  all->set_last(kNumSlots - 1);
+  changes.set_job("ctr-a");
+  changes.set_after_version(of_a->version());
+  v1::ExportChangesResponse changed;
+  ASSERT_TRUE(Call(&v1::PsService::Stub::ExportChanges, changes, &changed).ok());
+  ASSERT_EQ(changed.blocks_size(), 1);
+  EXPECT_EQ(changed.blocks(0).count(), 1u) << "row 4 of job ctr-a";
+  EXPECT_TRUE(changed.caught_up());
+  changes.set_job("");
+  changes.set_after_version(shared->version());
+  ASSERT_TRUE(Call(&v1::PsService::Stub::ExportChanges, changes, &changed).ok());
+  EXPECT_EQ(changed.blocks_size(), 0) << "nothing changed in the default store";
+
+  // The fence drains every store and answers each one's version and tables.
   v1::FenceSlotsRequest fence;
   v1::SlotRange* range = fence.add_ranges();
   range->set_first(0);
   range->set_last(9);
   fence.set_fence(true);
+  fence.set_incarnation(shared->incarnation());
+  fence.set_restores(shared->restores());
   v1::FenceSlotsResponse fenced;
-  ASSERT_TRUE(Call(&v1::PsService::Stub::FenceSlots, fence, &fenced).ok())
-      << "without job stores a move may fence";
+  ASSERT_TRUE(Call(&v1::PsService::Stub::FenceSlots, fence, &fenced).ok());
+  ASSERT_EQ(fenced.stores_size(), 2);
+  EXPECT_EQ(fenced.stores(0).job(), "");
+  EXPECT_EQ(fenced.stores(0).version(), fenced.version());
+  EXPECT_EQ(fenced.stores(1).job(), "ctr-a");
+  EXPECT_EQ(fenced.stores(1).version(), of_a->version() + 1);
+  ASSERT_EQ(fenced.stores(1).tables_size(), 1);
+  EXPECT_EQ(fenced.stores(1).tables(0), "user");
   fence.set_fence(false);
   ASSERT_TRUE(Call(&v1::PsService::Stub::FenceSlots, fence, &fenced).ok());
 
-  ASSERT_TRUE(CreateTable("ctr-a", "user", kDim).ok());
+  // A restore of any store counts: a move that read rows before it starts over.
+  ASSERT_TRUE(Restore("ctr-a", 1, /*clear=*/true).ok());
+  const absl::Status stale = export_rows("", shared->restores()).status();
+  EXPECT_EQ(stale.code(), absl::StatusCode::kAborted) << stale;
+  absl::StatusOr<v1::GetShardInfoResponse> after = Info("");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->restores(), shared->restores() + 1);
   fence.set_fence(true);
-  const absl::Status refused = Call(&v1::PsService::Stub::FenceSlots, fence, &fenced);
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(refused.message().find("ctr-a"), absl::string_view::npos) << refused;
-  absl::StatusOr<v1::GetShardInfoResponse> info = Info("");
-  ASSERT_TRUE(info.ok());
-  EXPECT_EQ(info->fenced_slots_size(), 0) << "a refused fence fences nothing";
+  EXPECT_EQ(Call(&v1::PsService::Stub::FenceSlots, fence, &fenced).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(Info("")->fenced_slots_size(), 0) << "a refused fence fences nothing";
+  EXPECT_TRUE(export_rows("", after->restores()).ok());
+
+  // An import names an existing store (this shard owns every slot: a job without a
+  // store here is refused first).
+  v1::ImportRowsRequest import;
+  import.set_job("ctr-c");
+  import.add_blocks()->set_table("user");
+  v1::ImportRowsResponse imported;
+  EXPECT_EQ(Call(&v1::PsService::Stub::ImportRows, import, &imported).code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace

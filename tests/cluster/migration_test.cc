@@ -15,7 +15,9 @@
 //    request, ends with the same outcome;
 //  - the same request attaches to a running operation; cancel rolls back cleanly;
 //  - shards started with the admin token refuse migration, checkpoint and restore
-//    calls without it, while the coordinator (same token) still migrates.
+//    calls without it, while the coordinator (same token) still migrates;
+//  - a move carries a job's own store with the shared one (docs/ARCHITECTURE.md "Several
+//    jobs per PS cluster"), and a restore of any store during the copy starts it over.
 
 #include "tests/cluster/migration_fixture.h"
 
@@ -124,6 +126,79 @@ TEST_F(MigrationTest, TheSameRequestAttachesAndCancelRollsBack) {
   const v1::Migration done = WaitForEnd(Start(MoveSpec(0, 2048)).op_id());
   ASSERT_EQ(done.phase(), v1::Migration::DONE) << done.error();
   ExpectMoved(done.spec());
+}
+
+TEST_F(MigrationTest, AMoveCarriesEveryJobsStoreAndARestoreOfAnyStoreStartsTheCopyOver) {
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  // Job ctr-a's own "item" table (the shared one's name), with other rows.
+  PsClientOptions options;
+  options.coordinator_address = address_;
+  options.worker_id = 2;
+  options.max_retries = 12;
+  options.job = "ctr-a";
+  absl::StatusOr<std::unique_ptr<PsClient>> job = PsClient::Create(options);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE((*job)->CreateTableEverywhere(Table("item", v1::OptimizerConfig::ADAGRAD)).ok());
+  const std::vector<uint64_t> ids = Ids();
+  std::vector<float> grads(ids.size() * kDim);
+  for (size_t k = 0; k < grads.size(); ++k) grads[k] = 0.03f * static_cast<float>(k % 7 + 1);
+  ASSERT_TRUE((*job)->Push("item", ids, grads, 1).ok());
+  // The job's digest over both shards (Checksum flushes first).
+  auto job_digest = [&] {
+    Digest sum;
+    for (int i = 0; i < 2; ++i) {
+      v1::ChecksumRequest request;
+      request.set_job("ctr-a");
+      v1::ChecksumResponse response;
+      EXPECT_TRUE(Call(ps_stub_[i].get(), &v1::PsService::Stub::Checksum, request, &response).ok());
+      for (const auto& table : response.tables()) {
+        sum.rows += table.rows();
+        sum.digest += table.digest();
+      }
+    }
+    return sum;
+  };
+  const Digest job_before = job_digest();
+  ASSERT_EQ(job_before.rows, static_cast<uint64_t>(kIds));
+  ASSERT_NE(job_before.digest, oracle_.digest);
+  std::vector<float> rows_before(ids.size() * kDim);
+  ASSERT_TRUE((*job)->Pull("item", ids, absl::MakeSpan(rows_before)).ok());
+
+  // Throttled: still copying when another job's store on the source is restored (a
+  // fresh start of job ctr-b), which the copy must not outlive.
+  const v1::Migration started = Start(MoveSpec(0, 4096, /*bytes_per_sec=*/100000));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        v1::GetMigrationRequest get;
+        get.set_op_id(started.op_id());
+        v1::Migration op;
+        return Call(admin_.get(), &v1::AdminService::Stub::GetMigration, get, &op, true).ok() &&
+               op.phase() == v1::Migration::COPYING && op.rows_copied() > 0;
+      },
+      kWaitBound));
+  const v1::GetClusterMapResponse map = Map();
+  v1::RestoreShardRequest restore;
+  restore.set_job("ctr-b");
+  restore.set_attempt(1);
+  restore.set_clear(true);
+  restore.set_epoch(map.epoch());
+  restore.set_slot_owners(map.slot_owners());
+  v1::RestoreShardResponse restored;
+  const grpc::Status s =
+      Call(ps_stub_[0].get(), &v1::PsService::Stub::RestoreShard, restore, &restored);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const v1::Migration op = WaitForEnd(started.op_id());
+  ASSERT_EQ(op.phase(), v1::Migration::DONE) << op.error();
+  EXPECT_GE(op.restarts(), 1u) << "the copy went on past a restore";
+  // Both stores moved whole: no row left on the source (GetSlotStats counts every
+  // store), the digests and the job's rows as before.
+  ExpectMoved(op.spec());
+  const Digest job_after = job_digest();
+  EXPECT_EQ(job_after.rows, job_before.rows);
+  EXPECT_EQ(job_after.digest, job_before.digest);
+  std::vector<float> rows_after(ids.size() * kDim);
+  ASSERT_TRUE((*job)->Pull("item", ids, absl::MakeSpan(rows_after)).ok());
+  EXPECT_EQ(rows_after, rows_before);
 }
 
 TEST_F(MigrationTest, ShardsWithATokenRefuseMigrationCallsWithoutIt) {

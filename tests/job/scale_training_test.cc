@@ -33,6 +33,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "tests/job/coordinator_view.h"
 #include "tests/job/job_cluster.h"
 #include "tests/support/deadline.h"
 #include "tests/support/http_get.h"
@@ -44,55 +45,6 @@ namespace ember {
 namespace {
 
 constexpr char kToken[] = "scale-test-token";
-
-// The coordinator as the test reads it: shards' slot counts and migrations.
-class CoordinatorView {
- public:
-  explicit CoordinatorView(const std::string& address)
-      : channel_(grpc::CreateChannel(address, grpc::InsecureChannelCredentials())),
-        coordinator_(v1::CoordinatorService::NewStub(channel_)),
-        admin_(v1::AdminService::NewStub(channel_)) {}
-
-  // Slots per shard id (absent: not registered).
-  std::map<uint32_t, uint32_t> OwnedSlots() {
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    v1::GetClusterMapResponse map;
-    const grpc::Status s = coordinator_->GetClusterMap(&context, v1::GetClusterMapRequest(), &map);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    std::map<uint32_t, uint32_t> out;
-    for (const v1::ShardInfo& shard : map.shards()) out[shard.shard_id()] = shard.owned_slots();
-    return out;
-  }
-
-  // Every migration, oldest first.
-  std::vector<v1::Migration> Migrations() {
-    grpc::ClientContext context;
-    context.AddMetadata("ember-admin-token", kToken);
-    SetDeadline(&context);
-    v1::ListMigrationsResponse list;
-    const grpc::Status s = admin_->ListMigrations(&context, v1::ListMigrationsRequest(), &list);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return std::vector<v1::Migration>(list.migrations().rbegin(), list.migrations().rend());
-  }
-
-  absl::StatusOr<v1::Migration> Start(const v1::MigrationSpec& spec) {
-    grpc::ClientContext context;
-    context.AddMetadata("ember-admin-token", kToken);
-    SetDeadline(&context);
-    v1::StartMigrationRequest request;
-    *request.mutable_spec() = spec;
-    v1::Migration op;
-    const grpc::Status s = admin_->StartMigration(&context, request, &op);
-    if (!s.ok()) return absl::InternalError(s.error_message());
-    return op;
-  }
-
- private:
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1::CoordinatorService::Stub> coordinator_;
-  std::unique_ptr<v1::AdminService::Stub> admin_;
-};
 
 // Every slot is on one of `shards`, each within 5% of an even share.
 void ExpectEvenOver(const std::map<uint32_t, uint32_t>& owned,
@@ -152,7 +104,7 @@ class ScaleTrainingTest : public JobClusterTest {
 TEST_F(ScaleTrainingTest, AShardAddedWhileTrainingGetsItsSlotsAutomatically) {
   std::unique_ptr<Cluster> c = StartJob("join", 2, {"--auto_rebalance"}, {});
   ASSERT_FALSE(HasFatalFailure());
-  CoordinatorView view(c->address_);
+  CoordinatorView view(c->address_, kToken);
   absl::Time joined = absl::InfiniteFuture();
   bool balanced = false;
   const std::string result = c->Finish([&](absl::Duration) {
@@ -194,7 +146,7 @@ TEST_F(ScaleTrainingTest, AShardSentSigtermDrainsAndExitsWithNoFailedCall) {
   std::unique_ptr<Cluster> c =
       StartJob("drain", 3, {}, {"--drain_on_sigterm", "--drain_linger_ms=300"});
   ASSERT_FALSE(HasFatalFailure());
-  CoordinatorView view(c->address_);
+  CoordinatorView view(c->address_, kToken);
   absl::Time sent = absl::InfiniteFuture();
   bool exited = false;
   const std::string result = c->Finish([&](absl::Duration) {
@@ -237,7 +189,7 @@ TEST_F(ScaleTrainingTest, ASigtermDuringASlotMoveWaitsForItsTurn) {
   std::unique_ptr<Cluster> c =
       StartJob("turn", 3, {}, {"--drain_on_sigterm", "--drain_linger_ms=300"});
   ASSERT_FALSE(HasFatalFailure());
-  CoordinatorView view(c->address_);
+  CoordinatorView view(c->address_, kToken);
   std::string admin_op;
   bool exited = false;
   const std::string result = c->Finish([&](absl::Duration) {
@@ -306,7 +258,7 @@ TEST(ScaleDrainTest, TheLastShardHoldingSlotsIsRefusedAndExitsOneKeepingThem) {
   absl::StatusOr<int> code = cluster.shard(0)->Stop(absl::Seconds(30));
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 1);
-  EXPECT_EQ(CoordinatorView(cluster.coordinator_address()).OwnedSlots()[0], kNumSlots);
+  EXPECT_EQ(CoordinatorView(cluster.coordinator_address(), kToken).OwnedSlots()[0], kNumSlots);
 }
 
 }  // namespace
