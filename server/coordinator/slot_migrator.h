@@ -142,6 +142,7 @@ class SlotMigrator {
   struct StoreCopy {
     std::string job;  // empty: the default store
     std::vector<v1::TableConfig> tables;
+    uint64_t attempt = 0;  // the source store's job attempt, which its calls expect
     uint64_t version = 0;
   };
 

@@ -97,6 +97,7 @@ absl::StatusOr<SlotMigrator::Shard> SlotMigrator::Describe(uint32_t shard_id,
 absl::StatusOr<std::vector<SlotMigrator::StoreCopy>> SlotMigrator::PlanStores(const Shard& source,
                                                                               const Shard& target) {
   std::vector<StoreCopy> stores(1);
+  stores[0].attempt = source.attempt;
   // The shared tables: every one the coordinator knows (the shard agents create them).
   v1::GetClusterMapResponse shared = state_->ClusterMap();
   for (v1::TableConfig& table : *shared.mutable_tables()) {
@@ -107,6 +108,7 @@ absl::StatusOr<std::vector<SlotMigrator::StoreCopy>> SlotMigrator::PlanStores(co
   for (const JobStoreInfo& job : source.job_stores) {
     StoreCopy& store = stores.emplace_back();
     store.job = job.job;
+    store.attempt = job.attempt;
     for (const std::string& name : job.tables) {
       absl::StatusOr<v1::TableConfig> config = state_->DescribeTable(name, job.job);
       if (!config.ok()) {
@@ -220,7 +222,7 @@ absl::Status SlotMigrator::Copy(v1::Migration& op, const v1::SlotMove& move, con
           request.set_cursor(cursor);
           request.set_max_rows(page_rows);
           request.set_incarnation(source.incarnation);
-          request.set_attempt(source.attempt);
+          request.set_attempt(store.attempt);
           request.set_restores(source.restores);
           request.set_background(background());
           v1::ExportRowsResponse response;
@@ -274,7 +276,7 @@ absl::Status SlotMigrator::CatchUp(v1::Migration& op, const v1::SlotMove& move, 
     request.set_max_changes(65536);
     request.set_max_rows(max_rows);
     request.set_incarnation(source.incarnation);
-    request.set_attempt(source.attempt);
+    request.set_attempt(store.attempt);
     request.set_restores(source.restores);
     v1::ExportChangesResponse response;
     EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(source, ExportChanges, request, &response));
@@ -377,7 +379,7 @@ absl::Status SlotMigrator::Switch(v1::Migration& op, const v1::SlotMove& move, c
     v1::ImportRowsRequest check;
     check.set_job(store.job);
     check.set_incarnation(target.incarnation);
-    check.set_attempt(target.attempt);
+    if (store.job.empty()) check.set_attempt(target.attempt);
     check.set_restores(target.restores);
     check.set_sync(true);  // the rows survive a crash of the target after the switch
     v1::ImportRowsResponse checked;
@@ -456,7 +458,9 @@ absl::Status SlotMigrator::InstallMap(const Shard& target, const Shard& source, 
 absl::Status SlotMigrator::Import(v1::Migration& op, const Shard& target,
                                   v1::ImportRowsRequest& request) {
   request.set_incarnation(target.incarnation);
-  request.set_attempt(target.attempt);
+  // The default store's attempt; a job store's on the target is checked by `restores`
+  // alone (the switch raises it: until then it may be anything up to the source's).
+  request.set_attempt(request.job().empty() ? target.attempt : 0);
   request.set_restores(target.restores);
   v1::ImportRowsResponse response;
   EMBER_RETURN_IF_ERROR(EMBER_PS_CALL(target, ImportRows, request, &response));

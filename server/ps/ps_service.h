@@ -329,10 +329,11 @@ class PsServiceImpl final
 
   std::shared_ptr<const SlotMap> slot_map() const;
 
-  // OK if incarnation/attempt are 0 or this process's (the default store's attempt)
-  // and, with an incarnation, `restores` is the count of restores of any store
-  // (restores_); ABORTED otherwise.
-  absl::Status CheckExpected(uint64_t incarnation, uint64_t attempt, uint64_t restores) const;
+  // OK if incarnation/attempt are 0 or this process's and `store`'s (the store the call
+  // names; FenceSlots: the default store) and, with an incarnation, `restores` is the
+  // count of restores of any store (restores_); ABORTED otherwise.
+  absl::Status CheckExpected(const JobStore& store, uint64_t incarnation, uint64_t attempt,
+                             uint64_t restores) const;
   // Raises `job`'s attempt to `to` for a shard taking over slots of a running job
   // (InstallSlotMapRequest.attempt, .job_attempts); see the .cc for the one refusal.
   void RaiseAttempt(JobStore& job, uint64_t to);

@@ -75,8 +75,8 @@ absl::Status PsServiceImpl::AuthorizeAdmin(const grpc::CallbackServerContext* co
   return status;
 }
 
-absl::Status PsServiceImpl::CheckExpected(uint64_t incarnation, uint64_t attempt,
-                                          uint64_t restores) const {
+absl::Status PsServiceImpl::CheckExpected(const JobStore& store, uint64_t incarnation,
+                                          uint64_t attempt, uint64_t restores) const {
   if (incarnation != 0 && incarnation != incarnation_) {
     return absl::AbortedError(absl::StrCat("shard ", shard_id_, " restarted (incarnation ",
                                            incarnation_, ", the call expects ", incarnation, ")"));
@@ -86,10 +86,11 @@ absl::Status PsServiceImpl::CheckExpected(uint64_t incarnation, uint64_t attempt
                                            restores_.load(), " restores, the call expects ",
                                            restores, ")"));
   }
-  const uint64_t current = default_job_->attempt.load(std::memory_order_acquire);
+  const uint64_t current = store.attempt.load(std::memory_order_acquire);
   if (attempt != 0 && attempt != current) {
     return absl::AbortedError(absl::StrCat("shard ", shard_id_, " was restored (attempt ", current,
-                                           ", the call expects ", attempt, ")"));
+                                           " of ", store.Describe(), ", the call expects ", attempt,
+                                           ")"));
   }
   return absl::OkStatus();
 }
@@ -120,7 +121,7 @@ absl::Status PsServiceImpl::DoExportRows(const v1::ExportRowsRequest& request,
   absl::ReaderMutexLock lock(&job->mu);
   EmbeddingStore* const store = job->store;
   EMBER_RETURN_IF_ERROR(
-      CheckExpected(request.incarnation(), request.attempt(), request.restores()));
+      CheckExpected(*job, request.incarnation(), request.attempt(), request.restores()));
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
   if (request.cursor().empty()) {
     // Every change after this version is in the change log; the pages below hold each
@@ -146,7 +147,7 @@ absl::Status PsServiceImpl::DoExportChanges(const v1::ExportChangesRequest& requ
   absl::ReaderMutexLock lock(&job->mu);
   EmbeddingStore* const store = job->store;
   EMBER_RETURN_IF_ERROR(
-      CheckExpected(request.incarnation(), request.attempt(), request.restores()));
+      CheckExpected(*job, request.incarnation(), request.attempt(), request.restores()));
   EMBER_RETURN_IF_ERROR(CheckOwnership(slots, /*owned=*/true));
   const size_t max = request.max_changes() == 0 ? kDefaultMaxChanges : request.max_changes();
   EMBER_ASSIGN_OR_RETURN(const ChangeBatch batch, store->ReadChanges(request.after_version(), max));
@@ -192,7 +193,7 @@ absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
   absl::ReaderMutexLock lock(&job->mu);
   EmbeddingStore* const store = job->store;
   EMBER_RETURN_IF_ERROR(
-      CheckExpected(request.incarnation(), request.attempt(), request.restores()));
+      CheckExpected(*job, request.incarnation(), request.attempt(), request.restores()));
   // Decode and check everything before the first write.
   std::vector<std::vector<EncodedRow>> decoded;
   SlotSet slots;
@@ -233,7 +234,7 @@ absl::Status PsServiceImpl::DoFenceSlots(const v1::FenceSlotsRequest& request,
     return absl::OkStatus();
   }
   EMBER_RETURN_IF_ERROR(
-      CheckExpected(request.incarnation(), request.attempt(), request.restores()));
+      CheckExpected(*default_job_, request.incarnation(), request.attempt(), request.restores()));
   {
     absl::MutexLock lock(&map_mu_);
     // Checked under map_mu_: an install between the check and the fence cannot slip in.
@@ -260,7 +261,7 @@ absl::Status PsServiceImpl::DoFenceSlots(const v1::FenceSlotsRequest& request,
   }
   // A restore that ran between the check above and the drain replaced rows the copy
   // read: the fence stays until the migrator lifts it (its roll-back).
-  return CheckExpected(request.incarnation(), request.attempt(), request.restores());
+  return CheckExpected(*default_job_, request.incarnation(), request.attempt(), request.restores());
 }
 
 absl::Status PsServiceImpl::DoDropSlots(const v1::DropSlotsRequest& request,

@@ -25,6 +25,7 @@
 #include "common/slot.h"
 #include "gtest/gtest.h"
 #include "server/store/row_layout.h"
+#include "tests/support/deadline.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/usage_errors.h"
 #include "tests/tools/emberctl_fixture.h"
@@ -315,6 +316,77 @@ TEST_F(EmberctlExportTest, DeltaAcrossASlotMoveEqualsTheShards) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->shards[0].sweeps, 0u);
   EXPECT_GE(m->shards[1].sweeps, 1u);  // shard 1 gained 0-4095 (in one or more moves)
+}
+
+// A job's own table (--own_tables) is read from the job's store on every shard, with
+// the job's positions; a shard that restored any store since it started still exports
+// (the pages name the shard's count of restores that GetShardInfo gave).
+TEST_F(EmberctlExportTest, AJobsOwnTableExportsFromTheJobsStore) {
+  std::unique_ptr<PsClient> own = JobWithItemTable("own-job", kDim);
+  ASSERT_NE(own, nullptr);
+  auto push = [&](uint64_t first, int count, int64_t step) {
+    const std::vector<uint64_t> ids = ItemIds(first, count);
+    const std::vector<float> grads(ids.size() * kDim, 0.5f);
+    ASSERT_TRUE(own->Push("item", ids, grads, step).ok());
+  };
+  auto pulled = [&](const std::set<uint64_t>& id_set) {
+    const std::vector<uint64_t> ids(id_set.begin(), id_set.end());
+    std::vector<float> values(ids.size() * kDim);
+    EXPECT_TRUE(own->Pull("item", ids, absl::MakeSpan(values)).ok());
+    Table rows;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      rows[ids[i]].assign(values.begin() + i * kDim, values.begin() + (i + 1) * kDim);
+    }
+    return rows;
+  };
+  ASSERT_NO_FATAL_FAILURE(push(1000, 60, 1));
+  // Another job's fresh start on shard 0: its count of restores is 1 from now on.
+  v1::RestoreShardRequest restore;
+  restore.set_job("other-job");
+  restore.set_attempt(1);
+  restore.set_clear(true);
+  const v1::GetClusterMapResponse map = ClusterMap();
+  restore.set_epoch(map.epoch());
+  restore.set_slot_owners(map.slot_owners());
+  v1::RestoreShardResponse restored;
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("ember-admin-token", kCtlToken);
+    SetDeadline(&context);
+    const grpc::Status s = ps_stub_[0]->RestoreShard(&context, restore, &restored);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  ASSERT_GT(ShardInfo(0).restores(), 0u);
+
+  const std::string base = dir_ + "/job-base";
+  CtlResult r = Export(base, {"--job=own-job"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(absl::StartsWith(
+      r.out, "base export of table 'item' of job 'own-job' in " + base + ": 60 records"))
+      << r;
+  ReadBack b = ReadExport(base);
+  EXPECT_EQ(b.manifest.job, "own-job");
+  EXPECT_EQ(b.rows, pulled(IdSet(1000, 60))) << "the job's rows, not the shared table's";
+
+  ASSERT_NO_FATAL_FAILURE(push(1050, 20, 2));
+  const std::string delta = dir_ + "/job-delta";
+  r = Export(delta, {"--job=own-job", "--since=" + base});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_EQ(ReadExport(delta).rows, pulled(IdSet(1050, 20)));
+  // The shared table's export is unchanged by the job's rows.
+  r = Export(dir_ + "/shared");
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(absl::StrContains(r.out, ": 200 records")) << r;
+
+  // A delta of another table than its base's, and jobs without the table.
+  r = Export(dir_ + "/mixed", {"--since=" + base});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_TRUE(absl::StrContains(r.err, "a table of job 'own-job', not a shared table")) << r;
+  r = Export(dir_ + "/none", {"--job=no-such-job"});
+  EXPECT_EQ(r.exit_code, 1) << r;
+  EXPECT_TRUE(absl::StrContains(r.err, "job 'no-such-job' has no table 'item'")) << r;
+  r = Export(dir_ + "/bad", {"--job=.."});
+  EXPECT_EQ(r.exit_code, 2) << r;
 }
 
 TEST_F(EmberctlExportTest, TextFormatReadsBackAsTheBinary) {

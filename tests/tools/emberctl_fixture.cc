@@ -283,6 +283,24 @@ void EmberctlTest::TearDown() {
   std::filesystem::remove_all(dir_, ignored);
 }
 
+std::unique_ptr<PsClient> EmberctlTest::JobWithItemTable(const std::string& job, uint32_t dim) {
+  PsClientOptions options;
+  options.coordinator_address = address_;
+  options.worker_id = 2;
+  options.job = job;
+  absl::StatusOr<std::unique_ptr<PsClient>> client = PsClient::Create(options);
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return nullptr;
+  v1::TableConfig item;
+  item.set_name("item");
+  item.set_dim(dim);
+  item.mutable_optimizer()->set_kind(v1::OptimizerConfig::SGD);
+  item.mutable_optimizer()->set_learning_rate(0.25f);
+  const absl::Status created = (*client)->CreateTableEverywhere(item);
+  EXPECT_TRUE(created.ok()) << created;
+  return created.ok() ? std::move(*client) : nullptr;
+}
+
 void EmberctlTest::PushRows(uint64_t first_id, int count) {
   std::vector<uint64_t> ids;
   for (int i = 0; i < count; ++i) ids.push_back((first_id + i) * 7919);

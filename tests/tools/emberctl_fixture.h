@@ -72,6 +72,9 @@ class EmberctlTest : public ::testing::Test {
 
   // Pushes one gradient to `count` ids of "item" from first_id on (stride 7919).
   void PushRows(uint64_t first_id, int count);
+  // A PS client of job `job` (worker 2) whose table "item" of its own has `dim` floats
+  // (SGD, learning rate 0.25), created through the coordinator. Fails the test on error.
+  std::unique_ptr<PsClient> JobWithItemTable(const std::string& job, uint32_t dim);
   v1::GetClusterMapResponse ClusterMap();
   v1::GetShardInfoResponse ShardInfo(int shard);
   // table -> (rows, digest) summed over the shards, asked of the shards directly.

@@ -138,22 +138,12 @@ TEST_F(EmberctlTest, ChecksumMatchesTheShards) {
 // A job's own tables (PsClientOptions.job; coordinator.proto JobTables): `tables list`
 // and `checksum` show them with --job, apart from the shared ones of the same name.
 TEST_F(EmberctlTest, AJobsOwnTablesAreListedAndDigestedWithJob) {
-  PsClientOptions options;
-  options.coordinator_address = address_;
-  options.worker_id = 2;
-  options.job = "own-job";
-  absl::StatusOr<std::unique_ptr<PsClient>> own = PsClient::Create(options);
-  ASSERT_TRUE(own.ok()) << own.status();
-  v1::TableConfig item;
-  item.set_name("item");
-  item.set_dim(8);  // the shared "item" has dim 4
-  item.mutable_optimizer()->set_kind(v1::OptimizerConfig::SGD);
-  item.mutable_optimizer()->set_learning_rate(0.5f);
-  ASSERT_TRUE((*own)->CreateTableEverywhere(item).ok());
+  std::unique_ptr<PsClient> own = JobWithItemTable("own-job", 8);  // the shared "item": dim 4
+  ASSERT_NE(own, nullptr);
   std::vector<uint64_t> ids = {3, 5, 7};
   std::vector<float> grads(ids.size() * 8, 1.0f);
-  ASSERT_TRUE((*own)->Push("item", ids, grads, /*step=*/1).ok());
-  absl::StatusOr<std::map<std::string, PsClient::TableDigest>> digests = (*own)->Checksum();
+  ASSERT_TRUE(own->Push("item", ids, grads, /*step=*/1).ok());
+  absl::StatusOr<std::map<std::string, PsClient::TableDigest>> digests = own->Checksum();
   ASSERT_TRUE(digests.ok()) << digests.status();
   ASSERT_EQ(digests->at("item").rows, 3u);
 

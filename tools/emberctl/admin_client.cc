@@ -196,9 +196,12 @@ absl::StatusOr<v1::GetJobResponse> AdminClient::GetJob(const std::string& job) {
   return Coordinator(&v1::CoordinatorService::Stub::GetJob, request, "GetJob");
 }
 
-absl::StatusOr<v1::GetShardInfoResponse> AdminClient::GetShardInfo(const std::string& address) {
-  return Call(Shard(address), &v1::PsService::Stub::GetShardInfo, v1::GetShardInfoRequest(),
-              "shard " + address, "PsService.GetShardInfo", /*admin=*/false);
+absl::StatusOr<v1::GetShardInfoResponse> AdminClient::GetShardInfo(const std::string& address,
+                                                                   const std::string& job) {
+  v1::GetShardInfoRequest request;
+  request.set_job(job);
+  return Call(Shard(address), &v1::PsService::Stub::GetShardInfo, request, "shard " + address,
+              "PsService.GetShardInfo", /*admin=*/false);
 }
 
 absl::StatusOr<v1::ChecksumResponse> AdminClient::Checksum(const std::string& address,

@@ -77,7 +77,9 @@ class AdminClient {
   absl::StatusOr<v1::GetJobResponse> GetJob(const std::string& job);
 
   // ---- PsService of the shard at `address` ----
-  absl::StatusOr<v1::GetShardInfoResponse> GetShardInfo(const std::string& address);
+  // `job`: the shard's store of that job (empty: the default store).
+  absl::StatusOr<v1::GetShardInfoResponse> GetShardInfo(const std::string& address,
+                                                        const std::string& job = "");
   // Empty table: every table of the shard's store of `job` (empty: the shared one).
   absl::StatusOr<v1::ChecksumResponse> Checksum(const std::string& address,
                                                 const std::string& table,

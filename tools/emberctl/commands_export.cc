@@ -41,6 +41,7 @@
 #include "absl/time/clock.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
+#include "common/job_name.h"
 #include "common/ps_client_cluster.h"
 #include "common/slot_ranges.h"
 #include "common/status_macros.h"
@@ -66,6 +67,7 @@ constexpr absl::Duration kProgressInterval = absl::Seconds(1);
 
 struct ExportOptions {
   std::string table;
+  std::string job;  // a job's own table (its store on every shard); empty: shared
   std::string out;
   ExportFormat format = ExportFormat::kBinary;
   std::string since_dir;                  // delta from a previous export's positions
@@ -230,8 +232,9 @@ absl::StatusOr<ShardPosition> BaseShard(Session& s, const Plan& plan, const v1::
                                         Progress& progress) {
   ShardRpc rpc(shard, s.client->options());
   EMBER_ASSIGN_OR_RETURN(const v1::GetShardInfoResponse info,
-                         s.client->GetShardInfo(shard.address()));
+                         s.client->GetShardInfo(shard.address(), plan.options.job));
   v1::WatchUpdatesRequest watch;
+  watch.set_job(plan.options.job);
   watch.set_any_stream(true);
   watch.set_after_version(info.version());
   watch.add_tables(plan.options.table);
@@ -242,11 +245,13 @@ absl::StatusOr<ShardPosition> BaseShard(Session& s, const Plan& plan, const v1::
   bool first_page = true;
   for (const v1::SlotRange& range : ranges) {
     v1::ExportRowsRequest request;
+    request.set_job(plan.options.job);
     request.set_table(plan.options.table);
     *request.mutable_range() = range;
     request.set_max_rows(plan.rows_per_message);
     request.set_incarnation(info.incarnation());
     request.set_attempt(info.attempt());
+    request.set_restores(info.restores());
     do {
       absl::StatusOr<v1::ExportRowsResponse> page = rpc.ExportRows(request);
       if (page.status().code() == absl::StatusCode::kFailedPrecondition ||
@@ -266,6 +271,7 @@ absl::StatusOr<ShardPosition> BaseShard(Session& s, const Plan& plan, const v1::
   }
 
   v1::WatchUpdatesRequest check;
+  check.set_job(plan.options.job);
   check.set_stream_id(p.stream_id);
   check.set_after_version(p.version);
   check.add_tables(plan.options.table);
@@ -288,6 +294,7 @@ absl::StatusOr<ShardPosition> DeltaShard(Session& s, const Plan& plan, const v1:
                                          v1::WatchUpdatesRequest request, const std::string& from,
                                          Progress& progress) {
   ShardRpc rpc(shard, s.client->options());
+  request.set_job(plan.options.job);
   request.add_tables(plan.options.table);
   request.set_max_rows(plan.rows_per_message);
   request.set_stop_when_caught_up(true);
@@ -327,6 +334,7 @@ absl::StatusOr<ShardPosition> DeltaShard(Session& s, const Plan& plan, const v1:
     return absl::OutOfRangeError(
         absl::StrCat(streamed.message(), "; the delta cannot continue from ", from,
                      ": take a new base export (emberctl export --table=", plan.options.table,
+                     plan.options.job.empty() ? "" : absl::StrCat(" --job=", plan.options.job),
                      " --out=NEW_DIR, without --since)"));
   }
   EMBER_RETURN_IF_ERROR(streamed);
@@ -400,11 +408,16 @@ bool SamePath(const std::string& a, const std::string& b) {
 }
 
 absl::StatusOr<Plan> MakePlan(Session& s, const ExportOptions& o, const ExportManifest* since) {
-  absl::StatusOr<v1::DescribeTableResponse> table = s.client->DescribeTable(o.table);
+  absl::StatusOr<v1::DescribeTableResponse> table = s.client->DescribeTable(o.table, o.job);
   if (table.status().code() == absl::StatusCode::kNotFound) {
+    if (!o.job.empty()) {
+      return absl::NotFoundError(absl::StrCat("job '", o.job, "' has no table '", o.table,
+                                              "' of its own (`emberctl tables list --job=", o.job,
+                                              "` shows them)"));
+    }
     return absl::NotFoundError(absl::StrCat("table '", o.table,
                                             "' does not exist (`emberctl tables list` shows "
-                                            "the tables)"));
+                                            "the tables; a job's own: --job)"));
   }
   EMBER_RETURN_IF_ERROR(table.status());
   Plan plan;
@@ -442,9 +455,10 @@ void PrintSummary(Session& s, const std::string& dir, const ExportManifest& m, u
     PrintJson(s, j);
     return;
   }
-  *s.out << KindName(m.kind) << " export of table '" << m.table << "' in " << dir << ": " << records
-         << " records (" << tombstones << " tombstones) from " << m.shards.size() << " shards in "
-         << Fixed(absl::ToDoubleSeconds(took), 1) << " s\n";
+  *s.out << KindName(m.kind) << " export of table '" << m.table << "'"
+         << (m.job.empty() ? "" : absl::StrCat(" of job '", m.job, "'")) << " in " << dir << ": "
+         << records << " records (" << tombstones << " tombstones) from " << m.shards.size()
+         << " shards in " << Fixed(absl::ToDoubleSeconds(took), 1) << " s\n";
   TextTable t({"SHARD", "ADDRESS", "STREAM", "VERSION", "RECORDS", "TOMBSTONES", "SWEEPS", "FILE"});
   for (const ShardPosition& p : m.shards) {
     t.AddRow({absl::StrCat(p.shard_id), p.address, absl::StrCat(p.stream_id),
@@ -466,6 +480,14 @@ absl::StatusOr<std::optional<ExportManifest>> ReadSince(const ExportOptions& o) 
     if (since->table != o.table) {
       return absl::InvalidArgumentError(
           absl::StrCat(o.since_dir, " exports table '", since->table, "', not '", o.table, "'"));
+    }
+    if (since->job != o.job) {
+      auto of = [](const std::string& job) {
+        return job.empty() ? std::string("a shared table")
+                           : absl::StrCat("a table of job '", job, "'");
+      };
+      return absl::InvalidArgumentError(
+          absl::StrCat(o.since_dir, " exports ", of(since->job), ", not ", of(o.job), " (--job)"));
     }
   }
   return since;
@@ -528,6 +550,7 @@ absl::Status RunExport(Session& s, const ExportOptions& o) {
 
   ExportManifest m;
   m.table = o.table;
+  m.job = o.job;
   m.kind = plan.header.kind;
   m.format = o.format;
   m.dim = plan.header.dim;
@@ -591,6 +614,14 @@ absl::Status RunExport(Session& s, const ExportOptions& o) {
 void DeclareExport(FlagSet& flags, ExportOptions& o) {
   flags.String("table", &o.table, "T", "the table").Required().NonEmpty();
   flags
+      .Custom("job", "J", "export job J's own table T (a job started with --own_tables)",
+              [&o](const Flag& f) -> absl::Status {
+                EMBER_RETURN_IF_ERROR(CheckJobName(f.value));
+                o.job = std::string(f.value);
+                return absl::OkStatus();
+              })
+      .DefaultText("the shared tables");
+  flags
       .String("out", &o.out, "DIR",
               "the export directory (created). Refused (exit 1) when it holds a finished export "
               "(_DONE), unless --overwrite")
@@ -649,7 +680,9 @@ std::vector<CommandSpec> ExportCommands() {
           "meaningful for a cluster of one shard.\n\n"
           "A slot move while the export runs fails it (exit 1): run it again.\n"
           "Progress goes to stderr; --json prints positions.json's fields plus totals.\n"
-          "Shards that need the admin token for ExportRows get --admin_token as metadata.\n",
+          "Shards that need the admin token for ExportRows get --admin_token as metadata.\n"
+          "With --job=J: job J's own table T (a job started with --own_tables), read from the\n"
+          "job's store on every shard; a delta continues an export of the same job's table.\n",
           DeclareExport, FinishExport),
   };
 }

@@ -448,6 +448,8 @@ void AppendManifestFields(const ExportManifest& m, JsonWriter* out) {
       .String(kExportMagic)
       .Key("table")
       .String(m.table)
+      .Key("job")
+      .String(m.job)
       .Key("kind")
       .String(KindName(m.kind))
       .Key("file_format")
@@ -510,6 +512,10 @@ absl::StatusOr<ExportManifest> ParseManifestJson(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("positions.json: format '", magic, "'"));
   }
   EMBER_RETURN_IF_ERROR(Text(root, "table", &m.table));
+  // Absent in exports before 2026-12-08: a shared table.
+  if (Field(root, "job", Value::kStringValue).ok()) {
+    EMBER_RETURN_IF_ERROR(Text(root, "job", &m.job));
+  }
   EMBER_RETURN_IF_ERROR(Text(root, "kind", &kind));
   EMBER_RETURN_IF_ERROR(Text(root, "file_format", &format));
   if ((kind != "base" && kind != "delta") || (format != "binary" && format != "text")) {

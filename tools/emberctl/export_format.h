@@ -195,6 +195,7 @@ struct ShardPosition {
 // positions.json.
 struct ExportManifest {
   std::string table;
+  std::string job;  // the table is this job's own (--job); empty: a shared table
   ExportKind kind = ExportKind::kBase;
   ExportFormat format = ExportFormat::kBinary;
   uint32_t dim = 0;
