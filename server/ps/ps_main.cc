@@ -526,6 +526,7 @@ absl::Status Run(const PsMainOptions& o) {
   }
 
   std::shared_ptr<PsStoreCollector> collector;
+  std::shared_ptr<PsJobStoresCollector> job_collector;
   std::shared_ptr<MemoryLimitCollector> memory_collector;
   std::unique_ptr<MetricsServer> metrics_server;
   if (metrics_enabled) {
@@ -534,8 +535,13 @@ absl::Status Run(const PsMainOptions& o) {
         [&service](const PsStoreCollector::Visitor& visit) { service.WithStore(visit); });
     EMBER_ASSIGN_OR_RETURN(metrics_server,
                            MetricsServer::Start(o.server.metrics_host, o.server.metrics_port));
+    job_collector = std::make_shared<PsJobStoresCollector>(
+        [&service](const PsJobStoresCollector::Visitor& visit) {
+          service.WithEachJobStore(visit);
+        });
     metrics_server->Register(registry);
     metrics_server->Register(collector);
+    metrics_server->Register(job_collector);
     if (o.memory_limit_mb > 0) {
       memory_collector = std::make_shared<MemoryLimitCollector>(
           o.shares, [&service, &o] { return MemoryUseOf(service, o.shares); });

@@ -214,6 +214,41 @@ void PsStoreCollector::CollectStore(const EmbeddingStore& store, std::vector<Met
           static_cast<double>(s.disk_bytes));
 }
 
+std::vector<MetricFamily> PsJobStoresCollector::Collect() const {
+  std::vector<std::pair<std::string, double>> version, rows_in_memory, memory_bytes, disk_bytes,
+      stored_rows;
+  source_([&](const std::string& job, const EmbeddingStore& store, const RocksDbBackend*) {
+    const StoreStats s = store.Stats();
+    version.emplace_back(job, static_cast<double>(s.version));
+    uint64_t rows = 0;
+    for (const TableStats& t : s.tables) rows += t.rows_in_memory;
+    rows_in_memory.emplace_back(job, static_cast<double>(rows));
+    memory_bytes.emplace_back(job, static_cast<double>(s.memory_held_bytes));
+    disk_bytes.emplace_back(job, static_cast<double>(s.disk_bytes));
+    stored_rows.emplace_back(job, static_cast<double>(store.EstimatedStoredRows()));
+  });
+  std::vector<MetricFamily> out;
+  if (version.empty()) return out;
+  FamilyWriter w(&out);
+  w.Labelled("ember_job_store_version",
+             "Version of the newest update applied to a job's own store on this shard.",
+             MetricType::Gauge, "job", version);
+  w.Labelled("ember_job_store_memory_rows",
+             "Rows of a job's own tables held in the memory tier on this shard.", MetricType::Gauge,
+             "job", rows_in_memory);
+  w.Labelled("ember_job_store_memory_bytes",
+             "Bytes the memory tier holds for a job's own tables on this shard (part of the "
+             "shard's budget, ember_memory_budget_bytes).",
+             MetricType::Gauge, "job", memory_bytes);
+  w.Labelled("ember_job_store_disk_bytes",
+             "Bytes on disk of a job's own store on this shard (SST files and live WAL).",
+             MetricType::Gauge, "job", disk_bytes);
+  w.Labelled("ember_job_store_rows",
+             "Rows stored for a job's own tables on this shard (RocksDB's estimate).",
+             MetricType::Gauge, "job", stored_rows);
+  return out;
+}
+
 namespace {
 
 // RocksDB's own figures, read from the open database.

@@ -44,6 +44,10 @@
 //      ember_rocksdb_block_cache_hits_total / _misses_total  counters, only when the
 //                                                   DB was opened with statistics
 //      ember_rocksdb_reopens_total                  counter, reopens after a write error
+//    (the default store's: the shared tables)
+//  * PsJobStoresCollector, the same way, for each job's own store (label `job`):
+//      ember_job_store_rows, ember_job_store_memory_rows, ember_job_store_memory_bytes,
+//      ember_job_store_disk_bytes, ember_job_store_version   gauges
 //
 //   auto registry = std::make_shared<prometheus::Registry>();
 //   PsMetrics metrics(*registry);
@@ -179,6 +183,25 @@ class PsStoreCollector final : public prometheus::Collectable {
   static void CollectRocksDb(const RocksDbBackend& rocksdb,
                              std::vector<prometheus::MetricFamily>* out);
 
+  const Source source_;
+};
+
+// The stores of jobs with tables of their own (server/ps/job_store.h), on every scrape:
+// one sample per job of what an operator sizes a shared shard by (rows, memory, disk,
+// version). The default store's figures are PsStoreCollector's; the memory tier's
+// budget and the block cache are shared by all stores and reported there once.
+class PsJobStoresCollector final : public prometheus::Collectable {
+ public:
+  using Visitor =
+      std::function<void(const std::string& job, const EmbeddingStore&, const RocksDbBackend*)>;
+  // Calls its argument for every job's store (not the default one), keeping it alive.
+  using Source = std::function<void(const Visitor&)>;
+  explicit PsJobStoresCollector(Source source) : source_(std::move(source)) {}
+
+  // No family while the shard holds no job store.
+  std::vector<prometheus::MetricFamily> Collect() const override;
+
+ private:
   const Source source_;
 };
 

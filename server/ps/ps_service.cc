@@ -206,6 +206,14 @@ void PsServiceImpl::WithEachStore(const PsStoreCollector::Visitor& visit) const 
   }
 }
 
+void PsServiceImpl::WithEachJobStore(const PsJobStoresCollector::Visitor& visit) const {
+  for (const JobStore* job : AllJobs()) {
+    if (job == default_job_) continue;
+    absl::ReaderMutexLock lock(&job->mu);
+    visit(job->job, *job->store, job->storage != nullptr ? job->storage->rocksdb() : nullptr);
+  }
+}
+
 absl::Status PsServiceImpl::CheckAttempt(const JobStore& job, uint64_t attempt) const {
   if (attempt == 0) return absl::OkStatus();
   const uint64_t current = job.attempt.load(std::memory_order_acquire);

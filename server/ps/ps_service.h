@@ -195,6 +195,8 @@ class PsServiceImpl final
   void WithStore(const PsStoreCollector::Visitor& visit) const;
   // The same for every store, the default's first (memory use).
   void WithEachStore(const PsStoreCollector::Visitor& visit) const;
+  // The same for every job's own store, with its job (ascending; metrics scrapes).
+  void WithEachJobStore(const PsJobStoresCollector::Visitor& visit) const;
 
   // `request` holds a PullRequest; `response` gets a PullResponse (pull_wire.h).
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* context,
