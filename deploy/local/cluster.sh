@@ -187,7 +187,13 @@ alive() {
   pid="$(cat "$pidfile")"
   # The process may exit between the test and the read: both stay quiet then.
   [[ -r "/proc/$pid/cmdline" ]] || return 1
-  { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q "ember-" || return 1
+  { tr '\0' ' ' <"/proc/$pid/cmdline"; } 2>/dev/null | grep -q "ember-" && return 0
+  # Just forked by its supervisor and not yet an ember binary (the pid file is written
+  # before the child's exec): still ours while its parent is NAME's supervisor.
+  local supervisor ppid
+  supervisor="$(cat "$run_dir/pids/$1.supervisor" 2>/dev/null || true)"
+  ppid="$(awk '/^PPid:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)"
+  [[ -n "$supervisor" && "$ppid" == "$supervisor" ]]
 }
 
 # this_start NAME: the lines logs/NAME.log got since NAME's last start (earlier runs of

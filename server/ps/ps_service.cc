@@ -145,6 +145,9 @@ std::vector<JobStore*> PsServiceImpl::AllJobs() const {
   for (const auto& [name, job] : jobs_) {
     if (!name.empty()) all.push_back(job.get());
   }
+  // Jobs ascending after the default store (metrics, fence answers: a stable order).
+  std::sort(all.begin() + 1, all.end(),
+            [](const JobStore* a, const JobStore* b) { return a->job < b->job; });
   return all;
 }
 

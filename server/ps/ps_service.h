@@ -324,7 +324,7 @@ class PsServiceImpl final
   absl::StatusOr<JobStore*> FindJob(const std::string& job) const;
   // FindJob, opening the job's store when it has none yet (CreateTable, RestoreShard).
   absl::StatusOr<JobStore*> FindOrOpenJob(const std::string& job);
-  // Every store, the default's first.
+  // Every store, the default's first, then the jobs' ascending.
   std::vector<JobStore*> AllJobs() const;
   // Whether a job has a store of its own here.
   bool HasJobStores() const;

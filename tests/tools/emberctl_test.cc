@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -137,7 +139,20 @@ TEST_F(EmberctlTest, ChecksumMatchesTheShards) {
 
 // A job's own tables (PsClientOptions.job; coordinator.proto JobTables): `tables list`
 // and `checksum` show them with --job, apart from the shared ones of the same name.
+// The rows in memory that `shards list --json` gives, summed over the shards.
+uint64_t RowsInMemory(const std::string& json) {
+  uint64_t sum = 0;
+  for (absl::string_view part : absl::StrSplit(json, "\"rows_in_memory\":")) {
+    if (part.empty() || !absl::ascii_isdigit(part[0])) continue;
+    uint64_t n = 0;
+    if (absl::SimpleAtoi(part.substr(0, part.find_first_not_of("0123456789")), &n)) sum += n;
+  }
+  return sum;
+}
+
 TEST_F(EmberctlTest, AJobsOwnTablesAreListedAndDigestedWithJob) {
+  CtlResult before = Ctl({"shards", "list", "--json"});
+  ASSERT_EQ(before.exit_code, 0) << before;
   std::unique_ptr<PsClient> own = JobWithItemTable("own-job", 8);  // the shared "item": dim 4
   ASSERT_NE(own, nullptr);
   std::vector<uint64_t> ids = {3, 5, 7};
@@ -146,6 +161,10 @@ TEST_F(EmberctlTest, AJobsOwnTablesAreListedAndDigestedWithJob) {
   absl::StatusOr<std::map<std::string, PsClient::TableDigest>> digests = own->Checksum();
   ASSERT_TRUE(digests.ok()) << digests.status();
   ASSERT_EQ(digests->at("item").rows, 3u);
+  // A shard's size is every store's: the job's 3 rows count in `shards list`.
+  CtlResult after = Ctl({"shards", "list", "--json"});
+  ASSERT_EQ(after.exit_code, 0) << after;
+  EXPECT_EQ(RowsInMemory(after.out), RowsInMemory(before.out) + 3) << before.out << after.out;
 
   CtlResult r = Ctl({"tables", "list", "--job=own-job"});
   ASSERT_EQ(r.exit_code, 0) << r;

@@ -54,9 +54,9 @@ std::optional<double> P99(const v1::GetShardInfoResponse& a, const v1::GetShardI
   return b.latency_bounds_ms(bounds - 1);
 }
 
-// GetShardInfo of every shard, twice `sample` apart when sample > 0 (for QPS and p99).
-std::vector<ShardStats> SampleShards(Session& s, const v1::ListShardsResponse& list,
-                                     absl::Duration sample) {
+// GetShardInfo of every shard's default store, twice `sample` apart when sample > 0.
+std::vector<ShardStats> SampleDefaultStores(Session& s, const v1::ListShardsResponse& list,
+                                            absl::Duration sample) {
   std::vector<ShardStats> stats(list.shards_size());
   std::vector<absl::Time> first_time(stats.size());
   for (int i = 0; i < list.shards_size(); ++i) {
@@ -92,6 +92,36 @@ std::vector<ShardStats> SampleShards(Session& s, const v1::ListShardsResponse& l
     stats[i].qps = static_cast<double>(second->requests() - first.requests()) / seconds;
     stats[i].p99_ms = P99(first, *second, &stats[i].p99_above);
   }
+  return stats;
+}
+
+// Adds the rows, memory and disk of every job's own store on the shard (GetShardInfo
+// of each job it lists) to the default store's in `st.info`: the shard's size is all
+// its stores'. A job store that cannot be read is the shard's error.
+void AddJobStores(Session& s, ShardStats& st) {
+  if (!st.info.has_value()) return;
+  v1::GetShardInfoResponse& total = *st.info;
+  for (const std::string& job : st.info->jobs()) {
+    absl::StatusOr<v1::GetShardInfoResponse> of_job =
+        s.client->GetShardInfo(st.shard.address(), job);
+    if (!of_job.ok()) {
+      st.error = of_job.status();
+      st.info.reset();
+      return;
+    }
+    total.set_stored_rows(total.stored_rows() + of_job->stored_rows());
+    total.set_rows_in_memory(total.rows_in_memory() + of_job->rows_in_memory());
+    total.set_memory_bytes(total.memory_bytes() + of_job->memory_bytes());
+    total.set_disk_bytes(total.disk_bytes() + of_job->disk_bytes());
+  }
+}
+
+// GetShardInfo of every shard, twice `sample` apart when sample > 0 (for QPS and p99),
+// its size summed over its stores (AddJobStores).
+std::vector<ShardStats> SampleShards(Session& s, const v1::ListShardsResponse& list,
+                                     absl::Duration sample) {
+  std::vector<ShardStats> stats = SampleDefaultStores(s, list, sample);
+  for (ShardStats& st : stats) AddJobStores(s, st);
   return stats;
 }
 
