@@ -25,8 +25,8 @@
 // own: docs/ARCHITECTURE.md "Several jobs per PS cluster"). The copy and the catch-up
 // run per store (each has its own versions and change log); the target gets each
 // job's tables first (CreateTable in the job's store); the fence answers every store
-// it drained, and a move that did not copy one of them, or one of a job store's
-// tables, starts over; the switch raises the target's attempt of every job store to
+// it drained, and a move that did not copy one of them with tables, or one of a job
+// store's tables, starts over; the switch raises the target's attempt of every job store to
 // the source's.
 //
 // Faults: every call names the shard process, job attempt and count of restores it
