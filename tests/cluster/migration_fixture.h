@@ -42,6 +42,8 @@ constexpr char kToken[] = "migration-test-token";
 constexpr uint32_t kDim = 8;
 constexpr int kIds = 4000;
 constexpr absl::Duration kWaitBound = absl::Seconds(60);
+// A job with a table of its own ("item", other rows): every move carries its store too.
+constexpr char kFixtureJob[] = "ctr-f";
 
 template <typename Stub, typename Request, typename Response, typename Method>
 grpc::Status Call(Stub* stub, Method method, const Request& request, Response* response,
@@ -143,6 +145,19 @@ class MigrationTest : public ::testing::Test {
     }
     oracle_ = Checksums();
     ASSERT_EQ(oracle_.rows, static_cast<uint64_t>(kIds));
+    // The job's own "item": half the ids, other gradients.
+    options.worker_id = 3;
+    options.job = kFixtureJob;
+    absl::StatusOr<std::unique_ptr<PsClient>> job = PsClient::Create(options);
+    ASSERT_TRUE(job.ok()) << job.status();
+    ASSERT_TRUE((*job)->CreateTableEverywhere(Table("item", v1::OptimizerConfig::ADAGRAD)).ok());
+    const std::vector<uint64_t> half(ids.begin(), ids.begin() + kIds / 2);
+    std::vector<float> grads(half.size() * kDim);
+    for (size_t k = 0; k < grads.size(); ++k) grads[k] = 0.02f * static_cast<float>(k % 5 + 1);
+    const absl::Status pushed = (*job)->Push("item", half, grads, 1);
+    ASSERT_TRUE(pushed.ok()) << pushed;
+    job_oracle_ = Checksums(kFixtureJob);
+    ASSERT_EQ(job_oracle_.rows, static_cast<uint64_t>(kIds / 2));
   }
 
   v1::GetClusterMapResponse Map() {
@@ -159,12 +174,14 @@ class MigrationTest : public ::testing::Test {
     return owner;
   }
 
-  // The "item" digests of both shards added up (Checksum flushes first).
-  Digest Checksums() {
+  // The "item" digests of both shards added up (Checksum flushes first): the shared
+  // table's, or `job`'s own.
+  Digest Checksums(const std::string& job = "") {
     Digest sum;
     for (int i = 0; i < 2; ++i) {
       v1::ChecksumRequest request;
       request.set_table("item");
+      request.set_job(job);
       v1::ChecksumResponse response;
       const grpc::Status s =
           Call(ps_stub_[i].get(), &v1::PsService::Stub::Checksum, request, &response);
@@ -254,6 +271,9 @@ class MigrationTest : public ::testing::Test {
     const Digest now = Checksums();
     EXPECT_EQ(now.rows, oracle_.rows);
     EXPECT_EQ(now.digest, oracle_.digest);
+    const Digest job = Checksums(kFixtureJob);
+    EXPECT_EQ(job.rows, job_oracle_.rows) << "job " << kFixtureJob;
+    EXPECT_EQ(job.digest, job_oracle_.digest) << "job " << kFixtureJob;
   }
 
   std::string dir_, address_;
@@ -263,6 +283,7 @@ class MigrationTest : public ::testing::Test {
   std::unique_ptr<v1::PsService::Stub> ps_stub_[2];
   std::unique_ptr<PsClient> client_;
   Digest oracle_;
+  Digest job_oracle_;  // kFixtureJob's "item"
   std::atomic<bool> pushing_{false};
   std::thread pusher_;
 };

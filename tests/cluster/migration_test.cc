@@ -16,8 +16,9 @@
 //  - the same request attaches to a running operation; cancel rolls back cleanly;
 //  - shards started with the admin token refuse migration, checkpoint and restore
 //    calls without it, while the coordinator (same token) still migrates;
-//  - a move carries a job's own store with the shared one (docs/ARCHITECTURE.md "Several
-//    jobs per PS cluster"), and a restore of any store during the copy starts it over.
+//  - a move carries every job's own store with the shared one (docs/ARCHITECTURE.md
+//    "Several jobs per PS cluster": the fixture's job ctr-f has rows in every case, the
+//    kill matrix included), and a restore of any store during the copy starts it over.
 
 #include "tests/cluster/migration_fixture.h"
 
@@ -143,22 +144,7 @@ TEST_F(MigrationTest, AMoveCarriesEveryJobsStoreAndARestoreOfAnyStoreStartsTheCo
   std::vector<float> grads(ids.size() * kDim);
   for (size_t k = 0; k < grads.size(); ++k) grads[k] = 0.03f * static_cast<float>(k % 7 + 1);
   ASSERT_TRUE((*job)->Push("item", ids, grads, 1).ok());
-  // The job's digest over both shards (Checksum flushes first).
-  auto job_digest = [&] {
-    Digest sum;
-    for (int i = 0; i < 2; ++i) {
-      v1::ChecksumRequest request;
-      request.set_job("ctr-a");
-      v1::ChecksumResponse response;
-      EXPECT_TRUE(Call(ps_stub_[i].get(), &v1::PsService::Stub::Checksum, request, &response).ok());
-      for (const auto& table : response.tables()) {
-        sum.rows += table.rows();
-        sum.digest += table.digest();
-      }
-    }
-    return sum;
-  };
-  const Digest job_before = job_digest();
+  const Digest job_before = Checksums("ctr-a");
   ASSERT_EQ(job_before.rows, static_cast<uint64_t>(kIds));
   ASSERT_NE(job_before.digest, oracle_.digest);
   std::vector<float> rows_before(ids.size() * kDim);
@@ -193,7 +179,7 @@ TEST_F(MigrationTest, AMoveCarriesEveryJobsStoreAndARestoreOfAnyStoreStartsTheCo
   // Both stores moved whole: no row left on the source (GetSlotStats counts every
   // store), the digests and the job's rows as before.
   ExpectMoved(op.spec());
-  const Digest job_after = job_digest();
+  const Digest job_after = Checksums("ctr-a");
   EXPECT_EQ(job_after.rows, job_before.rows);
   EXPECT_EQ(job_after.digest, job_before.digest);
   std::vector<float> rows_after(ids.size() * kDim);
