@@ -6,22 +6,24 @@
 # (`emberctl shards drain`). With --kill, a random PS shard is SIGKILLed in the middle
 # of every migration: the supervisor restarts it, the job rolls back to its newest
 # checkpoint, and the migration starts its copy over (or stops FAILED, and the drill
-# runs the same command again, which resumes it).
+# runs the same command again, which resumes it). With --own_tables the job trains on
+# tables of its own (a store of the job's on every shard), which every move then carries.
 #
-#   tools/rebalance_drill.sh [--build_dir=build] [--rounds=3] [--kill] [--run_dir=run/rebalance-drill]
+#   tools/rebalance_drill.sh [--build_dir=build] [--rounds=3] [--kill] [--own_tables] [--run_dir=run/rebalance-drill]
 #
 # Prints each migration's outcome and time; at the end every slot must have an owner,
 # the job must finish with exit 0, and its recoveries are printed. Exit 1 otherwise.
 set -euo pipefail
 
-build_dir=build rounds=3 kill=0 run_dir=run/rebalance-drill
+build_dir=build rounds=3 kill=0 own_tables="" run_dir=run/rebalance-drill
 for arg in "$@"; do
   case "$arg" in
     --build_dir=*) build_dir="${arg#*=}" ;;
     --rounds=*) rounds="${arg#*=}" ;;
     --kill) kill=1 ;;
+    --own_tables) own_tables=--own_tables ;;
     --run_dir=*) run_dir="${arg#*=}" ;;
-    --help|-h) sed -n '2,15p' "$0"; exit 0 ;;
+    --help|-h) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "rebalance_drill.sh: unknown flag $arg" >&2; exit 2 ;;
   esac
 done
@@ -36,7 +38,7 @@ trap '"$cluster" down --run_dir="$run_dir" >/dev/null 2>&1 || true' EXIT
 "$cluster" up --run_dir="$run_dir" --build_dir="$build_dir" --shards=2 >/dev/null </dev/null
 set -a; . "$run_dir/cluster.env"; set +a
 "$cluster" train --run_dir="$run_dir" --build_dir="$build_dir" --workers=2 \
-  --worker_args="--train=$run_dir/data/train --skip_eval --batch_size=256 --epochs=$((4 + 2 * rounds)) --checkpoint_every_steps=50 --log_every_steps=100 --ps_deadline_ms=5000 --collective_timeout_ms=15000" \
+  --worker_args="--train=$run_dir/data/train --skip_eval --batch_size=256 --epochs=$((4 + 2 * rounds)) --checkpoint_every_steps=50 --log_every_steps=100 --ps_deadline_ms=5000 --collective_timeout_ms=15000 $own_tables" \
   >"$run_dir/train.out" 2>&1 </dev/null &
 train_pid=$!
 "$cluster" add-shard --run_dir="$run_dir" --build_dir="$build_dir" --shard_id=2 >/dev/null </dev/null
