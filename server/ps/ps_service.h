@@ -34,8 +34,10 @@
 // ""). With EnableJobStores, a call naming a job (PullRequest.job, ...) is served by
 // that job's own store on this shard, opened by CreateTable or RestoreShard naming the
 // job: its tables, attempt fence, dedup window, checkpoints and update stream are its
-// own. Hot-key replicas and slot moves cover the default store only for now: a shard
-// holding a job's store refuses FenceSlots (docs/ARCHITECTURE.md, step (d)).
+// own. Slot moves carry every store (each migration call names its store; FenceSlots
+// drains them all and answers each one's version; a restore of any store counts in
+// restores_, which a move's calls check). Hot-key replicas cover the default store only
+// for now (docs/ARCHITECTURE.md "Several jobs per PS cluster").
 //
 // Thread-safety: all methods may be called concurrently. `store` must outlive the
 // service and must not be Closed while a call can still arrive.
