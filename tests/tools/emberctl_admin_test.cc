@@ -275,6 +275,18 @@ TEST_F(EmberctlAdminTest, JobsListAndDescribeShowProgress) {
   r = Ctl({"--json", "jobs", "describe", "ctr-own"});
   ASSERT_EQ(r.exit_code, 0) << r;
   EXPECT_TRUE(absl::StrContains(r.out, "\"tables_job\":\"ctr-own\"")) << r.out;
+  // Its store's size over the shards: 3 rows pushed to a table of its own.
+  std::unique_ptr<PsClient> own = JobWithItemTable("ctr-own", 4);
+  ASSERT_NE(own, nullptr);
+  const std::vector<uint64_t> ids = {11, 12, 13};
+  ASSERT_TRUE(own->Push("item", ids, std::vector<float>(ids.size() * 4, 1.0f), 1).ok());
+  r = Ctl({"jobs", "describe", "ctr-own"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  EXPECT_TRUE(absl::StrContains(r.out, "store size:        "));
+  EXPECT_TRUE(absl::StrContains(r.out, " 3 in memory (")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "on 2 of 2 alive shards\n")) << r.out;
+  r = Ctl({"jobs", "describe", "ctr"});
+  EXPECT_FALSE(absl::StrContains(r.out, "store size:")) << "a job on the shared tables";
 
   grpc::ClientContext context;
   SetDeadline(&context, absl::Seconds(10));

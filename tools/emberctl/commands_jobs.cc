@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -52,6 +53,31 @@ absl::Status RunList(Session& s) {
   return absl::OkStatus();
 }
 
+// The size of job store `tables_job` summed over the alive shards (GetShardInfo naming
+// the job): "N rows (estimate), M in memory (BYTES), BYTES on disk, on K of S shards".
+std::string StoreSize(Session& s, const std::string& tables_job) {
+  absl::StatusOr<v1::ListShardsResponse> shards = s.client->ListShards();
+  if (!shards.ok()) return absl::StrCat("- (", shards.status().message(), ")");
+  uint64_t rows = 0, in_memory = 0, memory = 0, disk = 0;
+  int alive = 0, holding = 0;
+  for (const v1::ShardInfo& shard : shards->shards()) {
+    if (shard.state() != v1::ShardInfo::ALIVE) continue;
+    ++alive;
+    absl::StatusOr<v1::GetShardInfoResponse> info =
+        s.client->GetShardInfo(shard.address(), tables_job);
+    if (absl::IsNotFound(info.status())) continue;  // no store of the job there yet
+    if (!info.ok()) return absl::StrCat("- (", info.status().message(), ")");
+    ++holding;
+    rows += info->stored_rows();
+    in_memory += info->rows_in_memory();
+    memory += info->memory_bytes();
+    disk += info->disk_bytes();
+  }
+  return absl::StrCat(rows, " rows (estimate), ", in_memory, " in memory (", HumanBytes(memory),
+                      "), ", HumanBytes(disk), " on disk, on ", holding, " of ", alive,
+                      " alive shards");
+}
+
 absl::Status RunDescribe(Session& s, const std::string& name) {
   EMBER_ASSIGN_OR_RETURN(v1::GetJobResponse job, s.client->GetJob(name));
   if (s.options.json) {
@@ -74,6 +100,7 @@ absl::Status RunDescribe(Session& s, const std::string& name) {
   line("tables", job.tables_job().empty()
                      ? std::string("shared")
                      : absl::StrCat("its own (store '", job.tables_job(), "' on every shard)"));
+  if (!job.tables_job().empty()) line("store size", StoreSize(s, job.tables_job()));
   if (job.max_workers() > 0) {
     // Elastic runs: the range, the members by rank and the workers waiting for a place.
     line("worker range", absl::StrCat(job.min_workers(), " to ", job.max_workers(), " (elastic)"));
