@@ -123,17 +123,27 @@ bool IsLastWritten(const std::string& dir, const std::string& name) {
 
 class EmberctlExportTest : public EmberctlTest {
  protected:
-  // The shards' current embeddings of `ids` (pulled through the PS client).
-  Table Pulled(const std::set<uint64_t>& id_set) {
+  // The shards' current embeddings of `ids` (pulled through the PS client; `client`:
+  // another one's, e.g. a job's with a table of its own).
+  Table Pulled(const std::set<uint64_t>& id_set, PsClient* client = nullptr) {
     const std::vector<uint64_t> ids(id_set.begin(), id_set.end());
     std::vector<float> values(ids.size() * kDim);
-    const absl::Status s = client_->Pull("item", ids, absl::MakeSpan(values));
+    const absl::Status s =
+        (client != nullptr ? client : client_.get())->Pull("item", ids, absl::MakeSpan(values));
     EXPECT_TRUE(s.ok()) << s;
     Table rows;
     for (size_t i = 0; i < ids.size(); ++i) {
       rows[ids[i]].assign(values.begin() + i * kDim, values.begin() + (i + 1) * kDim);
     }
     return rows;
+  }
+
+  // Pushes one gradient to `count` ids of `job`'s own "item" from `first` on.
+  static void PushJobRows(PsClient& job, uint64_t first, int count, int64_t step) {
+    const std::vector<uint64_t> ids = ItemIds(first, count);
+    const std::vector<float> grads(ids.size() * kDim, 0.5f);
+    const absl::Status pushed = job.Push("item", ids, grads, step);
+    ASSERT_TRUE(pushed.ok()) << pushed;
   }
 
   CtlResult Export(const std::string& dir, std::vector<std::string> more = {}) {
@@ -318,28 +328,40 @@ TEST_F(EmberctlExportTest, DeltaAcrossASlotMoveEqualsTheShards) {
   EXPECT_GE(m->shards[1].sweeps, 1u);  // shard 1 gained 0-4095 (in one or more moves)
 }
 
+// The same for a job's own table: the move carries the job's store, and the target's
+// stream of that store resyncs the slots it gained.
+TEST_F(EmberctlExportTest, AJobsDeltaAcrossASlotMoveEqualsTheShards) {
+  std::unique_ptr<PsClient> own = JobWithItemTable("own-job", kDim);
+  ASSERT_NE(own, nullptr);
+  ASSERT_NO_FATAL_FAILURE(PushJobRows(*own, 1, 200, 1));
+  const std::string base = dir_ + "/job-base";
+  ASSERT_EQ(Export(base, {"--job=own-job"}).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(PushJobRows(*own, 1, 200, 2));  // every row, moved ones included
+  ASSERT_NO_FATAL_FAILURE(PushJobRows(*own, 300, 30, 3));
+  CtlResult r = Ctl({"slots", "move", "--slots=0-4095", "--to=1"});
+  ASSERT_EQ(r.exit_code, 0) << r;
+  ASSERT_NO_FATAL_FAILURE(PushJobRows(*own, 1, 50, 4));
+  const std::string delta = dir_ + "/job-delta";
+  r = Export(delta, {"--job=own-job", "--since=" + base});
+  ASSERT_EQ(r.exit_code, 0) << r;
+
+  std::set<uint64_t> pushed = IdSet(1, 200);
+  for (uint64_t id : IdSet(300, 30)) pushed.insert(id);
+  const Table table = Apply({base, delta});
+  EXPECT_EQ(IdsOf(table), pushed);
+  EXPECT_EQ(table, Pulled(pushed, own.get()));
+  absl::StatusOr<ExportManifest> m = ctl::ReadExportManifest(delta);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_GE(m->shards[1].sweeps, 1u);  // shard 1 gained 0-4095 in the job's store too
+}
+
 // A job's own table (--own_tables) is read from the job's store on every shard, with
 // the job's positions; a shard that restored any store since it started still exports
 // (the pages name the shard's count of restores that GetShardInfo gave).
 TEST_F(EmberctlExportTest, AJobsOwnTableExportsFromTheJobsStore) {
   std::unique_ptr<PsClient> own = JobWithItemTable("own-job", kDim);
   ASSERT_NE(own, nullptr);
-  auto push = [&](uint64_t first, int count, int64_t step) {
-    const std::vector<uint64_t> ids = ItemIds(first, count);
-    const std::vector<float> grads(ids.size() * kDim, 0.5f);
-    ASSERT_TRUE(own->Push("item", ids, grads, step).ok());
-  };
-  auto pulled = [&](const std::set<uint64_t>& id_set) {
-    const std::vector<uint64_t> ids(id_set.begin(), id_set.end());
-    std::vector<float> values(ids.size() * kDim);
-    EXPECT_TRUE(own->Pull("item", ids, absl::MakeSpan(values)).ok());
-    Table rows;
-    for (size_t i = 0; i < ids.size(); ++i) {
-      rows[ids[i]].assign(values.begin() + i * kDim, values.begin() + (i + 1) * kDim);
-    }
-    return rows;
-  };
-  ASSERT_NO_FATAL_FAILURE(push(1000, 60, 1));
+  ASSERT_NO_FATAL_FAILURE(PushJobRows(*own, 1000, 60, 1));
   // Another job's fresh start on shard 0: its count of restores is 1 from now on.
   v1::RestoreShardRequest restore;
   restore.set_job("other-job");
@@ -366,13 +388,13 @@ TEST_F(EmberctlExportTest, AJobsOwnTableExportsFromTheJobsStore) {
       << r;
   ReadBack b = ReadExport(base);
   EXPECT_EQ(b.manifest.job, "own-job");
-  EXPECT_EQ(b.rows, pulled(IdSet(1000, 60))) << "the job's rows, not the shared table's";
+  EXPECT_EQ(b.rows, Pulled(IdSet(1000, 60), own.get())) << "the job's rows, not the shared table's";
 
-  ASSERT_NO_FATAL_FAILURE(push(1050, 20, 2));
+  ASSERT_NO_FATAL_FAILURE(PushJobRows(*own, 1050, 20, 2));
   const std::string delta = dir_ + "/job-delta";
   r = Export(delta, {"--job=own-job", "--since=" + base});
   ASSERT_EQ(r.exit_code, 0) << r;
-  EXPECT_EQ(ReadExport(delta).rows, pulled(IdSet(1050, 20)));
+  EXPECT_EQ(ReadExport(delta).rows, Pulled(IdSet(1050, 20), own.get()));
   // The shared table's export is unchanged by the job's rows.
   r = Export(dir_ + "/shared");
   ASSERT_EQ(r.exit_code, 0) << r;
