@@ -15,7 +15,11 @@
 //    the shards no longer have), and ends equal to the PS in a few bootstraps;
 //  * model versions: the served dense tower is a checkpoint's (byte for byte), follows
 //    newer checkpoints, and a pin holds it; with --max_staleness_steps the applied rows
-//    are never trained more than that many steps past the served dense tower.
+//    are never trained more than that many steps past the served dense tower;
+//  * a job with tables of its own: followers started before it and from its
+//    checkpoint follow the job's store, through a slot move of 2048 slots mid-job (the
+//    move carries the job's store; the target's stream resyncs the slots), and end
+//    equal to the job's rows.
 
 #include <map>
 #include <memory>
@@ -238,7 +242,7 @@ TEST_F(ServingTrainingTest, FollowersEndEqualToThePsAndAKilledFollowerResumes) {
 // rows, and the shared store holds none of them.
 TEST_F(ServingTrainingTest, FollowersOfAJobWithTablesOfItsOwnEndEqualToItsRows) {
   std::unique_ptr<Cluster> c = NewCluster("own-tables");
-  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2));
+  ASSERT_NO_FATAL_FAILURE(c->StartCoordinator(2, {absl::StrCat("--admin_token=", kToken)}));
   for (int i = 0; i < 2; ++i) ASSERT_NO_FATAL_FAILURE(c->StartShard(i));
   std::unique_ptr<Process> early = StartServing(*c, "early");
   ASSERT_NE(early, nullptr);
@@ -246,11 +250,39 @@ TEST_F(ServingTrainingTest, FollowersOfAJobWithTablesOfItsOwnEndEqualToItsRows) 
   flags.push_back("--own_tables");
   for (int r = 0; r < kWorkers; ++r) ASSERT_NO_FATAL_FAILURE(c->StartWorker(r, flags));
   std::unique_ptr<Process> late;
+  std::string move_op;
   const std::string result = c->Finish([&](absl::Duration) {
-    if (late == nullptr && c->NewestCheckpointStep() >= 40) late = StartServing(*c, "late");
+    const uint64_t step = c->NewestCheckpointStep();
+    if (late == nullptr && step >= 40) late = StartServing(*c, "late");
+    if (move_op.empty() && step >= 60) {
+      // 2048 of shard 0's slots move to shard 1 while the job trains: both followers
+      // get the job store's rows of those slots from shard 1's stream (a resync).
+      v1::StartMigrationRequest start;
+      v1::SlotMove* move = start.mutable_spec()->add_moves();
+      move->set_source(0);
+      move->set_target(1);
+      move->add_ranges()->set_first(0);  // shard 0 owns the lowest slots (SlotMap::Even)
+      move->mutable_ranges(0)->set_last(2047);
+      v1::Migration op;
+      const grpc::Status s = Admin(*c, &v1::AdminService::Stub::StartMigration, start, &op);
+      ASSERT_TRUE(s.ok()) << s.error_message();
+      move_op = op.op_id();
+    }
   });
   ASSERT_NE(late, nullptr);
+  ASSERT_FALSE(move_op.empty()) << "the job ended before the move";
   EXPECT_EQ(JsonValue(result, "steps"), absl::StrCat(kSteps)) << result;
+  v1::Migration moved;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        v1::GetMigrationRequest get;
+        get.set_op_id(move_op);
+        return Admin(*c, &v1::AdminService::Stub::GetMigration, get, &moved).ok() &&
+               (moved.phase() == v1::Migration::DONE || moved.phase() == v1::Migration::FAILED);
+      },
+      absl::Seconds(60), kFollowerPoll));
+  ASSERT_EQ(moved.phase(), v1::Migration::DONE) << moved.error();
+  EXPECT_GT(moved.rows_copied(), 0u) << "the job's rows moved";
   auto early_stub = Stub(*early);
   auto late_stub = Stub(*late);
   ASSERT_NO_FATAL_FAILURE(ExpectEqualToPs(*c, *early_stub, "quickstart"));
