@@ -173,12 +173,15 @@ TEST_F(TwoJobsTest, BothJobsRowsMoveWithTheirSlotsWhenAShardJoinsAndWhenItDrains
   ASSERT_FALSE(HasFatalFailure());
   CoordinatorView view(c->address_, kToken);
   enum Phase { kJoin, kBalance, kDrain, kDone } phase = kJoin;
-  const std::string result_a = c->Finish([&](absl::Duration) {
+  // One step of the scale-up and scale-down; `training`: the jobs still run.
+  std::vector<Phase> reached_while_training;
+  auto advance = [&](bool training) {
     const std::vector<v1::Migration> ops =
         phase == kBalance || phase == kDrain ? view.Migrations() : std::vector<v1::Migration>();
     for (const v1::Migration& op : ops) {
       ASSERT_NE(op.phase(), v1::Migration::FAILED) << op.error();
     }
+    const Phase before = phase;
     if (phase == kJoin && c->NewestCheckpointStep() >= 20) {
       ASSERT_NO_FATAL_FAILURE(c->StartShard(2, shard_flags));  // a scale-up
       phase = kBalance;
@@ -186,7 +189,6 @@ TEST_F(TwoJobsTest, BothJobsRowsMoveWithTheirSlotsWhenAShardJoinsAndWhenItDrains
                view.OwnedSlots()[2] > 0) {
       std::cerr << "join: " << ops.back().rows_copied() << " rows moved (both jobs' stores)"
                 << std::endl;
-      EXPECT_FALSE(c->worker(0)->Wait(absl::ZeroDuration()).ok()) << "job A ended first";
       c->Retire(2);  // a scale-down
       phase = kDrain;
     } else if (phase == kDrain) {
@@ -196,8 +198,21 @@ TEST_F(TwoJobsTest, BothJobsRowsMoveWithTheirSlotsWhenAShardJoinsAndWhenItDrains
       EXPECT_EQ(view.OwnedSlots()[2], 0u) << "it exited owning slots";
       phase = kDone;
     }
-  });
-  ASSERT_EQ(phase, kDone) << "the jobs ended before the shard joined and drained";
+    if (training && phase != before) reached_while_training.push_back(phase);
+  };
+  const std::string result_a = c->Finish([&](absl::Duration) { advance(/*training=*/true); });
+  // The join must begin while both train. On a loaded machine its moves (or the drain)
+  // can outlast the jobs (2 x 240 steps take ~5 s): they finish here, and the models
+  // below must still be the jobs' alone.
+  ASSERT_NE(phase, kJoin) << "the jobs ended before their first checkpoint";
+  const absl::Time deadline = absl::Now() + absl::Seconds(90);
+  while (phase != kDone && absl::Now() < deadline && !HasFatalFailure()) {
+    advance(/*training=*/false);
+    absl::SleepFor(absl::Milliseconds(50));  // polling pace
+  }
+  ASSERT_EQ(phase, kDone) << "the shard did not join and drain";
+  std::cerr << "phases reached while the jobs trained: " << reached_while_training.size() << " of 3"
+            << std::endl;
   const std::vector<v1::Migration> ops = view.Migrations();
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0].spec().reason(), "auto rebalance: shard 2 joined");
