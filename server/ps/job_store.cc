@@ -61,6 +61,10 @@ absl::StatusOr<StreamStart> JobStore::ResolveStreamPosition(const v1::WatchUpdat
   return StreamStart{stream_id, after};
 }
 
+absl::Status JobStore::SyncBackend() {
+  return storage != nullptr ? storage->rocksdb()->Flush() : store->Flush();
+}
+
 void JobStore::StartNewStream() {
   const uint64_t previous = stream_id;
   stream_id = absl::Uniform<uint64_t>(absl::BitGen(), 1, ~uint64_t{0});

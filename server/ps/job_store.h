@@ -65,6 +65,10 @@ struct JobStore {
   absl::StatusOr<StreamStart> ResolveStreamPosition(const v1::WatchUpdatesRequest& request,
                                                     uint32_t shard_id) const
       ABSL_SHARED_LOCKS_REQUIRED(mu);
+  // Makes the store's backend durable without writing back the memory tier's dirty
+  // rows (a migration's imports and drops go straight to the backend; flushing the whole
+  // store would also write back every row training dirtied since the last checkpoint).
+  absl::Status SyncBackend() ABSL_SHARED_LOCKS_REQUIRED(mu);
   // Starts a new stream, continuing none.
   void StartNewStream() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // Starts a new stream after a restore of request's chain for `map`: it continues

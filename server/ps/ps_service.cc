@@ -151,11 +151,6 @@ std::vector<JobStore*> PsServiceImpl::AllJobs() const {
   return all;
 }
 
-bool PsServiceImpl::HasJobStores() const {
-  absl::ReaderMutexLock lock(&jobs_mu_);
-  return jobs_.size() > 1;
-}
-
 PsServiceImpl::SlotRanges PsServiceImpl::InstallMap(SlotMap slot_map) {
   auto next = std::make_shared<const SlotMap>(std::move(slot_map));
   absl::MutexLock lock(&map_mu_);

@@ -328,8 +328,6 @@ class PsServiceImpl final
   absl::StatusOr<JobStore*> FindOrOpenJob(const std::string& job);
   // Every store, the default's first, then the jobs' ascending.
   std::vector<JobStore*> AllJobs() const;
-  // Whether a job has a store of its own here.
-  bool HasJobStores() const;
 
   std::shared_ptr<const SlotMap> slot_map() const;
 

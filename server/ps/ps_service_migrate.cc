@@ -23,7 +23,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/admin_auth.h"
 #include "common/grpc_status.h"
 #include "common/log.h"
@@ -212,13 +211,8 @@ absl::Status PsServiceImpl::DoImportRows(const v1::ImportRowsRequest& request,
   if (request.sync()) {
     // Imported rows go straight to the backend (rows of slots a shard does not own are
     // never in its memory tier: DropSlots cleared them and routing keeps them out), so
-    // making the backend durable is enough; flushing the whole store would also write
-    // back every row training dirtied meanwhile, inside the migration's fence.
-    if (job->storage != nullptr) {
-      EMBER_RETURN_IF_ERROR(job->storage->rocksdb()->Flush());
-    } else {
-      EMBER_RETURN_IF_ERROR(store->Flush());
-    }
+    // making the backend durable is enough, and cheap inside the migration's fence.
+    EMBER_RETURN_IF_ERROR(job->SyncBackend());
   }
   response->set_rows(imported);
   return absl::OkStatus();
@@ -285,13 +279,8 @@ absl::Status PsServiceImpl::DoDropSlots(const v1::DropSlotsRequest& request,
     }
     // Durable: dropped rows must not come back after a crash as rows of slots the shard
     // does not own. The backend's deletes are all there is to make durable (the memory
-    // tier's copies were removed first); flushing the whole store would also write back
-    // every row training dirtied since the last checkpoint, on every move's cleanup.
-    if (job->storage != nullptr) {
-      EMBER_RETURN_IF_ERROR(job->storage->rocksdb()->Flush());
-    } else {
-      EMBER_RETURN_IF_ERROR(job->store->Flush());
-    }
+    // tier's copies were removed first).
+    EMBER_RETURN_IF_ERROR(job->SyncBackend());
   }
   response->set_rows(removed);
   return absl::OkStatus();
